@@ -1,0 +1,5 @@
+"""The retry scheduler: a satellite that re-enqueues due retry rows.
+
+It may import ``worker.db``, ``worker.rpc``, ``worker.rpcapi`` and
+``worker.conf`` only; never the worker's manager, service or plugins.
+"""

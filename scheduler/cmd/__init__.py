@@ -1,0 +1,1 @@
+"""Console scripts of the retry scheduler and the operator commands."""

@@ -1,0 +1,93 @@
+"""``barbican-retry-manage order …``: create and inspect orders."""
+
+import json
+
+from cliff import lister
+from cliff import show
+from oslo_utils import timeutils
+
+from worker.db import models
+from worker.db import orders
+
+ORDER_COLUMNS = ('id', 'type', 'status', 'step', 'generation', 'attempt',
+                 'error_reason', 'meta', 'created_at', 'updated_at')
+
+
+def _order_row(order):
+    return tuple(json.dumps(order.meta) if column == 'meta'
+                 else getattr(order, column) for column in ORDER_COLUMNS)
+
+
+class CreateOrders(lister.Lister):
+    """Create PENDING orders and cast them to the worker pool.
+
+    Does what an API server does: the orders are committed first, then
+    each one's first step is cast.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--type', required=True,
+                            choices=['certificate'],
+                            help='Order type.')
+        parser.add_argument('--count', type=int, default=1,
+                            help='How many orders to create (default 1).')
+        parser.add_argument('--meta', default='{}', type=json.loads,
+                            help='Order metadata as a JSON object, e.g. '
+                                 '\'{"unavailable_attempts": 2}\'.')
+        return parser
+
+    def take_action(self, parsed_args):
+        if parsed_args.count < 1:
+            raise ValueError('--count must be at least 1')
+        if not isinstance(parsed_args.meta, dict):
+            raise ValueError('--meta must be a JSON object')
+        now = timeutils.utcnow()
+        database = self.app.database
+        with database.session() as session, session.begin():
+            created = [orders.create(session, parsed_args.type,
+                                     parsed_args.meta, now)
+                       for _ in range(parsed_args.count)]
+        api = self.app.worker_api()
+        for order in created:
+            api.process_type_order(order.id, order.generation)
+        return (('id', 'status'),
+                [(order.id, order.status) for order in created])
+
+
+class ShowOrder(show.ShowOne):
+    """Show one order."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('order_id', help='Order id.')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        with database.session() as session:
+            order = orders.get(session, parsed_args.order_id)
+        if order is None:
+            raise LookupError('no order %s' % parsed_args.order_id)
+        return ORDER_COLUMNS, _order_row(order)
+
+
+class ListOrders(lister.Lister):
+    """List orders, oldest first."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--status', choices=models.ORDER_STATUSES,
+                            help='Only orders in this status.')
+        parser.add_argument('--limit', type=int, default=None,
+                            help='At most this many orders.')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        with database.session() as session:
+            found = orders.list_orders(session, parsed_args.status,
+                                       parsed_args.limit)
+        columns = ('id', 'type', 'status', 'step', 'error_reason')
+        return columns, [tuple(getattr(o, c) for c in columns)
+                         for o in found]

@@ -1,0 +1,84 @@
+"""The ``[scheduler]`` group: the retry daemon's timer, lock and batches."""
+
+from oslo_config import cfg
+
+scheduler_group = cfg.OptGroup(
+    'scheduler', title='Retry scheduler options',
+    help='Options of barbican-retry, the daemon that re-enqueues due retry '
+         'tasks to the worker pool.')
+
+scheduler_opts = [
+    cfg.IntOpt('schedule_period_seconds',
+               default=15, min=1, max=86400,
+               mutable=True,
+               help='Seconds between two passes of the retry scheduler. '
+                    'Each pass takes the OrderRetryTask lock, casts the '
+                    'due retry tasks to the workers and deletes them. '
+                    'A retry fires at most about one period (plus jitter '
+                    'and the pass itself) after its retry_at.'),
+    cfg.FloatOpt('schedule_jitter',
+                 default=0.2, min=0.0, max=0.5,
+                 mutable=True,
+                 help='Fraction of schedule_period_seconds by which each '
+                      'wait between passes is randomly shortened or '
+                      'lengthened, so that several daemons drift apart '
+                      'instead of contending for the lock at the same '
+                      'moment. 0.2 with a 15 s period waits 12 to 18 s.'),
+    cfg.IntOpt('retry_lock_timeout_seconds',
+               default=300, min=1, max=86400,
+               mutable=True,
+               help='Age after which an OrderRetryTask lock row is '
+                    'considered stale (its holder died) and is cleared by '
+                    'the next daemon. Must exceed the longest pass: at '
+                    'least twice max_pass_seconds plus '
+                    'cast_timeout_seconds, which is checked at start.'),
+    cfg.IntOpt('max_pass_seconds',
+               default=60, min=1, max=3600,
+               mutable=True,
+               help='A pass starts no new batch after running this long; '
+                    'the remaining due rows wait for the next pass. '
+                    'Bounds how long the lock is held.'),
+    cfg.IntOpt('batch_size',
+               default=500, min=1, max=10000,
+               mutable=True,
+               help='Due rows read, cast and deleted per batch. Each batch '
+                    'is one short transaction that renews the lock and '
+                    'deletes the rows it cast.'),
+    cfg.IntOpt('cast_concurrency',
+               default=8, min=1, max=64,
+               mutable=True,
+               help='Casts in flight at once within a batch.'),
+    cfg.IntOpt('cast_timeout_seconds',
+               default=10, min=1, max=600,
+               mutable=True,
+               help='Longest time one cast may take, reconnections to the '
+                    'broker included. A cast that fails or times out '
+                    'leaves its row for the next pass.'),
+]
+
+
+def register_opts(conf):
+    """Register the ``[scheduler]`` options."""
+    conf.register_group(scheduler_group)
+    conf.register_opts(scheduler_opts, group=scheduler_group)
+
+
+def list_opts():
+    """Return the ``[scheduler]`` options for oslo-config-generator."""
+    return [(scheduler_group, scheduler_opts)]
+
+
+def validate(conf):
+    """Check option combinations that single-option bounds cannot express.
+
+    :raises ValueError: naming the option whose value is inconsistent.
+    """
+    group = conf.scheduler
+    worst_pass = 2 * group.max_pass_seconds + group.cast_timeout_seconds
+    if group.retry_lock_timeout_seconds <= worst_pass:
+        raise ValueError(
+            '[scheduler] retry_lock_timeout_seconds (%d) must exceed twice '
+            '[scheduler] max_pass_seconds plus [scheduler] '
+            'cast_timeout_seconds (%d), or a live daemon\'s lock could be '
+            'cleared as stale during its pass.'
+            % (group.retry_lock_timeout_seconds, worst_pass))

@@ -1,0 +1,211 @@
+"""One pass of the retry scheduler: ``RetryManager.run_once(now)``.
+
+A pass takes the OrderRetryTask lock, reads the due rows in batches
+(oldest first), casts them to the workers and deletes what it cast, then
+releases the lock. Rows are cast *before* they are deleted, so a crash
+between the two re-sends them on a later pass (at-least-once); the
+workers' fencing tokens make such a duplicate harmless. Deletion commits
+only in a transaction that first renews our own lock, so a daemon whose
+lock was cleared as stale stops at its next batch.
+"""
+
+import concurrent.futures
+import dataclasses
+import datetime
+import threading
+import time
+import uuid
+
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+
+from worker.db import locks
+from worker.db import models
+from worker.db import retry_tasks
+from worker import rpcapi
+
+LOG = logging.getLogger(__name__)
+
+LOCK = models.ORDER_RETRY_TASK_LOCK
+
+
+@dataclasses.dataclass
+class PassResult:
+    """What one pass did."""
+
+    locked: bool = False
+    stale_lock_cleared: bool = False
+    dispatched: int = 0
+    parked: int = 0
+    cast_failures: int = 0
+    lock_lost: bool = False
+    lateness: list = dataclasses.field(default_factory=list)
+
+
+class RetryManager:
+    """Runs passes of the retry scheduler.
+
+    :param worker_api: a ``worker.rpcapi.WorkerAPI`` (or a fake with the
+        same ``bind_retry``).
+    :param stop_event: set it to make a running pass stop after its
+        current batch.
+    """
+
+    def __init__(self, conf, database, worker_api, stop_event=None):
+        self._conf = conf
+        self._database = database
+        self._worker_api = worker_api
+        self._stop_event = stop_event or threading.Event()
+
+    def run_once(self, now):
+        """Run one pass as of ``now`` (naive UTC); returns a PassResult."""
+        group = self._conf.scheduler
+        result = PassResult()
+        token = str(uuid.uuid4())
+        result.stale_lock_cleared = self._clear_stale_lock(now)
+        if not self._acquire(token, now):
+            LOG.debug('OrderRetryTask lock held by another process; '
+                      'skipping this pass')
+            return result
+        result.locked = True
+        started = time.monotonic()
+        # A new pool per pass: a cast stuck past cast_timeout_seconds is
+        # abandoned with its pool and cannot delay the next pass.
+        executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=group.cast_concurrency,
+            thread_name_prefix='retry-cast')
+        try:
+            self._dispatch_batches(executor, token, now, started, result,
+                                   group)
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+            self._release(token)
+        self._log(result, time.monotonic() - started)
+        return result
+
+    def _dispatch_batches(self, executor, token, now, started, result,
+                          group):
+        after = None
+        while not self._stop_event.is_set():
+            if time.monotonic() - started > group.max_pass_seconds:
+                LOG.info('Pass reached max_pass_seconds; the remaining due '
+                         'rows wait for the next pass')
+                return
+            with self._database.session() as session, session.begin():
+                rows = retry_tasks.due(session, now, group.batch_size, after)
+            if not rows:
+                return
+            after = (rows[-1].retry_at, rows[-1].id)
+            elapsed = datetime.timedelta(seconds=time.monotonic() - started)
+            if not self._dispatch_batch(executor, rows, token,
+                                        now + elapsed, result):
+                result.lock_lost = True
+                return
+            if len(rows) < group.batch_size:
+                return
+
+    def _dispatch_batch(self, executor, rows, token, now, result):
+        """Cast one batch, then delete and park in one fenced transaction.
+
+        Returns False if our lock was lost (nothing deleted then).
+        """
+        casts, bad = {}, []
+        for row in rows:
+            reason = None
+            if not row.order_exists:
+                reason = 'order %s no longer exists' % row.order_id
+            else:
+                try:
+                    casts[row.id] = self._worker_api.bind_retry(
+                        row.retry_task, row.retry_args, row.retry_kwargs)
+                except rpcapi.InvalidRetry as exc:
+                    reason = str(exc)
+            if reason:
+                LOG.error('Retry task %d (order %s, %s) set aside: %s',
+                          row.id, row.order_id, row.retry_task, reason)
+                bad.append((row.id, reason))
+        sent = self._cast_all(executor, casts, result)
+        with self._database.session() as session, session.begin():
+            if not locks.renew(session, LOCK, token, now):
+                LOG.error('Lost the OrderRetryTask lock during a pass; '
+                          'stopping it without deleting the %d rows just '
+                          'cast (their duplicates will be dropped by the '
+                          'workers)', len(sent))
+                return False
+            retry_tasks.delete(session, sent)
+            for task_id, reason in bad:
+                retry_tasks.park(session, task_id, reason)
+        by_id = {row.id: row for row in rows}
+        result.dispatched += len(sent)
+        result.parked += len(bad)
+        result.lateness.extend(
+            (now - by_id[task_id].retry_at).total_seconds()
+            for task_id in sent)
+        return True
+
+    def _cast_all(self, executor, casts, result):
+        """Run the casts concurrently; return the ids that were sent."""
+        if not casts:
+            return []
+        futures = {executor.submit(cast): task_id
+                   for task_id, cast in casts.items()}
+        done, not_done = concurrent.futures.wait(
+            futures, timeout=self._conf.scheduler.cast_timeout_seconds)
+        sent, first_error = [], None
+        for future in done:
+            if future.exception() is None:
+                sent.append(futures[future])
+            elif first_error is None:
+                first_error = future.exception()
+        failures = len(casts) - len(sent)
+        if failures:
+            result.cast_failures += failures
+            LOG.warning('%d of %d casts failed or timed out (%d timed out); '
+                        'their rows stay for the next pass. First error: %s',
+                        failures, len(casts), len(not_done), first_error)
+        return sent
+
+    def _clear_stale_lock(self, now):
+        timeout = self._conf.scheduler.retry_lock_timeout_seconds
+        cutoff = now - datetime.timedelta(seconds=timeout)
+        with self._database.session() as session, session.begin():
+            holder = locks.get(session, LOCK)
+            if holder is None or holder.created_at >= cutoff:
+                return False
+            cleared = locks.clear_stale(session, LOCK, cutoff)
+        if cleared:
+            LOG.warning('Cleared stale OrderRetryTask lock of %s taken at '
+                        '%s (older than %ds)', holder.worker_host_name,
+                        holder.created_at, timeout)
+        return cleared
+
+    def _acquire(self, token, now):
+        try:
+            with self._database.session() as session, session.begin():
+                locks.insert(session, LOCK, self._conf.host, token, now)
+        except db_exc.DBDuplicateEntry:
+            return False
+        return True
+
+    def _release(self, token):
+        try:
+            with self._database.session() as session, session.begin():
+                released = locks.release(session, LOCK, token)
+        except Exception:
+            LOG.exception('Could not release the OrderRetryTask lock; it '
+                          'will be cleared when stale')
+            return
+        if not released:
+            LOG.warning('The OrderRetryTask lock was no longer ours at the '
+                        'end of the pass')
+
+    @staticmethod
+    def _log(result, duration):
+        if not (result.dispatched or result.parked or result.cast_failures):
+            LOG.debug('Pass found nothing due (%.3fs)', duration)
+            return
+        lateness = sorted(result.lateness)
+        p99 = lateness[int(0.99 * (len(lateness) - 1))] if lateness else 0.0
+        LOG.info('Pass dispatched %d retries, set aside %d, %d casts failed, '
+                 'in %.3fs; lateness p99 %.1fs', result.dispatched,
+                 result.parked, result.cast_failures, duration, p99)

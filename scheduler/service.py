@@ -1,0 +1,104 @@
+"""barbican-retry's service: the timer around ``RetryManager.run_once``."""
+
+from worker import oslo_service_backend  # noqa: F401  (must come first)
+
+import random
+import threading
+
+from oslo_log import log as logging
+from oslo_service import loopingcall
+from oslo_service import service
+from oslo_utils import timeutils
+
+from scheduler import manager
+from worker.db import session as db_session
+from worker import rpc
+from worker import rpcapi
+
+LOG = logging.getLogger(__name__)
+
+
+def next_delay(period, jitter, rng=random):
+    """Return the wait before the next pass: ``period`` ± ``jitter``.
+
+    The random dither spreads several daemons over the period instead of
+    having them contend for the lock at the same moment.
+    """
+    return period * rng.uniform(1 - jitter, 1 + jitter)
+
+
+class SchedulerService(service.Service):
+    """Runs a retry pass every ``[scheduler] schedule_period_seconds``.
+
+    A pass that raises is logged and the timer goes on. ``stop()`` lets a
+    running pass finish its current batch and release the lock.
+
+    :param transport: an existing transport to share (the all-in-one demo
+        passes its in-process one); by default one is built in ``start()``.
+    """
+
+    def __init__(self, conf, transport=None, clock=timeutils.utcnow):
+        super().__init__()
+        self._conf = conf
+        self._shared_transport = transport
+        self._clock = clock
+        self._stopping = threading.Event()
+        self._pass_lock = threading.Lock()
+        self._database = None
+        self._transport = None
+        self._manager = None
+
+    def start(self):
+        """Connect to the database and the broker, then start the timer."""
+        super().start()
+        self._stopping.clear()
+        self._database = db_session.Database.from_conf(self._conf)
+        self._transport = (self._shared_transport or
+                           rpc.get_transport(self._conf))
+        worker_api = rpcapi.WorkerAPI(self._transport,
+                                      self._conf.worker.topic)
+        self._manager = manager.RetryManager(
+            self._conf, self._database, worker_api,
+            stop_event=self._stopping)
+        group = self._conf.scheduler
+        # The first pass comes after a random part of one period, so that
+        # daemons started together spread out from the start.
+        initial = random.uniform(0, group.schedule_period_seconds)
+        self.tg.add_dynamic_timer_args(self._periodic_pass,
+                                       initial_delay=initial,
+                                       stop_on_exception=False)
+        LOG.info('Retry scheduler started: period %ds, jitter %.0f%%, '
+                 'first pass in %.1fs', group.schedule_period_seconds,
+                 100 * group.schedule_jitter, initial)
+
+    def _periodic_pass(self):
+        with self._pass_lock:
+            if self._stopping.is_set():
+                raise loopingcall.LoopingCallDone()
+            try:
+                self._manager.run_once(self._clock())
+            except Exception:
+                LOG.exception('Retry pass failed; the next one runs as '
+                              'scheduled')
+        group = self._conf.scheduler
+        return next_delay(group.schedule_period_seconds,
+                          group.schedule_jitter)
+
+    def run_pass_now(self):
+        """Run one pass at once (used by the demo and tests)."""
+        return self._periodic_pass()
+
+    def stop(self, graceful=True):
+        """Finish or abandon the running pass, release the lock, stop."""
+        self._stopping.set()
+        # Waits for a running pass: it stops after its current batch and
+        # releases the lock in its own ``finally``.
+        with self._pass_lock:
+            pass
+        super().stop(graceful)
+        if self._transport is not None and not self._shared_transport:
+            self._transport.cleanup()
+        self._transport = None
+        if self._database is not None:
+            self._database.dispose()
+        LOG.info('Retry scheduler stopped')

@@ -1,0 +1,1 @@
+"""The worker pool: owns orders, runs plugins, writes retry rows."""

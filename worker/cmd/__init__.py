@@ -1,0 +1,1 @@
+"""Console scripts of the worker side."""

@@ -1,0 +1,26 @@
+"""barbican-worker: the RPC worker pool (``[worker] workers`` processes)."""
+
+from worker import oslo_service_backend  # noqa: F401  (must come first)
+
+import sys
+
+from oslo_config import cfg
+from oslo_service import service
+
+from worker import conf as worker_conf
+from worker import service as worker_service
+
+
+def main(argv=None):
+    """Parse the configuration and run the worker processes."""
+    conf = cfg.CONF
+    worker_conf.load(conf, sys.argv[1:] if argv is None else argv,
+                     'barbican-worker')
+    launcher = service.launch(conf, worker_service.WorkerService(conf),
+                              workers=conf.worker.workers,
+                              restart_method='mutate')
+    return launcher.wait()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Configuration options of the worker side, and the registration helper.
+
+Options are registered on a ``ConfigOpts`` passed in, never at import time,
+so that tests can build isolated configurations and so that nothing reads
+``CONF`` before the command line has been parsed.
+"""
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from worker.conf import database
+from worker.conf import default
+from worker.conf import simple_certificate
+from worker.conf import worker
+
+CONF = cfg.CONF
+
+_MODULES = (default, database, worker, simple_certificate)
+
+
+def register_opts(conf):
+    """Register every worker-side option group on ``conf``."""
+    for module in _MODULES:
+        module.register_opts(conf)
+
+
+def check_values(conf):
+    """Read every registered option once, so a bad value fails now.
+
+    oslo.config converts values lazily, at first use; a daemon would
+    otherwise start and fail at its first pass.
+
+    :raises oslo_config.cfg.Error: naming the option and the bad value.
+    """
+    for name in list(conf):
+        value = conf[name]
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for opt_name in list(value):
+                value[opt_name]
+
+
+def load(conf, argv, prog, extra_register=()):
+    """Register options, parse ``argv`` and config files, check values.
+
+    Exits with a message naming the option when a value is invalid.
+
+    :param extra_register: more ``register_opts(conf)`` callables (the
+        scheduler's options, for instance).
+    """
+    register_opts(conf)
+    for register in extra_register:
+        register(conf)
+    logging.register_options(conf)
+    conf(argv, project='barbican-retry', prog=prog)
+    try:
+        check_values(conf)
+    except (cfg.Error, ValueError) as exc:
+        raise SystemExit('%s: invalid configuration: %s' % (prog, exc))
+    logging.setup(conf, 'barbican-retry')
+    return conf

@@ -1,0 +1,57 @@
+"""The ``[worker]`` group: the RPC worker pool and its retry policy."""
+
+import os
+
+from oslo_config import cfg
+
+worker_group = cfg.OptGroup(
+    'worker', title='Worker pool options',
+    help='Options of barbican-worker, the RPC worker pool that processes '
+         'orders.')
+
+worker_opts = [
+    cfg.IntOpt('workers',
+               default=os.cpu_count() or 1,
+               sample_default='<number of CPUs>',
+               min=1, max=256,
+               help='Number of barbican-worker processes to fork. Each is '
+                    'an RPC server on [worker] topic.'),
+    cfg.StrOpt('topic',
+               default='barbican_retry_worker',
+               help='RPC topic the workers listen on and the retry '
+                    'scheduler casts to. Every process of one deployment '
+                    'must use the same value.'),
+    cfg.StrOpt('certificate_plugin',
+               default='simple_certificate',
+               help='Name of the certificate plugin, an entry point in the '
+                    'barbican_retry.certificate.plugins namespace.'),
+    cfg.IntOpt('max_unavailable_retries',
+               default=10, min=0, max=1000,
+               mutable=True,
+               help='How many times in a row a step is retried after its '
+                    'plugin reports the remote service unavailable. Past '
+                    'this count the order goes to ERROR with a reason.'),
+    cfg.FloatOpt('unavailable_backoff_base_seconds',
+                 default=2.0, min=0.0, max=3600.0,
+                 mutable=True,
+                 help='Base of the exponential back-off after a remote '
+                      'service was unavailable: the n-th retry waits a '
+                      'random time up to base * 2**(n-1) seconds, capped '
+                      'by unavailable_backoff_max_seconds.'),
+    cfg.FloatOpt('unavailable_backoff_max_seconds',
+                 default=600.0, min=0.0, max=86400.0,
+                 mutable=True,
+                 help='Upper bound of one back-off delay after a remote '
+                      'service was unavailable.'),
+]
+
+
+def register_opts(conf):
+    """Register the ``[worker]`` options."""
+    conf.register_group(worker_group)
+    conf.register_opts(worker_opts, group=worker_group)
+
+
+def list_opts():
+    """Return the options of this module for the sample config."""
+    return {worker_group: worker_opts}

@@ -1,0 +1,64 @@
+"""Schema migrations with alembic, driven from code (no alembic.ini).
+
+The migration scripts live in the top-level ``alembic/`` folder of the
+source tree; an installed copy goes to ``<prefix>/share/barbican-retry``.
+"""
+
+import os
+import sys
+
+from alembic import command
+from alembic import config as alembic_config
+from alembic import migration
+from alembic import script
+import sqlalchemy as sa
+
+_SOURCE_SCRIPTS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), 'alembic')
+_INSTALLED_SCRIPTS = os.path.join(sys.prefix, 'share', 'barbican-retry',
+                                  'alembic')
+
+
+def script_location():
+    """Return the folder holding ``env.py`` and ``versions/``."""
+    for candidate in (_SOURCE_SCRIPTS, _INSTALLED_SCRIPTS):
+        if os.path.exists(os.path.join(candidate, 'env.py')):
+            return candidate
+    raise RuntimeError('alembic migration scripts not found in %s or %s'
+                       % (_SOURCE_SCRIPTS, _INSTALLED_SCRIPTS))
+
+
+def _config(engine):
+    cfg = alembic_config.Config()
+    cfg.set_main_option('script_location', script_location())
+    cfg.attributes['engine'] = engine
+    return cfg
+
+
+def upgrade(engine, revision='head'):
+    """Upgrade the schema of ``engine``'s database to ``revision``.
+
+    Migrations run on a plain engine of the same URL: alembic manages its
+    own transactions, which the service engine's SQLite transaction
+    handling (BEGIN IMMEDIATE) would conflict with.
+    """
+    plain = sa.create_engine(engine.url.render_as_string(hide_password=False),
+                             poolclass=sa.pool.NullPool)
+    try:
+        command.upgrade(_config(plain), revision)
+    finally:
+        plain.dispose()
+
+
+def current_revision(engine):
+    """Return the revision the database is at, or None if unversioned."""
+    with engine.connect() as connection:
+        return migration.MigrationContext.configure(
+            connection).get_current_revision()
+
+
+def head_revisions():
+    """Return the head revisions of the migration scripts."""
+    directory = script.ScriptDirectory.from_config(_config(None))
+    return directory.get_heads()

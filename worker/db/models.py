@@ -1,0 +1,104 @@
+"""SQLAlchemy models: orders, order retry tasks and entity locks."""
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy import orm
+
+# NOTE: MySQL's DATETIME keeps whole seconds unless asked for more; retry
+# ordering and lateness need sub-second precision on every backend.
+Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
+
+# NOTE: SQLite only auto-increments an INTEGER PRIMARY KEY.
+BigId = sa.BigInteger().with_variant(sa.Integer(), 'sqlite')
+
+PENDING = 'PENDING'
+ACTIVE = 'ACTIVE'
+ERROR = 'ERROR'
+ORDER_STATUSES = (PENDING, ACTIVE, ERROR)
+TERMINAL_STATUSES = (ACTIVE, ERROR)
+
+ORDER_RETRY_TASK_LOCK = 'OrderRetryTask'
+
+
+class Base(orm.DeclarativeBase):
+    """Declarative base of every barbican-retry table."""
+
+    metadata = sa.MetaData(naming_convention={
+        'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
+        'uq': 'uq_%(table_name)s_%(column_0_N_name)s',
+        'fk': 'fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s',
+        'pk': 'pk_%(table_name)s',
+        'ck': 'ck_%(table_name)s_%(constraint_name)s',
+    })
+
+
+class Order(Base):
+    """A long-running request tracked from PENDING to ACTIVE or ERROR.
+
+    ``generation`` is the order's fencing token: every dispatch carries the
+    generation it was made for, a worker takes the order by moving the
+    generation forward, and every later write is conditional on it. A
+    duplicate or stale message therefore finds a newer generation and has
+    no effect.
+    """
+
+    __tablename__ = 'orders'
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16), index=True)
+    meta: orm.Mapped[dict] = orm.mapped_column(sa.JSON, default=dict)
+    error_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    generation: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    step: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    attempt: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class OrderRetryTask(Base):
+    """A task to cast again to the workers at or after ``retry_at``.
+
+    ``retry_args`` and ``retry_kwargs`` are stored as JSON text and decoded
+    by the scheduler row by row, so that one malformed row is set aside
+    (``parked``) without failing the batch it was read in.
+    """
+
+    __tablename__ = 'order_retry_tasks'
+    __table_args__ = (
+        # The due query is "parked = false AND retry_at <= now ORDER BY
+        # retry_at, id": this index makes it read only the due rows.
+        sa.Index('ix_order_retry_tasks_due', 'parked', 'retry_at', 'id'),
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        BigId, primary_key=True, autoincrement=True)
+    order_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'),
+        index=True)
+    retry_task: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    retry_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    retry_args: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    retry_kwargs: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    retry_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    parked: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    park_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class EntityLock(Base):
+    """A lock on a whole entity (table), held by one process at a time.
+
+    ``owner_token`` is unique per acquisition, so a holder renews and
+    releases only its own lock, never a successor's.
+    """
+
+    __tablename__ = 'entity_locks'
+
+    entity_to_lock: orm.Mapped[str] = orm.mapped_column(
+        sa.String(64), primary_key=True)
+    worker_host_name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    owner_token: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)

@@ -1,0 +1,102 @@
+"""Repository of order retry tasks. Every function takes the session first."""
+
+import dataclasses
+import datetime
+import json
+
+import sqlalchemy as sa
+
+from worker.db import models
+
+
+@dataclasses.dataclass(frozen=True)
+class DueTask:
+    """A due retry row as the scheduler reads it (JSON not yet decoded)."""
+
+    id: int
+    order_id: str
+    retry_task: str
+    retry_at: datetime.datetime
+    retry_args: str
+    retry_kwargs: str
+    retry_count: int
+    order_exists: bool
+
+
+def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
+        retry_count=0, now=None):
+    """Insert a retry row for ``order_id``; returns it."""
+    task = models.OrderRetryTask(
+        order_id=order_id, retry_task=retry_task, retry_at=retry_at,
+        retry_args=json.dumps(list(args)),
+        retry_kwargs=json.dumps(dict(kwargs or {})),
+        retry_count=retry_count, parked=False,
+        created_at=now or retry_at)
+    session.add(task)
+    session.flush()
+    return task
+
+
+def due(session, now, limit, after=None):
+    """Return up to ``limit`` unparked rows with ``retry_at <= now``.
+
+    Rows come in (retry_at, id) order. ``after`` is the (retry_at, id) key
+    of the last row of the previous batch, so a batch never sees a row again
+    (keyset paging: a row kept after a failed cast does not come back in
+    the same pass). The cost is that of the rows returned, through
+    ``ix_order_retry_tasks_due``, not that of the table.
+    """
+    task = models.OrderRetryTask
+    query = (
+        sa.select(task.id, task.order_id, task.retry_task, task.retry_at,
+                  task.retry_args, task.retry_kwargs, task.retry_count,
+                  models.Order.id.is_not(None))
+        .outerjoin(models.Order, models.Order.id == task.order_id)
+        .where(task.parked == sa.false(), task.retry_at <= now)
+        .order_by(task.retry_at, task.id)
+        .limit(limit))
+    if after is not None:
+        last_at, last_id = after
+        query = query.where(sa.or_(
+            task.retry_at > last_at,
+            sa.and_(task.retry_at == last_at, task.id > last_id)))
+    return [DueTask(*row) for row in session.execute(query)]
+
+
+def delete(session, task_ids):
+    """Delete the rows with these ids; returns how many were deleted."""
+    if not task_ids:
+        return 0
+    result = session.execute(
+        sa.delete(models.OrderRetryTask)
+        .where(models.OrderRetryTask.id.in_(list(task_ids)))
+        .execution_options(synchronize_session=False))
+    return result.rowcount
+
+
+def delete_for_order(session, order_id):
+    """Delete every retry row of one order."""
+    session.execute(
+        sa.delete(models.OrderRetryTask)
+        .where(models.OrderRetryTask.order_id == order_id)
+        .execution_options(synchronize_session=False))
+
+
+def park(session, task_id, reason):
+    """Set a row aside: it is never due again until an operator acts."""
+    session.execute(
+        sa.update(models.OrderRetryTask)
+        .where(models.OrderRetryTask.id == task_id)
+        .values(parked=True, park_reason=reason)
+        .execution_options(synchronize_session=False))
+
+
+def list_tasks(session, parked=None, order_id=None):
+    """Return retry rows ordered by retry_at, filtered on the arguments."""
+    query = sa.select(models.OrderRetryTask).order_by(
+        models.OrderRetryTask.retry_at, models.OrderRetryTask.id)
+    if parked is not None:
+        query = query.where(models.OrderRetryTask.parked == parked)
+    if order_id:
+        query = query.where(models.OrderRetryTask.order_id == order_id)
+    return list(session.scalars(query))

@@ -1,0 +1,174 @@
+"""The worker's RPC endpoints: run one step of an order, fenced.
+
+One step is three moves:
+
+1. Claim: in one transaction, move the order's generation from the token
+   the message carries to the next one. A message whose token is stale (a
+   duplicate, or one overtaken by later work) claims nothing and is dropped.
+2. Run the plugin, outside any transaction. Plugins are pure.
+3. Apply: in one transaction, turn the plugin's answer into the order's new
+   state and, when it asked for it, a retry row carrying the new token.
+   Every write is conditional on the token taken in step 1.
+"""
+
+import datetime
+import types
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+from oslo_utils import timeutils
+
+from worker.db import orders
+from worker.db import retry_tasks
+from worker import plugins
+from worker.plugins import base
+from worker import retry_policy
+from worker import rpc
+
+LOG = logging.getLogger(__name__)
+
+
+class WorkerManager:
+    """RPC endpoint of the worker pool.
+
+    :param plugin_factory: returns a certificate plugin for one step;
+        called per step so reloaded options apply.
+    :param clock: returns the current UTC time (naive); a parameter so
+        tests control time.
+    """
+
+    target = messaging.Target(version=rpc.RPC_API_VERSION)
+
+    def __init__(self, conf, database, plugin_factory,
+                 clock=timeutils.utcnow):
+        self._conf = conf
+        self._database = database
+        self._plugin_factory = plugin_factory
+        self._clock = clock
+
+    def process_type_order(self, ctxt, order_id, generation):
+        """Step 1 of an order: ask the plugin to issue its certificate."""
+        self._run_step('process_type_order', order_id, generation,
+                       lambda plugin, view:
+                       plugin.issue_certificate_request(view))
+
+    def check_certificate_status(self, ctxt, order_id, generation):
+        """Later step: ask the plugin whether the certificate is issued."""
+        self._run_step('check_certificate_status', order_id, generation,
+                       lambda plugin, view:
+                       plugin.check_certificate_status(view))
+
+    def _run_step(self, step, order_id, generation, call_plugin):
+        view = self._claim(step, order_id, generation)
+        if view is None:
+            return
+        token = generation + 1
+        try:
+            result = call_plugin(self._plugin_factory(), view)
+        except Exception as exc:
+            LOG.exception('Plugin failed on order %s, step %s',
+                          order_id, step)
+            result = base.Failed('plugin error in %s: %s' % (step, exc))
+        self._apply(step, view, token, result)
+
+    def _claim(self, step, order_id, generation):
+        with self._database.session() as session, session.begin():
+            order = orders.get(session, order_id)
+            if (order is None or order.step != step or
+                    not orders.claim(session, order_id, generation,
+                                     self._clock())):
+                LOG.info('Dropped %s of order %s with stale token %d '
+                         '(order is %s)', step, order_id, generation,
+                         _describe(order))
+                return None
+            return base.OrderView(
+                id=order.id, type=order.type, attempt=order.attempt,
+                meta=types.MappingProxyType(dict(order.meta or {})))
+
+    def _apply(self, step, view, token, result):
+        now = self._clock()
+        try:
+            with self._database.session() as session, session.begin():
+                if not self._write_result(session, step, view, token,
+                                          result, now):
+                    raise _Superseded()
+        except _Superseded:
+            LOG.warning('Order %s moved past token %d while %s ran; its '
+                        'result was discarded', view.id, token, step)
+
+    def _write_result(self, session, step, view, token, result, now):
+        if isinstance(result, base.RemoteUnavailable):
+            return self._retry_unavailable(session, step, view, token,
+                                           result, now)
+        if isinstance(result, base.RetryLater):
+            method = result.method or step
+            LOG.info('Order %s: %s scheduled in %ss', view.id, method,
+                     result.delay_seconds)
+            return self._schedule(session, view.id, token, method, 0,
+                                  now + _seconds(result.delay_seconds), now)
+        if isinstance(result, base.Completed):
+            LOG.info('Order %s ACTIVE', view.id)
+            return self._finish(session, view.id, token, now,
+                                orders.complete, result.meta)
+        if isinstance(result, base.Failed):
+            LOG.info('Order %s ERROR: %s', view.id, result.reason)
+            return self._finish(session, view.id, token, now, orders.fail,
+                                result.reason)
+        return self._finish(session, view.id, token, now, orders.fail,
+                            'plugin returned %r' % (result,))
+
+    def _retry_unavailable(self, session, step, view, token, result, now):
+        group = self._conf.worker
+        attempt = view.attempt + 1
+        if attempt > group.max_unavailable_retries:
+            reason = ('%s: remote service unavailable after %d retries: %s'
+                      % (step, view.attempt, result.reason))
+            LOG.warning('Order %s ERROR: %s', view.id, reason)
+            return self._finish(session, view.id, token, now, orders.fail,
+                                reason)
+        delay = retry_policy.backoff_seconds(
+            attempt, group.unavailable_backoff_base_seconds,
+            group.unavailable_backoff_max_seconds)
+        LOG.info('Order %s: %s unavailable (%s), retry %d in %.1fs',
+                 view.id, step, result.reason, attempt, delay)
+        return self._schedule(session, view.id, token, step, attempt,
+                              now + _seconds(delay), now)
+
+    @staticmethod
+    def _schedule(session, order_id, token, method, attempt, retry_at, now):
+        if not orders.schedule_step(session, order_id, token, now,
+                                    step=method, attempt=attempt):
+            return False
+        retry_tasks.delete_for_order(session, order_id)
+        retry_tasks.add(session, order_id, method, retry_at,
+                        args=[order_id], kwargs={'generation': token},
+                        retry_count=attempt, now=now)
+        return True
+
+    @staticmethod
+    def _finish(session, order_id, token, now, transition, detail):
+        if not transition(session, order_id, token, now, detail):
+            return False
+        retry_tasks.delete_for_order(session, order_id)
+        return True
+
+
+class _Superseded(Exception):
+    """Raised to roll back a result whose token is no longer current."""
+
+
+def _seconds(value):
+    return datetime.timedelta(seconds=value)
+
+
+def _describe(order):
+    if order is None:
+        return 'gone'
+    return '%s at generation %d, step %s' % (order.status, order.generation,
+                                             order.step)
+
+
+def plugin_factory(conf):
+    """Return a callable building the configured certificate plugin."""
+    plugin_class = plugins.load_class(conf.worker.certificate_plugin)
+    return lambda: plugins.instantiate(plugin_class, conf)

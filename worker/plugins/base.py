@@ -1,0 +1,82 @@
+"""What a plugin sees and what it answers.
+
+Plugins are pure: they take an immutable view of the order and return one
+of the result values below. They never touch the database, RPC or global
+configuration; the worker's manager turns their answer into the order's
+state change and retry rows, in one transaction.
+"""
+
+import abc
+import dataclasses
+import types
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderView:
+    """The read-only facts about an order that a plugin may use.
+
+    :param attempt: how many times in a row this step found the remote
+        service unavailable before (0 on the first try).
+    """
+
+    id: str
+    type: str
+    meta: types.MappingProxyType
+    attempt: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Completed:
+    """The order is done; ``meta`` is merged into the order's metadata."""
+
+    meta: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """The order cannot succeed; it goes to ERROR with ``reason``."""
+
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryLater:
+    """Run ``method`` (a step name) again after ``delay_seconds``.
+
+    This is the blueprint's R-1: a long workflow polls its remote side.
+    ``method=None`` retries the same step.
+    """
+
+    delay_seconds: float
+    method: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteUnavailable:
+    """The remote service is down; retry the same step later (R-2).
+
+    The manager chooses the delay (exponential back-off with jitter) and
+    fails the order once the step has been retried too many times.
+    """
+
+    reason: str
+
+
+class CertificatePluginBase(abc.ABC):
+    """A certificate authority back-end.
+
+    Subclasses name the option group whose values they receive as keyword
+    arguments (``option_group`` and ``option_names``), so that they never
+    read global configuration themselves.
+    """
+
+    option_group = None
+    option_names = ()
+
+    @abc.abstractmethod
+    def issue_certificate_request(self, order):
+        """Start issuing the certificate of ``order`` (an ``OrderView``)."""
+
+    @abc.abstractmethod
+    def check_certificate_status(self, order):
+        """Check whether the certificate of ``order`` has been issued."""

@@ -1,0 +1,82 @@
+"""Client side of the worker's RPC interface.
+
+This is the only worker module the retry scheduler and the operator
+commands use to reach the workers. ``RETRYABLE_METHODS`` declares, in one
+place, which methods a retry row may name.
+"""
+
+import inspect
+import json
+
+import oslo_messaging as messaging
+
+from worker import rpc
+
+RETRYABLE_METHODS = frozenset({
+    'process_type_order',
+    'check_certificate_status',
+})
+
+
+class InvalidRetry(ValueError):
+    """A retry row that can never be cast; the message says why."""
+
+
+class WorkerAPI:
+    """Casts orders' steps to the worker pool.
+
+    Every step carries the order's ``generation``: the fencing token the
+    worker checks before it acts (see ``worker.db.models.Order``).
+
+    :param retry: reconnection attempts of one cast (oslo.messaging's
+        ``retry``; -1 retries forever, which a scheduler must not do).
+    """
+
+    def __init__(self, transport, topic, retry=1):
+        target = messaging.Target(topic=topic, version=rpc.RPC_API_VERSION)
+        self._client = messaging.get_rpc_client(transport, target,
+                                                retry=retry)
+
+    def _cast(self, method, **kwargs):
+        self._client.cast({}, method, **kwargs)
+
+    def process_type_order(self, order_id, generation):
+        """Start processing a PENDING order."""
+        self._cast('process_type_order', order_id=order_id,
+                   generation=generation)
+
+    def check_certificate_status(self, order_id, generation):
+        """Check whether the certificate of an order has been issued."""
+        self._cast('check_certificate_status', order_id=order_id,
+                   generation=generation)
+
+    def bind_retry(self, retry_task, retry_args, retry_kwargs):
+        """Validate a retry row and return a callable that casts it.
+
+        :param retry_args: the row's JSON text of a list.
+        :param retry_kwargs: the row's JSON text of an object.
+        :raises InvalidRetry: the row can never be cast.
+        """
+        if retry_task not in RETRYABLE_METHODS:
+            raise InvalidRetry('method %r is not retryable' % retry_task)
+        args = _decode(retry_args, list, 'retry_args')
+        kwargs = _decode(retry_kwargs, dict, 'retry_kwargs')
+        method = getattr(self, retry_task)
+        try:
+            bound = inspect.signature(method).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidRetry('arguments do not fit %s: %s'
+                               % (retry_task, exc))
+        return lambda: method(*bound.args, **bound.kwargs)
+
+
+def _decode(text, expected_type, column):
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRetry('%s is not valid JSON: %s' % (column, exc))
+    if not isinstance(value, expected_type):
+        raise InvalidRetry('%s is a JSON %s, expected %s'
+                           % (column, type(value).__name__,
+                              expected_type.__name__))
+    return value
