@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from worker.conf import groups
+
 scheduler_group = cfg.OptGroup(
     'scheduler', title='Retry scheduler options',
     help='Options of barbican-retry, the daemon that re-enqueues due retry '
@@ -59,8 +61,7 @@ scheduler_opts = [
 
 def register_opts(conf):
     """Register the ``[scheduler]`` options."""
-    conf.register_group(scheduler_group)
-    conf.register_opts(scheduler_opts, group=scheduler_group)
+    groups.register_group_opts(conf, scheduler_group, scheduler_opts)
 
 
 def list_opts():

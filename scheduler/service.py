@@ -1,12 +1,9 @@
 """barbican-retry's service: the timer around ``RetryManager.run_once``."""
 
-from worker import oslo_service_backend  # noqa: F401  (must come first)
-
 import random
 import threading
 
 from oslo_log import log as logging
-from oslo_service import loopingcall
 from oslo_service import service
 from oslo_utils import timeutils
 
@@ -55,8 +52,8 @@ class SchedulerService(service.Service):
         self._database = db_session.Database.from_conf(self._conf)
         self._transport = (self._shared_transport or
                            rpc.get_transport(self._conf))
-        worker_api = rpcapi.WorkerAPI(self._transport,
-                                      self._conf.worker.topic)
+        worker_api = rpcapi.WorkerAPI.from_transport(
+            self._transport, self._conf.worker.topic)
         self._manager = manager.RetryManager(
             self._conf, self._database, worker_api,
             stop_event=self._stopping)
@@ -73,10 +70,9 @@ class SchedulerService(service.Service):
 
     def _periodic_pass(self):
         with self._pass_lock:
-            if self._stopping.is_set():
-                raise loopingcall.LoopingCallDone()
             try:
-                self._manager.run_once(self._clock())
+                if not self._stopping.is_set():
+                    self._manager.run_once(self._clock())
             except Exception:
                 LOG.exception('Retry pass failed; the next one runs as '
                               'scheduled')

@@ -1,8 +1,9 @@
 """Select oslo.service's threading backend.
 
-oslo.service binds its classes to a backend when ``oslo_service.service``
-is first imported, and still defaults to eventlet. Every module that uses
-oslo.service imports this one first; importing it is idempotent.
+oslo.service binds its classes to a backend the first time one is asked
+for (``oslo_service.service`` and oslo.messaging do so on import) and still
+defaults to eventlet. ``worker/__init__.py`` imports this module, so the
+choice is made before any of the project's modules runs.
 """
 
 import warnings

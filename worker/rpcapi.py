@@ -28,14 +28,22 @@ class WorkerAPI:
     Every step carries the order's ``generation``: the fencing token the
     worker checks before it acts (see ``worker.db.models.Order``).
 
-    :param retry: reconnection attempts of one cast (oslo.messaging's
-        ``retry``; -1 retries forever, which a scheduler must not do).
+    :param client: an ``oslo_messaging.RPCClient`` on the worker topic, or
+        a fake with the same ``cast(ctxt, method, **kwargs)``.
     """
 
-    def __init__(self, transport, topic, retry=1):
+    def __init__(self, client):
+        self._client = client
+
+    @classmethod
+    def from_transport(cls, transport, topic, retry=1):
+        """Build the client of ``topic`` on ``transport``.
+
+        :param retry: reconnection attempts of one cast (oslo.messaging's
+            ``retry``; -1 retries forever, which a scheduler must not do).
+        """
         target = messaging.Target(topic=topic, version=rpc.RPC_API_VERSION)
-        self._client = messaging.get_rpc_client(transport, target,
-                                                retry=retry)
+        return cls(messaging.get_rpc_client(transport, target, retry=retry))
 
     def _cast(self, method, **kwargs):
         self._client.cast({}, method, **kwargs)

@@ -1,7 +1,5 @@
 """barbican-worker's service: one RPC server per process."""
 
-from worker import oslo_service_backend  # noqa: F401  (must come first)
-
 from oslo_log import log as logging
 from oslo_service import service
 

@@ -68,7 +68,8 @@ class ManageApp(app.App):
         """An RPC client of the worker pool."""
         if self._transport is None:
             self._transport = rpc.get_transport(self.conf)
-        return rpcapi.WorkerAPI(self._transport, self.conf.worker.topic)
+        return rpcapi.WorkerAPI.from_transport(self._transport,
+                                               self.conf.worker.topic)
 
     def clean_up(self, cmd, result, err):
         """Close connections before exiting."""

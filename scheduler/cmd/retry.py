@@ -5,8 +5,6 @@ console script so that signals reach it: SIGTERM stops it cleanly, SIGHUP
 reloads the mutable options.
 """
 
-from worker import oslo_service_backend  # noqa: F401  (must come first)
-
 import sys
 
 from oslo_config import cfg

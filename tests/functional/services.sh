@@ -494,11 +494,18 @@ stop_all() {
         return 0
     fi
     load_conf "$1"
-    # Each one on its own: one failing must not leave the others running.
-    local rc=0
-    (rabbitmq_stop) || rc=1
-    (postgresql_stop) || rc=1
-    (mysql_stop) || rc=1
+    # All three at once, each in its own subshell: quicker, and one failing
+    # does not leave the others running.
+    local pids=() pid rc=0
+    rabbitmq_stop &
+    pids+=($!)
+    postgresql_stop &
+    pids+=($!)
+    mysql_stop &
+    pids+=($!)
+    for pid in "${pids[@]}"; do
+        wait "$pid" || rc=1
+    done
     return $rc
 }
 

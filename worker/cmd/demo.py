@@ -8,8 +8,6 @@ This is the one module that composes both services; neither side imports
 the other.
 """
 
-from worker import oslo_service_backend  # noqa: F401  (must come first)
-
 import argparse
 import os
 import sys
@@ -125,7 +123,7 @@ def main(argv=None):
     print('demo: %d certificate orders, delay %ds, scheduler period %ds; '
           'log in %s' % (args.orders, args.delay, args.period,
                          os.path.join(state_dir, 'demo.log')), flush=True)
-    api = rpcapi.WorkerAPI(transport, conf.worker.topic)
+    api = rpcapi.WorkerAPI.from_transport(transport, conf.worker.topic)
     with database.session() as session, session.begin():
         created = [orders.create(
             session, 'certificate',

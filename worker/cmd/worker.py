@@ -1,7 +1,5 @@
 """barbican-worker: the RPC worker pool (``[worker] workers`` processes)."""
 
-from worker import oslo_service_backend  # noqa: F401  (must come first)
-
 import sys
 
 from oslo_config import cfg

@@ -13,8 +13,6 @@ from worker.conf import default
 from worker.conf import simple_certificate
 from worker.conf import worker
 
-CONF = cfg.CONF
-
 _MODULES = (default, database, worker, simple_certificate)
 
 

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from worker.conf import groups
+
 simple_certificate_group = cfg.OptGroup(
     'simple_certificate', title='SimpleCertificatePlugin options',
     help='Options of the demonstration certificate plugin.')
@@ -19,9 +21,8 @@ simple_certificate_opts = [
 
 def register_opts(conf):
     """Register the ``[simple_certificate]`` options."""
-    conf.register_group(simple_certificate_group)
-    conf.register_opts(simple_certificate_opts,
-                       group=simple_certificate_group)
+    groups.register_group_opts(conf, simple_certificate_group,
+                               simple_certificate_opts)
 
 
 def list_opts():

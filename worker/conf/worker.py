@@ -4,6 +4,8 @@ import os
 
 from oslo_config import cfg
 
+from worker.conf import groups
+
 worker_group = cfg.OptGroup(
     'worker', title='Worker pool options',
     help='Options of barbican-worker, the RPC worker pool that processes '
@@ -48,8 +50,7 @@ worker_opts = [
 
 def register_opts(conf):
     """Register the ``[worker]`` options."""
-    conf.register_group(worker_group)
-    conf.register_opts(worker_opts, group=worker_group)
+    groups.register_group_opts(conf, worker_group, worker_opts)
 
 
 def list_opts():

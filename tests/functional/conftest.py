@@ -1,0 +1,51 @@
+"""Fixtures of the functional tests: real databases, a real broker."""
+
+import os
+
+import pytest
+
+from tests.functional import databases
+from worker.db import migration
+from worker.db import session as db_session
+
+
+def _missing(what):
+    # bin/run-tests.sh starts every server and sets this: there, a missing
+    # server is a failure, never a silent skip.
+    if os.environ.get('BARBICAN_RETRY_TEST_REQUIRE_SERVICES') == '1':
+        pytest.fail('%s is not available' % what)
+    pytest.skip('no %s (run the suite with bin/run-tests.sh)' % what)
+
+
+def pytest_generate_tests(metafunc):
+    """Run every test that takes ``backend`` on each database backend."""
+    if 'backend' in metafunc.fixturenames:
+        metafunc.parametrize('backend', databases.BACKENDS)
+
+
+@pytest.fixture
+def database_url(backend, tmp_path):
+    """URL of an empty database of its own on ``backend``."""
+    if backend != 'sqlite' and not databases.server_url(backend):
+        _missing('%s server' % backend)
+    url = databases.create(backend, tmp_path)
+    yield url
+    databases.drop(backend, url)
+
+
+@pytest.fixture
+def database(database_url):
+    """A migrated ``worker.db.session.Database``."""
+    db = db_session.Database.from_url(database_url)
+    migration.upgrade(db.engine)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def transport_url():
+    """URL of the real RabbitMQ started by bin/run-tests.sh."""
+    url = os.environ.get('BARBICAN_RETRY_TEST_TRANSPORT_URL')
+    if not url:
+        _missing('RabbitMQ')
+    return url

@@ -1,0 +1,119 @@
+"""Real barbican-retry processes for functional tests.
+
+The console scripts installed beside the test interpreter are started as
+subprocesses from a generated configuration file, each in a process group
+of its own so that a test can SIGTERM or SIGKILL it with its children.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+BIN_DIR = os.path.dirname(sys.executable)
+
+
+def write_config(path, database_url, transport_url, topic, options=None):
+    """Write a configuration file; ``options`` maps group -> {name: value}.
+
+    Every test uses its own topic and exchange, so tests never see each
+    other's messages on the shared broker.
+    """
+    groups = {
+        'DEFAULT': {'transport_url': transport_url,
+                    'control_exchange': 'brtest_%s' % topic,
+                    'debug': 'true'},
+        'database': {'connection': database_url},
+        'worker': {'topic': topic},
+    }
+    for group, values in (options or {}).items():
+        groups.setdefault(group, {}).update(values)
+    with open(path, 'w') as config_file:
+        for group, values in groups.items():
+            config_file.write('[%s]\n' % group)
+            for name, value in values.items():
+                config_file.write('%s = %s\n' % (name, value))
+            config_file.write('\n')
+    return path
+
+
+def new_topic():
+    """Return a topic name of its own for one test."""
+    return 'brtest_%s' % uuid.uuid4().hex[:10]
+
+
+def manage(config_path, *args, check=True):
+    """Run ``barbican-retry-manage``; returns the CompletedProcess."""
+    return subprocess.run(
+        [os.path.join(BIN_DIR, 'barbican-retry-manage'),
+         '--config-file', str(config_path)] + list(args),
+        capture_output=True, text=True, check=check, timeout=120)
+
+
+def manage_json(config_path, *args):
+    """Run a listing command with ``-f json``; returns the parsed output."""
+    return json.loads(manage(config_path, *args, '-f', 'json').stdout)
+
+
+class Daemon:
+    """One console script running in its own process group."""
+
+    def __init__(self, script, config_path, log_path):
+        self.script = script
+        self.config_path = str(config_path)
+        self.log_path = str(log_path)
+        self.process = None
+
+    def start(self):
+        """Start the process, appending its output to the log file."""
+        with open(self.log_path, 'a') as log:
+            self.process = subprocess.Popen(
+                [os.path.join(BIN_DIR, self.script),
+                 '--config-file', self.config_path],
+                stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        return self
+
+    def log(self):
+        """Return what the process logged so far."""
+        with open(self.log_path) as log:
+            return log.read()
+
+    def wait_for_log(self, text, count=1, timeout=60):
+        """Wait until ``text`` appears ``count`` times in the log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.log().count(text) >= count:
+                return
+            if self.process.poll() is not None:
+                raise AssertionError('%s exited with %s:\n%s' % (
+                    self.script, self.process.returncode, self.log()[-3000:]))
+            time.sleep(0.1)
+        raise AssertionError('%r not seen %d times in %s within %ss' % (
+            text, count, self.script, timeout))
+
+    def signal(self, signum):
+        """Send ``signum`` to the whole process group."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signum)
+
+    def stop(self, timeout=30):
+        """SIGTERM, wait; SIGKILL if it does not exit in time."""
+        if self.process is None:
+            return None
+        self.signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError('%s did not stop within %ss'
+                                 % (self.script, timeout))
+
+    def kill(self):
+        """SIGKILL the process group."""
+        self.signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(30)

@@ -1,0 +1,191 @@
+"""One retry pass against a real database, with a recording RPC client."""
+
+import datetime
+import json
+
+import sqlalchemy as sa
+
+from scheduler import manager
+from tests import config
+from tests import fakes
+from worker.db import locks
+from worker.db import models
+from worker.db import orders
+from worker.db import retry_tasks
+from worker import rpcapi
+
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+LOCK = models.ORDER_RETRY_TASK_LOCK
+
+
+def _conf(**overrides):
+    defaults = {'scheduler.batch_size': 7, 'host': 'test-host'}
+    defaults.update(overrides)
+    return config.make_conf(**defaults)
+
+
+def _make_orders(database, count, due_in=-1):
+    """Create PENDING orders each with one retry row due at NOW+due_in."""
+    with database.session() as session, session.begin():
+        ids = []
+        for i in range(count):
+            order = orders.create(session, 'certificate', {}, NOW)
+            order.step = 'check_certificate_status'
+            retry_tasks.add(session, order.id, 'check_certificate_status',
+                            NOW + datetime.timedelta(seconds=due_in,
+                                                     milliseconds=i),
+                            args=[order.id], kwargs={'generation': 0},
+                            now=NOW)
+            ids.append(order.id)
+    return ids
+
+
+def _run(database, conf=None, client=None, now=NOW):
+    client = client or fakes.RecordingRPCClient()
+    retry_manager = manager.RetryManager(conf or _conf(), database,
+                                         rpcapi.WorkerAPI(client))
+    return retry_manager.run_once(now), client
+
+
+def _pending(database, parked=False):
+    with database.session() as session:
+        return retry_tasks.list_tasks(session, parked=parked)
+
+
+def test_due_rows_are_cast_once_and_deleted(database):
+    due = _make_orders(database, 20)
+    later = _make_orders(database, 3, due_in=60)
+    result, client = _run(database)
+    assert result.locked and result.dispatched == 20
+    assert client.count_by_order() == {order_id: 1 for order_id in due}
+    assert {t.order_id for t in _pending(database)} == set(later)
+    assert client.casts[0] == ('check_certificate_status',
+                               {'order_id': due[0], 'generation': 0})
+    with database.session() as session:
+        assert locks.get(session, LOCK) is None
+
+
+def test_rows_are_cast_oldest_first(database):
+    due = _make_orders(database, 10)
+    _, client = _run(database, _conf(**{'scheduler.cast_concurrency': 1}))
+    assert [kwargs['order_id'] for _, kwargs in client.casts] == due
+
+
+def test_failed_cast_keeps_its_row_and_others_go(database):
+    due = _make_orders(database, 10)
+    unlucky = set(due[2:4])
+    client = fakes.RecordingRPCClient(
+        fail=lambda method, kwargs: kwargs['order_id'] in unlucky)
+    result, _ = _run(database, client=client)
+    assert result.dispatched == 8 and result.cast_failures == 2
+    assert {t.order_id for t in _pending(database)} == unlucky
+    # The next pass, with the broker back, sends them.
+    result, client = _run(database)
+    assert set(client.count_by_order()) == unlucky
+
+
+def _insert_raw_row(database, order_id, retry_task, args, kwargs):
+    with database.session() as session, session.begin():
+        session.execute(sa.insert(models.OrderRetryTask).values(
+            order_id=order_id, retry_task=retry_task, retry_at=NOW,
+            retry_args=args, retry_kwargs=kwargs, retry_count=0,
+            parked=False, created_at=NOW))
+
+
+def _without_foreign_keys(database, statement):
+    """Run ``statement`` with foreign keys off (to make an orphan row)."""
+    # A plain engine: the service engine turns SQLite's foreign keys on.
+    engine = sa.create_engine(
+        database.engine.url.render_as_string(hide_password=False),
+        poolclass=sa.pool.NullPool)
+    with engine.connect() as connection:
+        if engine.dialect.name == 'mysql':
+            connection.exec_driver_sql('SET foreign_key_checks=0')
+        elif engine.dialect.name == 'postgresql':
+            connection.exec_driver_sql(
+                "SET session_replication_role = 'replica'")
+        connection.execute(statement)
+        connection.commit()
+    engine.dispose()
+
+
+def test_bad_rows_are_parked_and_do_not_block_good_ones(database):
+    good = _make_orders(database, 12)
+    victims = _make_orders(database, 3, due_in=-100)
+    _insert_raw_row(database, victims[0], 'format_hard_disk',
+                    json.dumps([victims[0]]), '{}')
+    _insert_raw_row(database, victims[1], 'check_certificate_status',
+                    '[not json', '{}')
+    _insert_raw_row(database, victims[2], 'check_certificate_status',
+                    json.dumps([victims[2]]), json.dumps({'bogus': 1}))
+    _without_foreign_keys(database, sa.insert(models.OrderRetryTask).values(
+        order_id='00000000-0000-0000-0000-000000000000',
+        retry_task='check_certificate_status', retry_at=NOW,
+        retry_args='["00000000-0000-0000-0000-000000000000"]',
+        retry_kwargs='{"generation": 0}', retry_count=0, parked=False,
+        created_at=NOW))
+
+    result, client = _run(database)
+
+    assert set(good) <= set(client.count_by_order())
+    assert result.parked == 4
+    reasons = sorted(t.park_reason for t in _pending(database, parked=True))
+    assert any('not retryable' in r for r in reasons)
+    assert any('not valid JSON' in r for r in reasons)
+    assert any('do not fit' in r for r in reasons)
+    assert any('no longer exists' in r for r in reasons)
+    # Parked rows are never due again: the next pass casts nothing.
+    result, client = _run(database)
+    assert result.parked == 0 and client.casts == []
+
+
+def test_fresh_lock_of_another_daemon_makes_the_pass_skip(database):
+    _make_orders(database, 5)
+    with database.session() as session, session.begin():
+        locks.insert(session, LOCK, 'other-host', 'other-token',
+                     NOW - datetime.timedelta(seconds=10))
+    result, client = _run(database)
+    assert not result.locked and client.casts == []
+    with database.session() as session:
+        assert locks.get(session, LOCK).owner_token == 'other-token'
+
+
+def test_stale_lock_is_cleared_and_the_pass_proceeds(database):
+    _make_orders(database, 5)
+    conf = _conf(**{'scheduler.retry_lock_timeout_seconds': 300})
+    with database.session() as session, session.begin():
+        locks.insert(session, LOCK, 'dead-host', 'dead-token',
+                     NOW - datetime.timedelta(seconds=301))
+    result, client = _run(database, conf)
+    assert result.stale_lock_cleared and result.locked
+    assert result.dispatched == 5
+    with database.session() as session:
+        assert locks.get(session, LOCK) is None
+
+
+class _StealLockClient(fakes.RecordingRPCClient):
+    """Lets another daemon take the lock while our batch is being cast."""
+
+    def __init__(self, database):
+        super().__init__()
+        self._database = database
+
+    def cast(self, ctxt, method, **kwargs):
+        super().cast(ctxt, method, **kwargs)
+        with self._database.session() as session, session.begin():
+            session.execute(sa.update(models.EntityLock).values(
+                owner_token='thief', worker_host_name='thief-host'))
+
+
+def test_lost_lock_stops_the_pass_without_deleting(database):
+    _make_orders(database, 10)
+    client = _StealLockClient(database)
+    conf = _conf(**{'scheduler.cast_concurrency': 1})
+    result, _ = _run(database, conf, client)
+    assert result.lock_lost
+    # The first batch was cast but not deleted; no second batch was cast.
+    assert len(client.casts) == 7
+    assert len(_pending(database)) == 10
+    with database.session() as session:
+        # Our release did not remove the thief's lock.
+        assert locks.get(session, LOCK).owner_token == 'thief'
