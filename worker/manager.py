@@ -14,6 +14,7 @@ One step is three moves:
 import datetime
 import types
 
+from oslo_db import api as oslo_db_api
 import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_utils import timeutils
@@ -71,6 +72,14 @@ class WorkerManager:
             result = base.Failed('plugin error in %s: %s' % (step, exc))
         self._apply(step, view, token, result)
 
+    # Deadlocks and lost connections roll the transaction back whole, so
+    # running it again is safe; the message was already acknowledged and
+    # would otherwise be lost.
+    _db_retry = oslo_db_api.wrap_db_retry(
+        max_retries=5, retry_on_deadlock=True, retry_on_disconnect=True,
+        inc_retry_interval=True)
+
+    @_db_retry
     def _claim(self, step, order_id, generation):
         with self._database.session() as session, session.begin():
             order = orders.get(session, order_id)
@@ -85,6 +94,7 @@ class WorkerManager:
                 id=order.id, type=order.type, attempt=order.attempt,
                 meta=types.MappingProxyType(dict(order.meta or {})))
 
+    @_db_retry
     def _apply(self, step, view, token, result):
         now = self._clock()
         try:

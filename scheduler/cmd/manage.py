@@ -55,7 +55,8 @@ class ManageApp(app.App):
         # of its options there only.
         self.conf = worker_conf.load(cfg.CONF, args,
                                      'barbican-retry-manage',
-                                     (scheduler_conf.register_opts,))
+                                     (scheduler_conf.register_opts,),
+                                     log_to_stderr=True)
 
     @property
     def database(self):

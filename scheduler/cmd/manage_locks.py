@@ -3,6 +3,8 @@
 from cliff import show
 from oslo_utils import timeutils
 
+from scheduler.cmd import display
+
 from worker.db import locks
 from worker.db import models
 
@@ -21,4 +23,4 @@ class ShowLock(show.ShowOne):
                              None, None)
         age = (timeutils.utcnow() - lock.created_at).total_seconds()
         return columns, (lock.entity_to_lock, True, lock.worker_host_name,
-                         lock.created_at, round(age, 3))
+                         display.value(lock.created_at), round(age, 3))

@@ -6,16 +6,13 @@ from cliff import lister
 from cliff import show
 from oslo_utils import timeutils
 
+from scheduler.cmd import display
+
 from worker.db import models
 from worker.db import orders
 
 ORDER_COLUMNS = ('id', 'type', 'status', 'step', 'generation', 'attempt',
                  'error_reason', 'meta', 'created_at', 'updated_at')
-
-
-def _order_row(order):
-    return tuple(json.dumps(order.meta) if column == 'meta'
-                 else getattr(order, column) for column in ORDER_COLUMNS)
 
 
 class CreateOrders(lister.Lister):
@@ -69,7 +66,7 @@ class ShowOrder(show.ShowOne):
             order = orders.get(session, parsed_args.order_id)
         if order is None:
             raise LookupError('no order %s' % parsed_args.order_id)
-        return ORDER_COLUMNS, _order_row(order)
+        return ORDER_COLUMNS, display.row(order, ORDER_COLUMNS)
 
 
 class ListOrders(lister.Lister):
@@ -89,5 +86,4 @@ class ListOrders(lister.Lister):
             found = orders.list_orders(session, parsed_args.status,
                                        parsed_args.limit)
         columns = ('id', 'type', 'status', 'step', 'error_reason')
-        return columns, [tuple(getattr(o, c) for c in columns)
-                         for o in found]
+        return columns, [display.row(order, columns) for order in found]

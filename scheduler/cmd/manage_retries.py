@@ -2,6 +2,8 @@
 
 from cliff import lister
 
+from scheduler.cmd import display
+
 from worker.db import retry_tasks
 
 
@@ -22,5 +24,4 @@ class ListRetries(lister.Lister):
         columns = ('id', 'order_id', 'retry_task', 'retry_at', 'retry_count')
         if parsed_args.parked:
             columns += ('park_reason',)
-        return columns, [tuple(getattr(t, c) for c in columns)
-                         for t in tasks]
+        return columns, [display.row(task, columns) for task in tasks]

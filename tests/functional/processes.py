@@ -19,13 +19,11 @@ BIN_DIR = os.path.dirname(sys.executable)
 def write_config(path, database_url, transport_url, topic, options=None):
     """Write a configuration file; ``options`` maps group -> {name: value}.
 
-    Every test uses its own topic and exchange, so tests never see each
-    other's messages on the shared broker.
+    Every test uses its own topic, so tests never see each other's
+    messages on the shared broker.
     """
     groups = {
-        'DEFAULT': {'transport_url': transport_url,
-                    'control_exchange': 'brtest_%s' % topic,
-                    'debug': 'true'},
+        'DEFAULT': {'transport_url': transport_url, 'debug': 'true'},
         'database': {'connection': database_url},
         'worker': {'topic': topic},
     }

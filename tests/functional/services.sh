@@ -188,9 +188,9 @@ export RABBITMQ_MNESIA_BASE=$r/mnesia
 export RABBITMQ_LOG_BASE=$r/log
 export RABBITMQ_LOGS=$DIR/rabbitmq.log
 export RABBITMQ_PID_FILE=$r/rabbitmq.pid
-export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='+sbwt none +sbwtdcpu none +sbwtdio none -kernel inet_dist_use_interface {127,0,0,1}'
+export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='-kernel inet_dist_use_interface {127,0,0,1}'
 EOF
-    # +sbwt none: no busy-waiting schedulers, we share 2 cores with the tests.
+    # The last line keeps Erlang distribution on loopback too.
 }
 
 # The Erlang cookie lives in $HOME/.erlang.cookie for both the broker and

@@ -37,18 +37,22 @@ def check_values(conf):
                 value[opt_name]
 
 
-def load(conf, argv, prog, extra_register=()):
+def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
     """Register options, parse ``argv`` and config files, check values.
 
     Exits with a message naming the option when a value is invalid.
 
     :param extra_register: more ``register_opts(conf)`` callables (the
         scheduler's options, for instance).
+    :param log_to_stderr: log to stderr unless a log file is configured
+        (command-line tools keep stdout for their output).
     """
     register_opts(conf)
     for register in extra_register:
         register(conf)
     logging.register_options(conf)
+    if log_to_stderr:
+        conf.set_default('use_stderr', True)
     conf(argv, project='barbican-retry', prog=prog)
     try:
         check_values(conf)

@@ -75,11 +75,16 @@ def delete(session, task_ids):
 
 
 def delete_for_order(session, order_id):
-    """Delete every retry row of one order."""
-    session.execute(
-        sa.delete(models.OrderRetryTask)
-        .where(models.OrderRetryTask.order_id == order_id)
-        .execution_options(synchronize_session=False))
+    """Delete every retry row of one order.
+
+    Reads the ids first and deletes by primary key: on MySQL/MariaDB a
+    DELETE by the secondary ``order_id`` index takes gap locks that
+    deadlock with concurrent inserts of other orders' rows.
+    """
+    ids = list(session.scalars(
+        sa.select(models.OrderRetryTask.id)
+        .where(models.OrderRetryTask.order_id == order_id)))
+    delete(session, ids)
 
 
 def park(session, task_id, reason):

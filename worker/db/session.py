@@ -67,6 +67,9 @@ class Database:
         group = conf.database
         return cls.from_url(
             group.connection,
+            mysql_sql_mode=group.mysql_sql_mode,
+            sqlite_synchronous=group.sqlite_synchronous,
+            connection_debug=group.connection_debug,
             max_pool_size=group.max_pool_size,
             max_overflow=group.max_overflow,
             pool_timeout=group.pool_timeout,
