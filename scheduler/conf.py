@@ -34,6 +34,16 @@ scheduler_opts = [
                     'the next daemon. Must exceed the longest pass: at '
                     'least twice max_pass_seconds plus '
                     'cast_timeout_seconds, which is checked at start.'),
+    cfg.IntOpt('dispatch_deadline_seconds',
+               default=300, min=1, max=86400,
+               mutable=True,
+               help='An order whose step was cast this long ago and that '
+                    'no worker has taken up (the cast was lost, or the '
+                    'worker died before claiming it) is dispatched again '
+                    'by the next pass, under a new token so that the lost '
+                    'message, should it arrive, has no effect. Keep it '
+                    'well above the time a cast may wait in the queue at '
+                    'peak load.'),
     cfg.IntOpt('max_pass_seconds',
                default=60, min=1, max=3600,
                mutable=True,

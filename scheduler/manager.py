@@ -21,7 +21,9 @@ from oslo_log import log as logging
 
 from worker.db import locks
 from worker.db import models
+from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import services
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -35,6 +37,8 @@ class PassResult:
 
     locked: bool = False
     stale_lock_cleared: bool = False
+    recovered: int = 0
+    dead_services: list = dataclasses.field(default_factory=list)
     dispatched: int = 0
     parked: int = 0
     cast_failures: int = 0
@@ -75,13 +79,54 @@ class RetryManager:
             max_workers=group.cast_concurrency,
             thread_name_prefix='retry-cast')
         try:
-            self._dispatch_batches(executor, token, now, started, result,
-                                   group)
+            if self._recover(token, now, result):
+                self._dispatch_batches(executor, token, now, started, result,
+                                       group)
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
             self._release(token)
         self._log(result, time.monotonic() - started)
         return result
+
+    def _recover(self, token, now, result):
+        """Take back orders whose dispatch or owner was lost.
+
+        Each one gets a new token and a retry row due ``now``, which this
+        pass then casts like any other. An order whose owner is alive is
+        never taken, however long its step runs. Returns False if our lock
+        was lost.
+        """
+        conf = self._conf
+        alive_since = now - datetime.timedelta(seconds=conf.service_down_time)
+        deadline = now - datetime.timedelta(
+            seconds=conf.scheduler.dispatch_deadline_seconds)
+        limit = conf.scheduler.batch_size
+        with self._database.session() as session, session.begin():
+            if not locks.renew(session, LOCK, token, now):
+                result.lock_lost = True
+                return False
+            live = services.live_names(session, alive_since)
+            dead_owners = orders.owners(session) - live
+            lost = (orders.lost_dispatches(session, deadline, limit) +
+                    orders.owned_by(session, dead_owners, limit))
+            for order in lost:
+                if not orders.take_back(session, order.id, order.generation,
+                                        now):
+                    continue
+                retry_tasks.add(session, order.id, order.step, now,
+                                args=[order.id],
+                                kwargs={'generation': order.generation + 1},
+                                retry_count=order.attempt, now=now)
+                result.recovered += 1
+                LOG.warning(
+                    'Order %s taken back and dispatched again (%s): %s',
+                    order.id, order.step,
+                    'its owner %s stopped heartbeating' % order.owner
+                    if order.owner else 'no worker took up its dispatch')
+            result.dead_services = services.delete_dead(session, alive_since)
+        for name in result.dead_services:
+            LOG.warning('Service %s stopped heartbeating; removed', name)
+        return True
 
     def _dispatch_batches(self, executor, token, now, started, result,
                           group):
@@ -133,9 +178,11 @@ class RetryManager:
                           'workers)', len(sent))
                 return False
             retry_tasks.delete(session, sent)
+            by_id = {row.id: row for row in rows}
+            orders.mark_dispatched(
+                session, {by_id[task_id].order_id for task_id in sent}, now)
             for task_id, reason in bad:
                 retry_tasks.park(session, task_id, reason)
-        by_id = {row.id: row for row in rows}
         result.dispatched += len(sent)
         result.parked += len(bad)
         result.lateness.extend(
@@ -201,11 +248,13 @@ class RetryManager:
 
     @staticmethod
     def _log(result, duration):
-        if not (result.dispatched or result.parked or result.cast_failures):
+        if not (result.dispatched or result.parked or result.cast_failures
+                or result.recovered):
             LOG.debug('Pass found nothing due (%.3fs)', duration)
             return
         lateness = sorted(result.lateness)
         p99 = lateness[int(0.99 * (len(lateness) - 1))] if lateness else 0.0
         LOG.info('Pass dispatched %d retries, set aside %d, %d casts failed, '
-                 'in %.3fs; lateness p99 %.1fs', result.dispatched,
-                 result.parked, result.cast_failures, duration, p99)
+                 'recovered %d lost orders, in %.3fs; lateness p99 %.1fs',
+                 result.dispatched, result.parked, result.cast_failures,
+                 result.recovered, duration, p99)

@@ -9,6 +9,7 @@ from oslo_utils import timeutils
 
 from scheduler import manager
 from worker.db import session as db_session
+from worker import heartbeat
 from worker import rpc
 from worker import rpcapi
 
@@ -44,12 +45,16 @@ class SchedulerService(service.Service):
         self._database = None
         self._transport = None
         self._manager = None
+        self._heartbeat = None
 
     def start(self):
         """Connect to the database and the broker, then start the timer."""
         super().start()
         self._stopping.clear()
         self._database = db_session.Database.from_conf(self._conf)
+        self._heartbeat = heartbeat.Heartbeat(self._database, 'scheduler',
+                                              self._conf.host)
+        self._heartbeat.start(self.tg, self._conf.report_interval)
         self._transport = (self._shared_transport or
                            rpc.get_transport(self._conf))
         worker_api = rpcapi.WorkerAPI.from_transport(
@@ -92,6 +97,8 @@ class SchedulerService(service.Service):
         with self._pass_lock:
             pass
         super().stop(graceful)
+        if self._heartbeat is not None:
+            self._heartbeat.remove()
         if self._transport is not None and not self._shared_transport:
             self._transport.cleanup()
         self._transport = None

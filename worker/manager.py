@@ -34,17 +34,20 @@ class WorkerManager:
 
     :param plugin_factory: returns a certificate plugin for one step;
         called per step so reloaded options apply.
+    :param service_name: this process's name (``pid@host``), recorded as
+        the owner of the orders it works on.
     :param clock: returns the current UTC time (naive); a parameter so
         tests control time.
     """
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
-    def __init__(self, conf, database, plugin_factory,
+    def __init__(self, conf, database, plugin_factory, service_name,
                  clock=timeutils.utcnow):
         self._conf = conf
         self._database = database
         self._plugin_factory = plugin_factory
+        self._service_name = service_name
         self._clock = clock
 
     def process_type_order(self, ctxt, order_id, generation):
@@ -85,13 +88,14 @@ class WorkerManager:
             order = orders.get(session, order_id)
             if (order is None or order.step != step or
                     not orders.claim(session, order_id, generation,
-                                     self._clock())):
+                                     self._clock(), self._service_name)):
                 LOG.info('Dropped %s of order %s with stale token %d '
                          '(order is %s)', step, order_id, generation,
                          _describe(order))
                 return None
             return base.OrderView(
                 id=order.id, type=order.type, attempt=order.attempt,
+                token=generation + 1,
                 meta=types.MappingProxyType(dict(order.meta or {})))
 
     @_db_retry
@@ -99,33 +103,36 @@ class WorkerManager:
         now = self._clock()
         try:
             with self._database.session() as session, session.begin():
-                if not self._write_result(session, step, view, token,
-                                          result, now):
+                outcome = self._write_result(session, step, view, token,
+                                             result, now)
+                if outcome is None:
                     raise _Superseded()
         except _Superseded:
             LOG.warning('Order %s moved past token %d while %s ran; its '
                         'result was discarded', view.id, token, step)
+            return
+        # Logged after the commit: one such line per state change.
+        LOG.info('Order %s (token %d): %s', view.id, token, outcome)
 
     def _write_result(self, session, step, view, token, result, now):
+        """Write ``result``; return what happened, or None if superseded."""
         if isinstance(result, base.RemoteUnavailable):
             return self._retry_unavailable(session, step, view, token,
                                            result, now)
         if isinstance(result, base.RetryLater):
             method = result.method or step
-            LOG.info('Order %s: %s scheduled in %ss', view.id, method,
-                     result.delay_seconds)
+            retry_at = now + _seconds(result.delay_seconds)
             return self._schedule(session, view.id, token, method, 0,
-                                  now + _seconds(result.delay_seconds), now)
+                                  retry_at, now)
         if isinstance(result, base.Completed):
-            LOG.info('Order %s ACTIVE', view.id)
             return self._finish(session, view.id, token, now,
-                                orders.complete, result.meta)
+                                orders.complete, result.meta, 'ACTIVE')
         if isinstance(result, base.Failed):
-            LOG.info('Order %s ERROR: %s', view.id, result.reason)
             return self._finish(session, view.id, token, now, orders.fail,
-                                result.reason)
+                                result.reason, 'ERROR: %s' % result.reason)
+        reason = 'plugin returned %r' % (result,)
         return self._finish(session, view.id, token, now, orders.fail,
-                            'plugin returned %r' % (result,))
+                            reason, 'ERROR: %s' % reason)
 
     def _retry_unavailable(self, session, step, view, token, result, now):
         group = self._conf.worker
@@ -133,34 +140,33 @@ class WorkerManager:
         if attempt > group.max_unavailable_retries:
             reason = ('%s: remote service unavailable after %d retries: %s'
                       % (step, view.attempt, result.reason))
-            LOG.warning('Order %s ERROR: %s', view.id, reason)
             return self._finish(session, view.id, token, now, orders.fail,
-                                reason)
+                                reason, 'ERROR: %s' % reason)
         delay = retry_policy.backoff_seconds(
             attempt, group.unavailable_backoff_base_seconds,
             group.unavailable_backoff_max_seconds)
-        LOG.info('Order %s: %s unavailable (%s), retry %d in %.1fs',
-                 view.id, step, result.reason, attempt, delay)
-        return self._schedule(session, view.id, token, step, attempt,
-                              now + _seconds(delay), now)
+        outcome = self._schedule(session, view.id, token, step, attempt,
+                                 now + _seconds(delay), now)
+        return outcome and '%s (%s, retry %d)' % (outcome, result.reason,
+                                                 attempt)
 
     @staticmethod
     def _schedule(session, order_id, token, method, attempt, retry_at, now):
         if not orders.schedule_step(session, order_id, token, now,
                                     step=method, attempt=attempt):
-            return False
+            return None
         retry_tasks.delete_for_order(session, order_id)
         retry_tasks.add(session, order_id, method, retry_at,
                         args=[order_id], kwargs={'generation': token},
                         retry_count=attempt, now=now)
-        return True
+        return 'PENDING, %s scheduled at %s' % (method, retry_at.isoformat())
 
     @staticmethod
-    def _finish(session, order_id, token, now, transition, detail):
+    def _finish(session, order_id, token, now, transition, detail, outcome):
         if not transition(session, order_id, token, now, detail):
-            return False
+            return None
         retry_tasks.delete_for_order(session, order_id)
-        return True
+        return outcome
 
 
 class _Superseded(Exception):

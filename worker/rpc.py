@@ -14,7 +14,15 @@ def get_transport(conf, url=None):
     ``[DEFAULT] control_exchange`` says otherwise.
     """
     messaging.set_transport_defaults('barbican_retry')
-    return messaging.get_rpc_transport(conf, url=url)
+    transport = messaging.get_rpc_transport(conf, url=url)
+    if 'oslo_messaging_rabbit' in conf:
+        # NOTE: durable queues (and persistent messages) by default, so a
+        # broker restart loses no queued cast; the driver reads the value
+        # when it opens its first connection, after this. An explicit
+        # setting in the config file still wins.
+        conf.set_default('amqp_durable_queues', True,
+                         group='oslo_messaging_rabbit')
+    return transport
 
 
 def get_server(transport, topic, server_name, endpoints):

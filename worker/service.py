@@ -4,6 +4,7 @@ from oslo_log import log as logging
 from oslo_service import service
 
 from worker.db import session as db_session
+from worker import heartbeat
 from worker import manager
 from worker import rpc
 
@@ -26,25 +27,34 @@ class WorkerService(service.Service):
         self._transport = transport
         self._server = None
         self._database = None
+        self._heartbeat = None
 
     def start(self):
         """Connect to the database and the broker, then serve."""
         super().start()
         self._database = db_session.Database.from_conf(self._conf)
+        self._heartbeat = heartbeat.Heartbeat(self._database, 'worker',
+                                              self._conf.host)
+        self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         endpoint = manager.WorkerManager(
-            self._conf, self._database, manager.plugin_factory(self._conf))
+            self._conf, self._database, manager.plugin_factory(self._conf),
+            self._heartbeat.name)
         self._server = rpc.get_server(transport, self._conf.worker.topic,
                                       self._conf.host, [endpoint])
         self._server.start()
-        LOG.info('Worker serving topic %s', self._conf.worker.topic)
+        LOG.info('Worker %s serving topic %s', self._heartbeat.name,
+                 self._conf.worker.topic)
 
     def stop(self, graceful=True):
-        """Stop taking messages and let the steps in progress finish."""
+        """Stop taking messages, let the steps in progress finish, leave."""
         if self._server is not None:
             self._server.stop()
             self._server.wait()
             self._server = None
+        # Timers first, so that no heartbeat re-creates the removed row.
+        super().stop(graceful)
+        if self._heartbeat is not None:
+            self._heartbeat.remove()
         if self._database is not None:
             self._database.dispose()
-        super().stop(graceful)

@@ -14,6 +14,32 @@ import time
 import uuid
 
 BIN_DIR = os.path.dirname(sys.executable)
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def plugin_environment(directory, plugin_log):
+    """Environment that registers the test plugin ``recording``.
+
+    stevedore finds plugins through installed distributions' entry points;
+    a distribution's metadata folder on PYTHONPATH registers the test
+    plugin for the processes started with this environment only.
+    """
+    dist_info = os.path.join(str(directory),
+                             'barbican_retry_test_plugin-0.dist-info')
+    os.makedirs(dist_info, exist_ok=True)
+    with open(os.path.join(dist_info, 'METADATA'), 'w') as metadata:
+        metadata.write('Metadata-Version: 2.1\n'
+                       'Name: barbican-retry-test-plugin\nVersion: 0\n')
+    with open(os.path.join(dist_info, 'entry_points.txt'), 'w') as points:
+        points.write('[barbican_retry.certificate.plugins]\n'
+                     'recording = tests.plugin:RecordingPlugin\n')
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [str(directory), REPO_ROOT] +
+        ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+    env['BARBICAN_RETRY_TEST_PLUGIN_LOG'] = str(plugin_log)
+    return env
 
 
 def write_config(path, database_url, transport_url, topic, options=None):
@@ -59,10 +85,11 @@ def manage_json(config_path, *args):
 class Daemon:
     """One console script running in its own process group."""
 
-    def __init__(self, script, config_path, log_path):
+    def __init__(self, script, config_path, log_path, env=None):
         self.script = script
         self.config_path = str(config_path)
         self.log_path = str(log_path)
+        self.env = env
         self.process = None
 
     def start(self):
@@ -72,7 +99,7 @@ class Daemon:
                 [os.path.join(BIN_DIR, self.script),
                  '--config-file', self.config_path],
                 stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                start_new_session=True, env=self.env)
         return self
 
     def log(self):

@@ -49,7 +49,7 @@ def test_certificate_orders_all_become_active(deployment, database):
     config, _, start = deployment
     workers = start('barbican-worker', 'worker')
     retry = start('barbican-retry', 'retry')
-    workers.wait_for_log('Worker serving topic', count=2)
+    workers.wait_for_log('serving topic', count=2)
     retry.wait_for_log('Retry scheduler started')
 
     created = processes.manage_json(config, 'order', 'create', '--type',

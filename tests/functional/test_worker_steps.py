@@ -27,7 +27,7 @@ def _manager(database, plugin=None, **overrides):
     conf = config.make_conf(**overrides)
     plugin = plugin or simple_certificate.SimpleCertificatePlugin(5)
     return manager.WorkerManager(conf, database, lambda: plugin,
-                                 clock=_Clock())
+                                 'worker-1@test', clock=_Clock())
 
 
 def _order(database, meta=None):

@@ -56,6 +56,7 @@ def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
     conf(argv, project='barbican-retry', prog=prog)
     try:
         check_values(conf)
+        default.validate(conf)
     except (cfg.Error, ValueError) as exc:
         raise SystemExit('%s: invalid configuration: %s' % (prog, exc))
     logging.setup(conf, 'barbican-retry')

@@ -42,6 +42,14 @@ class Order(Base):
     generation forward, and every later write is conditional on it. A
     duplicate or stale message therefore finds a newer generation and has
     no effect.
+
+    A PENDING order is in one of three places, which the retry scheduler
+    reads to find work that was lost:
+
+    - waiting: it has a retry row; ``owner`` and ``dispatched_at`` are NULL;
+    - dispatched: its step was cast at ``dispatched_at`` and no worker has
+      taken it yet (``owner`` NULL, no retry row);
+    - claimed: ``owner`` (a service name, ``pid@host``) runs its step.
     """
 
     __tablename__ = 'orders'
@@ -54,6 +62,12 @@ class Order(Base):
     generation: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
     step: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     attempt: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    owner: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), index=True)
+    claimed_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    dispatched_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp, index=True)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
@@ -102,3 +116,24 @@ class EntityLock(Base):
     worker_host_name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     owner_token: orm.Mapped[str] = orm.mapped_column(sa.String(36))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class Service(Base):
+    """A running barbican-worker or barbican-retry process.
+
+    Each process writes ``heartbeat_at`` several times per
+    ``[DEFAULT] service_down_time`` and deletes its row when it stops
+    cleanly. A row whose heartbeat is older than that belongs to a dead
+    process: the orders it owned are taken back.
+    """
+
+    __tablename__ = 'services'
+
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                              primary_key=True)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    pid: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    started_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    heartbeat_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp, index=True)

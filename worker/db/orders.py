@@ -13,11 +13,17 @@ from worker.db import models
 
 
 def create(session, order_type, meta, now):
-    """Insert a PENDING order whose first step is ``process_type_order``."""
+    """Insert a PENDING order whose first step is ``process_type_order``.
+
+    The order counts as dispatched at ``now``: the caller casts its first
+    step after the commit, and the retry scheduler dispatches it again if
+    no worker has taken it up within ``[scheduler]
+    dispatch_deadline_seconds`` (a failed or lost cast).
+    """
     order = models.Order(
         id=str(uuid.uuid4()), type=order_type, status=models.PENDING,
         meta=dict(meta or {}), generation=0, step='process_type_order',
-        attempt=0, created_at=now, updated_at=now)
+        attempt=0, dispatched_at=now, created_at=now, updated_at=now)
     session.add(order)
     session.flush()
     return order
@@ -58,20 +64,26 @@ def _fenced_update(session, order_id, token, now, **values):
     return result.rowcount == 1
 
 
-def claim(session, order_id, generation, now):
+def claim(session, order_id, generation, now, owner):
     """Take the order for one step by moving its generation forward.
 
     Succeeds for exactly one of any number of concurrent callers holding
-    the same token; the winner's new token is ``generation + 1``.
+    the same token; the winner's new token is ``generation + 1`` and the
+    order records ``owner`` until the step's result is written.
     """
     return _fenced_update(session, order_id, generation, now,
-                          generation=generation + 1)
+                          generation=generation + 1, owner=owner,
+                          claimed_at=now, dispatched_at=None)
+
+
+# A step's result releases the order: no owner, not in flight.
+_RELEASED = {'owner': None, 'claimed_at': None, 'dispatched_at': None}
 
 
 def schedule_step(session, order_id, generation, now, step, attempt):
     """Record the step the order waits for and its consecutive attempts."""
     return _fenced_update(session, order_id, generation, now,
-                          step=step, attempt=attempt)
+                          step=step, attempt=attempt, **_RELEASED)
 
 
 def complete(session, order_id, generation, now, meta):
@@ -79,11 +91,84 @@ def complete(session, order_id, generation, now, meta):
     order = get(session, order_id)
     merged = dict(order.meta or {}, **(meta or {})) if order else meta
     return _fenced_update(session, order_id, generation, now,
-                          status=models.ACTIVE, step=None, meta=merged)
+                          status=models.ACTIVE, step=None, meta=merged,
+                          **_RELEASED)
 
 
 def fail(session, order_id, generation, now, reason):
     """Move the order to ERROR with ``reason``."""
     return _fenced_update(session, order_id, generation, now,
                           status=models.ERROR, step=None,
-                          error_reason=reason)
+                          error_reason=reason, **_RELEASED)
+
+
+def mark_dispatched(session, order_ids, now):
+    """Record that the steps of these orders were cast at ``now``.
+
+    Orders already claimed by a worker (it was quicker than this write)
+    are left alone.
+    """
+    if not order_ids:
+        return
+    session.execute(
+        sa.update(models.Order)
+        .where(models.Order.id.in_(list(order_ids)),
+               models.Order.owner.is_(None),
+               models.Order.status == models.PENDING)
+        .values(dispatched_at=now)
+        .execution_options(synchronize_session=False))
+
+
+def _without_retry_row():
+    return ~sa.exists().where(
+        models.OrderRetryTask.order_id == models.Order.id)
+
+
+def _recovery_columns():
+    return sa.select(models.Order.id, models.Order.generation,
+                     models.Order.step, models.Order.attempt,
+                     models.Order.owner)
+
+
+def lost_dispatches(session, dispatched_before, limit):
+    """Orders cast before ``dispatched_before`` that no worker took up.
+
+    Reads ``ix_orders_dispatched_at``: only orders in flight are visited.
+    """
+    return list(session.execute(
+        _recovery_columns()
+        .where(models.Order.dispatched_at < dispatched_before,
+               models.Order.owner.is_(None),
+               models.Order.status == models.PENDING,
+               _without_retry_row())
+        .order_by(models.Order.dispatched_at)
+        .limit(limit)))
+
+
+def owners(session):
+    """Return the distinct owners of claimed orders (``ix_orders_owner``)."""
+    return set(session.scalars(
+        sa.select(models.Order.owner).distinct()
+        .where(models.Order.owner.is_not(None))))
+
+
+def owned_by(session, dead_owners, limit):
+    """PENDING orders claimed by one of ``dead_owners``."""
+    if not dead_owners:
+        return []
+    return list(session.execute(
+        _recovery_columns()
+        .where(models.Order.owner.in_(list(dead_owners)),
+               models.Order.status == models.PENDING,
+               _without_retry_row())
+        .limit(limit)))
+
+
+def take_back(session, order_id, generation, now):
+    """Take a lost order back for re-dispatch: bump its token, no owner.
+
+    The old token is now stale, so a late message or a zombie owner that
+    still holds it has no effect. Returns False if the order moved on.
+    """
+    return _fenced_update(session, order_id, generation, now,
+                          generation=generation + 1, **_RELEASED)

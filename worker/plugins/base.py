@@ -17,12 +17,16 @@ class OrderView:
 
     :param attempt: how many times in a row this step found the remote
         service unavailable before (0 on the first try).
+    :param token: the fencing token this step runs under; unique per step
+        run, so a plugin may use it as an idempotency key with its remote
+        service.
     """
 
     id: str
     type: str
     meta: types.MappingProxyType
     attempt: int = 0
+    token: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

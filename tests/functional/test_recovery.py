@@ -1,0 +1,180 @@
+"""Lost work is found from the database and dispatched again, fenced.
+
+Time is a parameter: each pass runs "as of" a given moment; nothing sleeps.
+"""
+
+import datetime
+import threading
+
+from scheduler import manager as scheduler_manager
+from tests import config
+from tests import fakes
+from worker.db import models
+from worker.db import orders
+from worker.db import retry_tasks
+from worker.db import services
+from worker import manager as worker_manager
+from worker.plugins import simple_certificate
+from worker import rpcapi
+
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+DEADLINE = 300
+DOWN = 60
+
+
+def _seconds(value):
+    return datetime.timedelta(seconds=value)
+
+
+def _conf():
+    return config.make_conf(**{
+        'service_down_time': DOWN, 'report_interval': 10,
+        'scheduler.dispatch_deadline_seconds': DEADLINE})
+
+
+def _pass(database, now):
+    client = fakes.RecordingRPCClient()
+    result = scheduler_manager.RetryManager(
+        _conf(), database, rpcapi.WorkerAPI(client)).run_once(now)
+    return result, client.casts
+
+
+def _new_order(database, now=NOW):
+    with database.session() as session, session.begin():
+        return orders.create(session, 'certificate', {}, now).id
+
+
+def _get(database, order_id):
+    with database.session() as session:
+        return orders.get(session, order_id)
+
+
+def _claim(database, order_id, owner, now=NOW):
+    with database.session() as session, session.begin():
+        assert orders.claim(session, order_id, 0, now, owner)
+
+
+def _beat(database, name, now):
+    with database.session() as session, session.begin():
+        services.heartbeat(session, name, 'worker', 'host', 1, now)
+
+
+def test_dispatch_never_taken_up_is_sent_again_after_the_deadline(database):
+    order_id = _new_order(database)
+    result, casts = _pass(database, NOW + _seconds(DEADLINE - 1))
+    assert casts == [] and result.recovered == 0
+
+    result, casts = _pass(database, NOW + _seconds(DEADLINE + 1))
+    assert result.recovered == 1
+    assert casts == [('process_type_order',
+                      {'order_id': order_id, 'generation': 1})]
+    order = _get(database, order_id)
+    # New token: the lost message (generation 0), should it still come,
+    # is stale. The re-dispatch counts as a new dispatch.
+    assert order.generation == 1 and order.owner is None
+    assert NOW + _seconds(DEADLINE + 1) <= order.dispatched_at < \
+        NOW + _seconds(DEADLINE + 2)
+
+
+def test_order_of_a_dead_owner_is_taken_back(database):
+    order_id = _new_order(database)
+    _claim(database, order_id, 'gone@host')          # never heartbeated
+    _beat(database, 'dead@host', NOW)
+    other = _new_order(database)
+    _claim(database, other, 'dead@host')
+
+    result, casts = _pass(database, NOW + _seconds(DOWN + 1))
+
+    assert result.recovered == 2
+    assert sorted(kwargs['order_id'] for _, kwargs in casts) == \
+        sorted([order_id, other])
+    assert {kwargs['generation'] for _, kwargs in casts} == {2}
+    assert result.dead_services == ['dead@host']
+    with database.session() as session:
+        assert services.list_services(session) == []
+
+
+def test_live_owner_keeps_its_order_however_long_the_step(database):
+    order_id = _new_order(database)
+    _claim(database, order_id, 'slow@host')
+    for hours in (1, 24, 72):
+        now = NOW + datetime.timedelta(hours=hours)
+        _beat(database, 'slow@host', now - _seconds(DOWN - 1))
+        result, casts = _pass(database, now)
+        assert casts == [] and result.recovered == 0
+    order = _get(database, order_id)
+    assert order.owner == 'slow@host' and order.generation == 1
+
+
+def test_waiting_orders_are_left_to_their_retry_rows(database):
+    order_id = _new_order(database)
+    with database.session() as session, session.begin():
+        orders.claim(session, order_id, 0, NOW, 'w@host')
+        orders.schedule_step(session, order_id, 1, NOW,
+                             'check_certificate_status', 0)
+        retry_tasks.add(session, order_id, 'check_certificate_status',
+                        NOW + datetime.timedelta(days=3), args=[order_id],
+                        kwargs={'generation': 1})
+    result, casts = _pass(database, NOW + datetime.timedelta(days=1))
+    assert casts == [] and result.recovered == 0
+
+
+def test_zombie_owner_result_is_discarded_after_takeover(database):
+    """A worker presumed dead but still running cannot write its result."""
+    held = threading.Event()
+    release = threading.Event()
+
+    class _HeldPlugin(simple_certificate.SimpleCertificatePlugin):
+        def issue_certificate_request(self, order):
+            held.set()
+            release.wait(10)
+            return super().issue_certificate_request(order)
+
+    zombie = worker_manager.WorkerManager(
+        _conf(), database, _HeldPlugin, 'zombie@host', clock=lambda: NOW)
+    order_id = _new_order(database)
+    thread = threading.Thread(target=zombie.process_type_order,
+                              args=({}, order_id, 0))
+    thread.start()
+    assert held.wait(10)
+    # The zombie's heartbeat is gone: the next pass takes the order back.
+    result, casts = _pass(database, NOW + _seconds(DOWN + 1))
+    assert result.recovered == 1
+    release.set()
+    thread.join(10)
+    order = _get(database, order_id)
+    assert order.generation == 2 and order.owner is None
+    assert casts == [('process_type_order',
+                      {'order_id': order_id, 'generation': 2})]
+    with database.session() as session:
+        # The zombie's retry row (check_certificate_status) was not written.
+        assert retry_tasks.list_tasks(session, order_id=order_id) == []
+
+
+def test_one_winner_among_concurrent_claims(database):
+    order_id = _new_order(database)
+    calls = []
+
+    class _CountingPlugin(simple_certificate.SimpleCertificatePlugin):
+        def issue_certificate_request(self, order):
+            calls.append(order.token)
+            return super().issue_certificate_request(order)
+
+    workers = [worker_manager.WorkerManager(
+        _conf(), database, _CountingPlugin, 'w%d@host' % i)
+        for i in range(8)]
+    barrier = threading.Barrier(len(workers))
+
+    def run(worker):
+        barrier.wait()
+        worker.process_type_order({}, order_id, 0)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert calls == [1]
+    order = _get(database, order_id)
+    assert order.status == models.PENDING and order.generation == 1
+    assert order.step == 'check_certificate_status'

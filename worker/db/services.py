@@ -1,0 +1,65 @@
+"""Repository of service heartbeats. Every function takes the session first.
+
+A service is named ``pid@host`` like pulpcore's workers. It is alive while
+its heartbeat is younger than ``[DEFAULT] service_down_time``.
+"""
+
+import sqlalchemy as sa
+
+from worker.db import models
+
+
+def heartbeat(session, name, kind, host, pid, now):
+    """Record that ``name`` is alive at ``now`` (insert it if missing).
+
+    A process whose row was removed as dead while it was cut off from the
+    database (an outage) comes back with its next heartbeat.
+    """
+    result = session.execute(
+        sa.update(models.Service)
+        .where(models.Service.name == name)
+        .values(heartbeat_at=now)
+        .execution_options(synchronize_session=False))
+    if result.rowcount == 0:
+        session.execute(sa.insert(models.Service).values(
+            name=name, kind=kind, host=host, pid=pid, started_at=now,
+            heartbeat_at=now))
+
+
+def remove(session, name):
+    """Delete the row of ``name`` (a clean stop)."""
+    session.execute(
+        sa.delete(models.Service)
+        .where(models.Service.name == name)
+        .execution_options(synchronize_session=False))
+
+
+def live_names(session, alive_since):
+    """Return the names whose heartbeat is at or after ``alive_since``."""
+    return set(session.scalars(
+        sa.select(models.Service.name)
+        .where(models.Service.heartbeat_at >= alive_since)))
+
+
+def delete_dead(session, alive_since):
+    """Delete the rows whose heartbeat is before ``alive_since``.
+
+    Returns their names.
+    """
+    names = list(session.scalars(
+        sa.select(models.Service.name)
+        .where(models.Service.heartbeat_at < alive_since)))
+    if names:
+        session.execute(
+            sa.delete(models.Service)
+            .where(models.Service.name.in_(names),
+                   models.Service.heartbeat_at < alive_since)
+            .execution_options(synchronize_session=False))
+    return names
+
+
+def list_services(session):
+    """Return every service row, by kind then name."""
+    return list(session.scalars(
+        sa.select(models.Service)
+        .order_by(models.Service.kind, models.Service.name)))
