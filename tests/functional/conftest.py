@@ -5,6 +5,7 @@ import os
 import pytest
 
 from tests.functional import databases
+from tests.functional import processes
 from worker.db import migration
 from worker.db import session as db_session
 
@@ -18,8 +19,14 @@ def _missing(what):
 
 
 def pytest_generate_tests(metafunc):
-    """Run every test that takes ``backend`` on each database backend."""
-    if 'backend' in metafunc.fixturenames:
+    """Run every test that takes ``backend`` on each database backend.
+
+    A test that names its backends itself (``parametrize('backend', …)``)
+    keeps its own list.
+    """
+    named = any('backend' in mark.args[0]
+                for mark in metafunc.definition.iter_markers('parametrize'))
+    if 'backend' in metafunc.fixturenames and not named:
         metafunc.parametrize('backend', databases.BACKENDS)
 
 
@@ -49,3 +56,21 @@ def transport_url():
     if not url:
         _missing('RabbitMQ')
     return url
+
+
+@pytest.fixture
+def deployment(tmp_path, database, database_url, transport_url):
+    """Returns ``make(options)`` building a ``processes.Deployment``.
+
+    Every process it started is killed at the end of the test.
+    """
+    made = []
+
+    def make(options):
+        made.append(processes.Deployment(tmp_path, database_url,
+                                         transport_url, options))
+        return made[-1]
+
+    yield make
+    for deployment in made:
+        deployment.kill_all()

@@ -69,12 +69,12 @@ def new_topic():
     return 'brtest_%s' % uuid.uuid4().hex[:10]
 
 
-def manage(config_path, *args, check=True):
+def manage(config_path, *args, check=True, env=None):
     """Run ``barbican-retry-manage``; returns the CompletedProcess."""
     return subprocess.run(
         [os.path.join(BIN_DIR, 'barbican-retry-manage'),
          '--config-file', str(config_path)] + list(args),
-        capture_output=True, text=True, check=check, timeout=120)
+        capture_output=True, text=True, check=check, timeout=120, env=env)
 
 
 def manage_json(config_path, *args):
@@ -137,8 +137,66 @@ class Daemon:
             raise AssertionError('%s did not stop within %ss'
                                  % (self.script, timeout))
 
+    def children(self):
+        """Return the pids of the processes the launcher forked."""
+        found = []
+        for entry in os.listdir('/proc'):
+            if not entry.isdigit():
+                continue
+            try:
+                with open('/proc/%s/stat' % entry) as stat:
+                    # The parent pid is the 2nd field after "(comm)".
+                    ppid = int(stat.read().rsplit(')', 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == self.process.pid:
+                found.append(int(entry))
+        return found
+
     def kill(self):
         """SIGKILL the process group."""
         self.signal(signal.SIGKILL)
         if self.process is not None:
             self.process.wait(30)
+
+
+class Deployment:
+    """A configuration, its processes, and the test plugin's call log.
+
+    :param options: ``{group: {name: value}}`` for the config file.
+    """
+
+    def __init__(self, directory, database_url, transport_url, options):
+        self.directory = directory
+        self.database_url = database_url
+        self.transport_url = transport_url
+        self.topic = new_topic()
+        self.config = os.path.join(str(directory), 'barbican-retry.conf')
+        self.plugin_log = os.path.join(str(directory), 'plugin-calls.jsonl')
+        self.env = plugin_environment(
+            os.path.join(str(directory), 'plugins'), self.plugin_log)
+        self.daemons = []
+        self.configure(options)
+
+    def configure(self, options):
+        """(Re)write the config file with ``options``."""
+        write_config(self.config, self.database_url, self.transport_url,
+                     self.topic, options)
+
+    def start(self, script, name):
+        """Start ``script`` logging to ``<name>.log``; returns the Daemon."""
+        daemon = Daemon(script, self.config,
+                        os.path.join(str(self.directory), name + '.log'),
+                        env=self.env)
+        self.daemons.append(daemon.start())
+        return daemon
+
+    def manage_json(self, *args):
+        """Run a ``barbican-retry-manage`` listing; returns parsed JSON."""
+        return json.loads(manage(self.config, *args, '-f', 'json',
+                                 env=self.env).stdout)
+
+    def kill_all(self):
+        """SIGKILL whatever is still running."""
+        for daemon in self.daemons:
+            daemon.kill()

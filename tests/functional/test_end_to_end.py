@@ -22,33 +22,19 @@ PERIOD = 2
 JITTER = 0.2
 
 
-@pytest.fixture
-def deployment(tmp_path, database, database_url, transport_url):
-    """A config file and a place for daemons that are stopped at the end."""
-    topic = processes.new_topic()
-    config = processes.write_config(
-        tmp_path / 'barbican-retry.conf', database_url, transport_url, topic,
-        {'scheduler': {'schedule_period_seconds': PERIOD,
-                       'schedule_jitter': JITTER,
-                       'batch_size': 100},
-         'worker': {'workers': 2},
-         'simple_certificate': {'delay_before_update_seconds': DELAY}})
-    started = []
-
-    def start(script, name):
-        daemon = processes.Daemon(script, config, tmp_path / ('%s.log' % name))
-        started.append(daemon.start())
-        return daemon
-
-    yield config, topic, start
-    for daemon in started:
-        daemon.kill()
+OPTIONS = {
+    'scheduler': {'schedule_period_seconds': PERIOD,
+                  'schedule_jitter': JITTER, 'batch_size': 100},
+    'worker': {'workers': 2},
+    'simple_certificate': {'delay_before_update_seconds': DELAY},
+}
 
 
 def test_certificate_orders_all_become_active(deployment, database):
-    config, _, start = deployment
-    workers = start('barbican-worker', 'worker')
-    retry = start('barbican-retry', 'retry')
+    cluster = deployment(OPTIONS)
+    config = cluster.config
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
     workers.wait_for_log('serving topic', count=2)
     retry.wait_for_log('Retry scheduler started')
 
@@ -90,14 +76,13 @@ class _CountingEndpoint:
 
 
 def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
-                                                    database_url,
                                                     transport_url):
-    config, topic, start = deployment
     # Short passes and periods, so that the two daemons take turns.
-    processes.write_config(config, database_url, transport_url, topic, {
+    cluster = deployment({
         'scheduler': {'schedule_period_seconds': 1, 'schedule_jitter': 0.5,
                       'max_pass_seconds': 1, 'batch_size': 50,
                       'cast_concurrency': 2}})
+    topic = cluster.topic
     due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
     with database.session() as session, session.begin():
         for _ in range(2000):
@@ -110,7 +95,8 @@ def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
     server = rpc.get_server(transport, topic, 'counter', [endpoint])
     server.start()
     try:
-        daemons = [start('barbican-retry', 'retry-%d' % i) for i in (1, 2)]
+        daemons = [cluster.start('barbican-retry', 'retry-%d' % i)
+                   for i in (1, 2)]
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and \
                 sum(endpoint.received.values()) < 2000:
@@ -134,14 +120,14 @@ def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
 
 
 def test_sigterm_mid_pass_releases_the_lock(deployment, database):
-    config, _, start = deployment
+    cluster = deployment(OPTIONS)
     due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
     with database.session() as session, session.begin():
         for _ in range(300):
             order = orders.create(session, 'certificate', {}, due)
             retry_tasks.add(session, order.id, 'check_certificate_status',
                             due, args=[order.id], kwargs={'generation': 0})
-    retry = start('barbican-retry', 'retry')
+    retry = cluster.start('barbican-retry', 'retry')
     retry.wait_for_log('Pass dispatched', timeout=30)
     retry.signal(signal.SIGTERM)
     assert retry.process.wait(30) == 0

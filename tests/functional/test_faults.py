@@ -1,0 +1,222 @@
+"""Processes killed with SIGKILL, broker and database outages.
+
+Real barbican-worker and barbican-retry processes, the real broker and
+databases; the test plugin records every plugin call with its token.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.functional import processes
+from tests import plugin as test_plugin
+from worker.db import models
+from worker.db import orders
+
+FAST = {
+    'DEFAULT': {'service_down_time': 3, 'report_interval': 1},
+    'scheduler': {'schedule_period_seconds': 1, 'schedule_jitter': 0.2,
+                  'dispatch_deadline_seconds': 5, 'cast_timeout_seconds': 2,
+                  'max_pass_seconds': 5, 'retry_lock_timeout_seconds': 20},
+    'worker': {'workers': 1, 'certificate_plugin': 'recording',
+               'unavailable_backoff_base_seconds': 0.5,
+               'unavailable_backoff_max_seconds': 2},
+    'simple_certificate': {'delay_before_update_seconds': 1},
+}
+
+
+def _wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError('timed out after %ss waiting for %s' % (timeout,
+                                                                 what))
+
+
+def _counts(database):
+    with database.session() as session:
+        return orders.count_by_status(session)
+
+
+def _all_active(database, total):
+    return _counts(database) == {models.ACTIVE: total}
+
+
+def _assert_tokens_only_move_forward(plugin_log):
+    """No two calls of an order ran under one token, none under an old one."""
+    by_order = {}
+    for call in sorted(test_plugin.read_log(plugin_log),
+                       key=lambda call: call['started']):
+        by_order.setdefault(call['order'], []).append(call['token'])
+    for order_id, tokens in by_order.items():
+        assert tokens == sorted(set(tokens)), (order_id, tokens)
+
+
+def test_heartbeats_name_each_process_and_leave_on_stop(deployment):
+    cluster = deployment(dict(FAST, worker=dict(FAST['worker'], workers=2)))
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
+    workers.wait_for_log('serving topic', count=2)
+    retry.wait_for_log('Retry scheduler started')
+    listed = _wait_for(lambda: [s for s in cluster.manage_json(
+        'service', 'list') if s['alive']] if len(cluster.manage_json(
+            'service', 'list')) == 3 else None, 20, 'three services')
+    assert sorted(s['kind'] for s in listed) == ['scheduler', 'worker',
+                                                 'worker']
+    children = set(workers.children()) | set(retry.children())
+    assert {int(s['name'].split('@')[0]) for s in listed} == children
+    assert all(s['name'].endswith('@' + s['host']) for s in listed)
+    first = {s['name']: s['heartbeat_at'] for s in listed}
+    time.sleep(1.5)      # report_interval is 1 s: every row moved on
+    again = {s['name']: s['heartbeat_at']
+             for s in cluster.manage_json('service', 'list')}
+    assert all(again[name] > first[name] for name in first)
+
+    assert workers.stop() == 0 and retry.stop() == 0
+    assert cluster.manage_json('service', 'list') == []
+
+
+def test_worker_killed_mid_step_is_replaced_and_the_order_completes(
+        deployment, database):
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
+    workers.wait_for_log('serving topic')
+    [created] = cluster.manage_json(
+        'order', 'create', '--type', 'certificate',
+        '--meta', '{"hold_seconds": 60}')
+
+    def owner():
+        with database.session() as session:
+            return orders.get(session, created['id']).owner
+    victim = _wait_for(owner, 20, 'a worker to claim the order')
+    workers.kill()                       # SIGKILL, in the middle of the step
+    replacement = cluster.start('barbican-worker', 'worker-2')
+    replacement.wait_for_log('serving topic')
+
+    _wait_for(lambda: _all_active(database, 1), 30, 'the order to finish')
+    assert 'stopped heartbeating' in retry.log()
+    assert victim.split('@')[0] in retry.log()
+    _assert_tokens_only_move_forward(cluster.plugin_log)
+    assert cluster.manage_json('retry', 'list') == []
+    assert replacement.stop() == 0 and retry.stop() == 0
+
+
+def test_retry_daemon_killed_mid_pass_another_takes_over(deployment,
+                                                          database):
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    first = cluster.start('barbican-retry', 'retry-1')
+    workers.wait_for_log('serving topic')
+    cluster.manage_json('order', 'create', '--type', 'certificate',
+                        '--count', '100')
+    first.wait_for_log('Pass dispatched')
+    first.kill()
+    second = cluster.start('barbican-retry', 'retry-2')
+    second.wait_for_log('Retry scheduler started')
+    _wait_for(lambda: _all_active(database, 100), 60, 'all orders ACTIVE')
+    _assert_tokens_only_move_forward(cluster.plugin_log)
+    assert second.stop() == 0 and workers.stop() == 0
+    assert cluster.manage_json('retry', 'list') == []
+    assert cluster.manage_json('lock', 'show')['held'] is False
+
+
+def _service_script(name):
+    script = os.environ.get(name)
+    if not script:
+        pytest.skip('%s not set (run the suite with bin/run-tests.sh)'
+                    % name)
+    return script
+
+
+def _run(script):
+    subprocess.run([script], check=True, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def broker_control():
+    """Stop and start the test broker; it is running again at the end."""
+    stop = _service_script('BARBICAN_RETRY_TEST_RABBITMQ_STOP')
+    start = _service_script('BARBICAN_RETRY_TEST_RABBITMQ_START')
+    yield lambda: _run(stop), lambda: _run(start)
+    _run(start)
+
+
+@pytest.mark.parametrize('backend', ['postgresql'])
+def test_broker_outage_loses_nothing(deployment, database, broker_control):
+    stop_broker, start_broker = broker_control
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
+    workers.wait_for_log('serving topic')
+    cluster.manage_json('order', 'create', '--type', 'certificate',
+                        '--count', '50',
+                        '--meta', '{"unavailable_attempts": 1}')
+    _wait_for(lambda: _counts(database).get(models.ACTIVE), 30,
+              'some orders to finish')
+
+    stop_broker()
+    time.sleep(8)
+    assert workers.process.poll() is None and retry.process.poll() is None
+    start_broker()
+    _wait_for(lambda: _all_active(database, 50), 60,
+              'every order ACTIVE after the broker came back')
+    _assert_tokens_only_move_forward(cluster.plugin_log)
+    assert workers.stop() == 0 and retry.stop() == 0
+
+
+@pytest.mark.parametrize('backend', ['postgresql'])
+def test_queued_casts_survive_a_broker_restart(deployment, database,
+                                               broker_control):
+    stop_broker, start_broker = broker_control
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    workers.wait_for_log('serving topic')   # declares the durable queue
+    assert workers.stop() == 0
+    cluster.manage_json('order', 'create', '--type', 'certificate',
+                        '--count', '20')      # queued, no consumer
+    stop_broker()
+    start_broker()
+    # No retry daemon: only the queued casts can move the orders on.
+    workers = cluster.start('barbican-worker', 'worker-2')
+    _wait_for(lambda: sum(1 for call in test_plugin.read_log(
+        cluster.plugin_log) if call['step'] == 'issue_certificate_request')
+        == 20, 30, 'the 20 queued casts to reach a worker')
+    assert workers.stop() == 0
+
+
+@pytest.fixture
+def postgresql_control():
+    """Stop and start the test PostgreSQL; it is running at the end."""
+    stop = _service_script('BARBICAN_RETRY_TEST_POSTGRESQL_STOP')
+    start = _service_script('BARBICAN_RETRY_TEST_POSTGRESQL_START')
+    yield lambda: _run(stop), lambda: _run(start)
+    _run(start)
+
+
+@pytest.mark.parametrize('backend', ['postgresql'])
+def test_database_outage_is_survived(deployment, database,
+                                     postgresql_control):
+    stop_db, start_db = postgresql_control
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
+    workers.wait_for_log('serving topic')
+    cluster.manage_json('order', 'create', '--type', 'certificate',
+                        '--count', '50')
+    stop_db()
+    time.sleep(8)
+    assert workers.process.poll() is None and retry.process.poll() is None
+    assert 'Retry pass failed' in retry.log()
+    start_db()
+    database.dispose()
+    _wait_for(lambda: _all_active(database, 50), 60,
+              'every order ACTIVE after the database came back')
+    _assert_tokens_only_move_forward(cluster.plugin_log)
+    assert workers.stop() == 0 and retry.stop() == 0

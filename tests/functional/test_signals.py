@@ -1,0 +1,339 @@
+"""Signals as systemd sends them to a real barbican-retry, over RabbitMQ.
+
+What cotyledon (oslo.service's threading backend) does with them:
+
+- SIGHUP to the master (``ExecReload=/bin/kill -HUP $MAINPID``): the master
+  re-reads the configuration files (``mutate``: only mutable options take
+  the new value), then sends SIGHUP to its process group. The child's
+  default ``reload()`` SIGTERMs itself: it stops gracefully (finishes its
+  batch, releases the lock) and exits 0, and the master forks a new child
+  from its updated configuration. The child is restarted, not reloaded in
+  place; the master keeps its PID.
+- SIGTERM to the master (``KillMode=mixed``): the master forwards SIGTERM
+  to its child, waits for it and exits 0. A child that has not stopped
+  within ``graceful_shutdown_timeout`` exits 1.
+
+SQLite is enough here: the signals behave the same on every backend, and
+the lock and batch logic is covered on all three by test_end_to_end.
+"""
+
+import collections
+import datetime
+import os
+import re
+import signal
+import socket
+import threading
+import time
+
+import oslo_messaging as messaging
+from oslo_config import cfg
+import pytest
+
+from tests.functional import databases
+from tests.functional import processes
+from worker.db import locks
+from worker.db import migration
+from worker.db import models
+from worker.db import orders
+from worker.db import retry_tasks
+from worker.db import session as db_session
+from worker import rpc
+
+GRACEFUL_SHUTDOWN_TIMEOUT = 20
+
+
+class _CountingEndpoint:
+    """Counts the retries it receives, as a worker would see them."""
+
+    target = messaging.Target(version=rpc.RPC_API_VERSION)
+
+    def __init__(self):
+        self.received = collections.Counter()
+        self._lock = threading.Lock()
+
+    def check_certificate_status(self, ctxt, order_id, generation):
+        with self._lock:
+            self.received[order_id] += 1
+
+    def total(self):
+        with self._lock:
+            return sum(self.received.values())
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    """URL of an empty SQLite database of its own."""
+    return databases.create('sqlite', tmp_path)
+
+
+@pytest.fixture
+def sqlite_database(sqlite_url):
+    """A migrated SQLite ``Database``."""
+    database = db_session.Database.from_url(sqlite_url)
+    migration.upgrade(database.engine)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def topic():
+    return processes.new_topic()
+
+
+@pytest.fixture
+def counter(transport_url, topic):
+    """An RPC server on the test's topic that counts what it receives."""
+    # Global CONF: oslo.messaging registers some options there only.
+    transport = rpc.get_transport(cfg.CONF, url=transport_url)
+    endpoint = _CountingEndpoint()
+    server = rpc.get_server(transport, topic, 'counter', [endpoint])
+    server.start()
+    yield endpoint
+    server.stop()
+    server.wait()
+    transport.cleanup()
+
+
+@pytest.fixture
+def retry_daemon(tmp_path):
+    """Start barbican-retry on a config file; killed at the end."""
+    started = []
+
+    def start(config):
+        daemon = processes.Daemon('barbican-retry', config,
+                                  tmp_path / 'retry.log')
+        started.append(daemon.start())
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.kill()
+
+
+def _config(tmp_path, sqlite_url, transport_url, topic, **scheduler):
+    scheduler.setdefault('schedule_jitter', 0.2)
+    return processes.write_config(
+        tmp_path / 'barbican-retry.conf', sqlite_url, transport_url, topic,
+        {'DEFAULT': {'graceful_shutdown_timeout':
+                     GRACEFUL_SHUTDOWN_TIMEOUT},
+         'scheduler': scheduler})
+
+
+def _add_due_retries(database, count):
+    """Insert ``count`` orders, each with one due retry row; their ids."""
+    due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
+    ids = set()
+    with database.session() as session, session.begin():
+        for _ in range(count):
+            order = orders.create(session, 'certificate', {}, due)
+            retry_tasks.add(session, order.id, 'check_certificate_status',
+                            due, args=[order.id], kwargs={'generation': 0})
+            ids.add(order.id)
+    return ids
+
+
+def _remaining(database):
+    """Order ids of the retry rows still in the table."""
+    with database.session() as session:
+        return {task.order_id for task in retry_tasks.list_tasks(session)}
+
+
+def _lock(database):
+    with database.session() as session:
+        return locks.get(session, models.ORDER_RETRY_TASK_LOCK)
+
+
+def _wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError('%s: not within %ss' % (what, timeout))
+
+
+def _wait_until_quiet(endpoint, quiet=2.0, timeout=60):
+    """Wait until the counter received nothing for ``quiet`` seconds.
+
+    Casts that left before a daemon stopped may still be on their way.
+    """
+    deadline = time.monotonic() + timeout
+    last, since = endpoint.total(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now_total = endpoint.total()
+        if now_total != last:
+            last, since = now_total, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+    raise AssertionError('messages still arriving after %ss' % timeout)
+
+
+def _assert_exactly_once(endpoint, all_ids, remaining):
+    """Every row was either cast exactly once or is still in the table."""
+    received = set(endpoint.received)
+    duplicated = {order_id: n for order_id, n in endpoint.received.items()
+                  if n != 1}
+    assert duplicated == {}, 'cast more than once'
+    assert received - all_ids == set(), 'cast rows that do not exist'
+    assert received & remaining == set(), 'cast but not deleted'
+    assert all_ids - received - remaining == set(), 'lost: deleted, not cast'
+
+
+def test_sighup_applies_a_new_period_without_losing_a_retry(
+        tmp_path, sqlite_url, sqlite_database, transport_url, topic,
+        counter, retry_daemon):
+    config = _config(tmp_path, sqlite_url, transport_url, topic,
+                     schedule_period_seconds=30)
+    daemon = retry_daemon(config)
+    daemon.wait_for_log('Retry scheduler started: period 30s')
+    all_ids = _add_due_retries(sqlite_database, 200)
+
+    _config(tmp_path, sqlite_url, transport_url, topic,
+            schedule_period_seconds=1)
+    # As ExecReload=/bin/kill -HUP $MAINPID does: the master only.
+    os.kill(daemon.process.pid, signal.SIGHUP)
+    daemon.wait_for_log('Retry scheduler started: period 1s', timeout=30)
+    reloaded_at = len(daemon.log())
+
+    _wait_until(lambda: counter.total() >= len(all_ids), 30,
+                'all due retries cast after the reload')
+    # Passes now come every second or so (passes log at DEBUG).
+    _wait_until(lambda: daemon.log()[reloaded_at:].count('Pass ') >= 3, 10,
+                'three passes after the reload')
+    _wait_until_quiet(counter)
+    assert daemon.process.poll() is None, 'the master must survive SIGHUP'
+    assert daemon.stop(GRACEFUL_SHUTDOWN_TIMEOUT) == 0
+
+    _assert_exactly_once(counter, all_ids, _remaining(sqlite_database))
+    assert set(counter.received) == all_ids
+    assert _remaining(sqlite_database) == set()
+    assert _lock(sqlite_database) is None
+
+
+def test_sighup_mid_pass_loses_and_duplicates_nothing(
+        tmp_path, sqlite_url, sqlite_database, transport_url, topic,
+        counter, retry_daemon):
+    all_ids = _add_due_retries(sqlite_database, 3000)
+    # One cast at a time in small batches: a pass takes seconds.
+    config = _config(tmp_path, sqlite_url, transport_url, topic,
+                     schedule_period_seconds=1, batch_size=50,
+                     cast_concurrency=1)
+    daemon = retry_daemon(config)
+    _wait_until(lambda: counter.total() >= 100, 60, 'the pass under way')
+
+    _config(tmp_path, sqlite_url, transport_url, topic,
+            schedule_period_seconds=1, batch_size=100, cast_concurrency=2)
+    os.kill(daemon.process.pid, signal.SIGHUP)
+    daemon.wait_for_log('Retry scheduler started', count=2, timeout=30)
+
+    _wait_until(lambda: counter.total() >= len(all_ids), 120,
+                'all due retries cast')
+    _wait_until_quiet(counter)
+    assert daemon.stop(GRACEFUL_SHUTDOWN_TIMEOUT) == 0
+
+    # The old child's pass was cut short; the new child cast the rest.
+    passes = [int(n) for n in
+              re.findall(r'Pass dispatched (\d+) retries', daemon.log())]
+    assert len(passes) >= 2 and max(passes) < len(all_ids), passes
+    _assert_exactly_once(counter, all_ids, _remaining(sqlite_database))
+    assert _remaining(sqlite_database) == set()
+    assert _lock(sqlite_database) is None
+
+
+def test_sighup_with_an_invalid_value_keeps_the_daemon_working(
+        tmp_path, sqlite_url, sqlite_database, transport_url, topic,
+        counter, retry_daemon):
+    """A typo in the file and a reload must not stop the retries.
+
+    The running configuration stays in force (the value is refused and
+    the refusal logged); the daemon goes on casting due retries.
+    """
+    config = _config(tmp_path, sqlite_url, transport_url, topic,
+                     schedule_period_seconds=1)
+    daemon = retry_daemon(config)
+    daemon.wait_for_log('Retry scheduler started: period 1s')
+
+    _config(tmp_path, sqlite_url, transport_url, topic,
+            schedule_period_seconds=0)      # below its min=1
+    os.kill(daemon.process.pid, signal.SIGHUP)
+    # The child stops for its restart whether the new value is taken or not.
+    daemon.wait_for_log('exited with status', timeout=30)
+    all_ids = _add_due_retries(sqlite_database, 100)
+
+    _wait_until(lambda: counter.total() >= len(all_ids), 20,
+                'due retries cast after a refused reload')
+    _wait_until_quiet(counter)
+    assert daemon.process.poll() is None
+    assert 'exited with status 1' not in daemon.log(), (
+        'the children crash on the new value, one after the other')
+    assert daemon.stop(GRACEFUL_SHUTDOWN_TIMEOUT) == 0
+    _assert_exactly_once(counter, all_ids, _remaining(sqlite_database))
+    assert _remaining(sqlite_database) == set()
+
+
+@pytest.mark.parametrize('to', ['master', 'group'])
+def test_sigterm_mid_pass_stops_cleanly(tmp_path, sqlite_url, sqlite_database,
+                                        transport_url, topic, counter,
+                                        retry_daemon, to):
+    """SIGTERM as KillMode=mixed (master) or control-group (group) sends it."""
+    all_ids = _add_due_retries(sqlite_database, 3000)
+    config = _config(tmp_path, sqlite_url, transport_url, topic,
+                     schedule_period_seconds=1, batch_size=50,
+                     cast_concurrency=1)
+    daemon = retry_daemon(config)
+    _wait_until(lambda: counter.total() >= 100, 60, 'the pass under way')
+
+    signalled_at = time.monotonic()
+    if to == 'master':
+        os.kill(daemon.process.pid, signal.SIGTERM)
+    else:
+        daemon.signal(signal.SIGTERM)
+    assert daemon.process.wait(GRACEFUL_SHUTDOWN_TIMEOUT + 5) == 0
+    assert time.monotonic() - signalled_at < GRACEFUL_SHUTDOWN_TIMEOUT
+    _wait_until_quiet(counter)
+
+    remaining = _remaining(sqlite_database)
+    assert remaining, 'the pass ended before SIGTERM: nothing was tested'
+    _assert_exactly_once(counter, all_ids, remaining)
+    assert _lock(sqlite_database) is None
+    assert 'Retry scheduler stopped' in daemon.log()
+
+
+def _notify_socket(tmp_path, monkeypatch):
+    path = str(tmp_path / 'notify')
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(30)
+    monkeypatch.setenv('NOTIFY_SOCKET', path)
+    return sock
+
+
+def test_master_tells_systemd_it_is_ready(tmp_path, sqlite_url,
+                                          sqlite_database, transport_url,
+                                          topic, retry_daemon, monkeypatch):
+    """What Type=notify in etc/systemd/*.service relies on."""
+    sock = _notify_socket(tmp_path, monkeypatch)
+    config = _config(tmp_path, sqlite_url, transport_url, topic,
+                     schedule_period_seconds=3600)
+    with sock:
+        daemon = retry_daemon(config)
+        assert sock.recv(4096) == b'READY=1'
+    daemon.wait_for_log('Retry scheduler started')
+    assert daemon.stop(GRACEFUL_SHUTDOWN_TIMEOUT) == 0
+
+
+def test_invalid_config_exits_without_telling_systemd_ready(
+        tmp_path, sqlite_url, topic, retry_daemon, monkeypatch):
+    sock = _notify_socket(tmp_path, monkeypatch)
+    sock.settimeout(0)
+    # Refused before anything connects: no broker needed.
+    config = _config(tmp_path, sqlite_url, 'rabbit://unused:5672/', topic,
+                     schedule_period_seconds=0)
+    with sock:
+        daemon = retry_daemon(config)
+        assert daemon.process.wait(60) != 0
+        with pytest.raises(BlockingIOError):
+            sock.recv(4096)
+    assert 'schedule_period_seconds' in daemon.log()
