@@ -1,0 +1,39 @@
+"""``python -m tests.chaos``: see tests/chaos/__init__.py."""
+
+import argparse
+import sys
+import tempfile
+
+from tests.chaos import run
+from tests.chaos import services as chaos_services
+
+
+def main(argv=None):
+    """Parse the arguments, run the scenario, print the summary line."""
+    parser = argparse.ArgumentParser(prog='python -m tests.chaos',
+                                     description=__doc__)
+    parser.add_argument('--db', choices=['sqlite', 'postgresql', 'mysql'],
+                        default='postgresql')
+    parser.add_argument('--orders', type=int, default=2000)
+    parser.add_argument('--duration', type=int, default=180,
+                        help='Seconds of faults.')
+    parser.add_argument('--seed', type=int, default=None)
+    parser.add_argument('--workdir', default=None,
+                        help='Where logs and files go (default: a new '
+                             'temporary directory, kept).')
+    args = parser.parse_args(argv)
+    workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
+    print('chaos: logs in %s' % workdir, flush=True)
+    services = chaos_services.Services(workdir)
+    try:
+        report = run.run(args.db, args.orders, args.duration, workdir,
+                         services, seed=args.seed,
+                         log=lambda text: print(text, flush=True))
+    finally:
+        services.close()
+    print(report.line(), flush=True)
+    return 0 if report.ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

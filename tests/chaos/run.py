@@ -1,0 +1,224 @@
+"""The chaos scenario: a cluster under SIGKILLs and server restarts."""
+
+import dataclasses
+import os
+import random
+import signal
+import time
+
+from tests.chaos import checks
+from tests.functional import databases
+from tests.functional import processes
+from worker.db import migration
+from worker.db import models
+from worker.db import orders
+from worker.db import session as db_session
+
+# Short periods so that a run of minutes exercises many passes, deaths
+# and recoveries.
+OPTIONS = {
+    'DEFAULT': {'service_down_time': 3, 'report_interval': 1,
+                'debug': 'false'},
+    'scheduler': {'schedule_period_seconds': 1, 'schedule_jitter': 0.3,
+                  'dispatch_deadline_seconds': 15, 'max_pass_seconds': 5,
+                  'cast_timeout_seconds': 2, 'retry_lock_timeout_seconds': 20,
+                  'batch_size': 200},
+    'worker': {'workers': 1, 'certificate_plugin': 'recording',
+               'max_unavailable_retries': 3,
+               'unavailable_backoff_base_seconds': 0.5,
+               'unavailable_backoff_max_seconds': 2},
+    'simple_certificate': {'delay_before_update_seconds': 1},
+}
+RETRY_DAEMONS = 2
+WORKER_DAEMONS = 3
+
+
+@dataclasses.dataclass
+class Report:
+    """The figures of one run; ``ok`` when every count is as it must be."""
+
+    db: str
+    orders: int
+    terminal: int = 0
+    stuck: int = 0
+    lost: int = 0
+    double_terminal: int = 0
+    stale_effects: int = 0
+    kills: int = 0
+    broker_restarts: int = 0
+    db_restarts: int = 0
+    recovery_s: float = 0.0
+    leftovers: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self):
+        """True when nothing was lost, stuck, doubled or left behind."""
+        return (self.terminal == self.orders and not self.stuck and
+                not self.lost and not self.double_terminal and
+                not self.stale_effects and not any(self.leftovers.values()))
+
+    def line(self):
+        """The one-line summary."""
+        extra = ' '.join('%s=%d' % item for item in self.leftovers.items())
+        return ('chaos: db=%s orders=%d terminal=%d stuck=%d lost=%d '
+                'double_terminal=%d stale_effects=%d kills=%d '
+                'broker_restarts=%d db_restarts=%d recovery_s=%.1f %s'
+                % (self.db, self.orders, self.terminal, self.stuck,
+                   self.lost, self.double_terminal, self.stale_effects,
+                   self.kills, self.broker_restarts, self.db_restarts,
+                   self.recovery_s, extra)).rstrip()
+
+
+class Cluster:
+    """The retry daemons and workers of one run, restarted when killed."""
+
+    def __init__(self, deployment):
+        self.deployment = deployment
+        self.slots = {}
+        self._starts = 0
+
+    def start(self, slot, script):
+        """Start ``script`` in ``slot`` (a name such as ``worker-1``)."""
+        self._starts += 1
+        daemon = self.deployment.start(script, '%s.%d' % (slot,
+                                                          self._starts))
+        self.slots[slot] = daemon
+        return daemon
+
+    def start_all(self):
+        """Start every daemon and wait until they serve."""
+        for i in range(WORKER_DAEMONS):
+            self.start('worker-%d' % i, 'barbican-worker')
+        for i in range(RETRY_DAEMONS):
+            self.start('retry-%d' % i, 'barbican-retry')
+        for slot, daemon in self.slots.items():
+            daemon.wait_for_log('serving topic' if slot.startswith('worker')
+                                else 'Retry scheduler started')
+
+    def kill_one(self, rng):
+        """SIGKILL a random launcher or child process; restart launchers.
+
+        A killed child is replaced by its launcher; a killed launcher takes
+        its child with it and is started again here.
+        """
+        slot = rng.choice(sorted(self.slots))
+        daemon = self.slots[slot]
+        children = daemon.children()
+        if children and rng.random() < 0.6:
+            os.kill(rng.choice(children), signal.SIGKILL)
+            return
+        daemon.kill()
+        self.start(slot, daemon.script)
+
+    def stop_all(self):
+        """SIGTERM everything; a clean stop removes its service row."""
+        for daemon in self.slots.values():
+            try:
+                daemon.stop(timeout=60)
+            except AssertionError:
+                pass
+
+    def worker_logs(self):
+        """Return the text of every worker log of the run."""
+        texts = []
+        for daemon in self.deployment.daemons:
+            if daemon.script == 'barbican-worker':
+                texts.append(daemon.log())
+        return texts
+
+
+def _create_orders(deployment, count, rng):
+    """Create the orders; a share meets an unavailable CA, some for good."""
+    retrying = count // 5
+    failing = max(1, count // 50)
+    plain = count - retrying - failing
+    meant_to_fail = set()
+    order_ids = []
+    for number, meta in ((plain, '{}'),
+                         (retrying, '{"unavailable_attempts": 1}'),
+                         (failing, '{"unavailable_attempts": 99}')):
+        if not number:
+            continue
+        created = deployment.manage_json(
+            'order', 'create', '--type', 'certificate', '--count',
+            str(number), '--meta', meta)
+        ids = [order['id'] for order in created]
+        order_ids += ids
+        if '99' in meta:
+            meant_to_fail.update(ids)
+    rng.shuffle(order_ids)
+    return order_ids, meant_to_fail
+
+
+def _pending(database):
+    with database.session() as session:
+        return orders.count_by_status(session).get(models.PENDING, 0)
+
+
+def run(db, order_count, duration, workdir, services, seed=None,
+        recovery_timeout=300, log=print):
+    """Run the scenario; returns a Report."""
+    rng = random.Random(seed)
+    report = Report(db=db, orders=order_count)
+    database_url = databases.create(db, _Path(workdir))
+    database = db_session.Database.from_url(database_url)
+    migration.upgrade(database.engine)
+    deployment = processes.Deployment(workdir, database_url,
+                                      services.transport_url, OPTIONS)
+    cluster = Cluster(deployment)
+    try:
+        cluster.start_all()
+        order_ids, meant_to_fail = _create_orders(deployment, order_count,
+                                                  rng)
+        log('chaos: %d orders created, faults for %ds' % (order_count,
+                                                          duration))
+        _inject_faults(cluster, services, db, duration, rng, report, log)
+        faults_over = time.monotonic()
+        deadline = faults_over + recovery_timeout
+        while time.monotonic() < deadline and _pending(database):
+            time.sleep(0.5)
+        report.recovery_s = time.monotonic() - faults_over
+        # Room for the passes to clear the rows of the last killed process.
+        time.sleep(OPTIONS['DEFAULT']['service_down_time'] + 3)
+        cluster.stop_all()
+        changes = checks.state_changes(cluster.worker_logs())
+        report.double_terminal = checks.double_terminal(changes)
+        report.stale_effects = checks.stale_effects(deployment.plugin_log,
+                                                    changes)
+        (report.terminal, report.stuck, report.lost,
+         report.leftovers) = checks.database_counts(database, order_ids,
+                                                    meant_to_fail)
+    finally:
+        deployment.kill_all()
+        database.dispose()
+        databases.drop(db, database_url)
+    return report
+
+
+def _inject_faults(cluster, services, db, duration, rng, report, log):
+    """Kill a process every few seconds; restart broker and database."""
+    start = time.monotonic()
+    broker_at = start + duration / 3
+    database_at = start + 2 * duration / 3
+    while time.monotonic() - start < duration:
+        time.sleep(rng.uniform(1.5, 4.0))
+        cluster.kill_one(rng)
+        report.kills += 1
+        now = time.monotonic()
+        if broker_at and now >= broker_at:
+            log('chaos: restarting RabbitMQ')
+            services.restart('rabbitmq', 5, time.sleep)
+            report.broker_restarts += 1
+            broker_at = None
+        if database_at and now >= database_at and db != 'sqlite':
+            log('chaos: restarting %s' % db)
+            services.restart(db, 5, time.sleep)
+            report.db_restarts += 1
+            database_at = None
+
+
+class _Path(str):
+    """What ``databases.create`` expects of a directory: ``/`` joins."""
+
+    def __truediv__(self, name):
+        return os.path.join(self, name)
