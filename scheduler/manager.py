@@ -19,11 +19,14 @@ import uuid
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from scheduler import lateness as lateness_stats
+
 from worker.db import locks
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
+from worker import liveness
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -43,7 +46,8 @@ class PassResult:
     parked: int = 0
     cast_failures: int = 0
     lock_lost: bool = False
-    lateness: list = dataclasses.field(default_factory=list)
+    lateness: lateness_stats.LatenessTracker = dataclasses.field(
+        default_factory=lateness_stats.LatenessTracker)
 
 
 class RetryManager:
@@ -53,18 +57,23 @@ class RetryManager:
         same ``bind_retry``).
     :param stop_event: set it to make a running pass stop after its
         current batch.
+    :param observe_lateness: called with each cast's lateness in seconds
+        (a metrics histogram), or None.
     """
 
-    def __init__(self, conf, database, worker_api, stop_event=None):
+    def __init__(self, conf, database, worker_api, stop_event=None,
+                 observe_lateness=None):
         self._conf = conf
         self._database = database
         self._worker_api = worker_api
         self._stop_event = stop_event or threading.Event()
+        self._observe_lateness = observe_lateness
 
     def run_once(self, now):
         """Run one pass as of ``now`` (naive UTC); returns a PassResult."""
         group = self._conf.scheduler
-        result = PassResult()
+        result = PassResult(
+            lateness=lateness_stats.LatenessTracker(self._observe_lateness))
         token = str(uuid.uuid4())
         result.stale_lock_cleared = self._clear_stale_lock(now)
         if not self._acquire(token, now):
@@ -97,16 +106,17 @@ class RetryManager:
         was lost.
         """
         conf = self._conf
-        alive_since = now - datetime.timedelta(seconds=conf.service_down_time)
-        deadline = now - datetime.timedelta(
-            seconds=conf.scheduler.dispatch_deadline_seconds)
+        alive_since = liveness.alive_since(now, conf.service_down_time)
+        deadline = liveness.dispatch_lost_before(
+            now, conf.scheduler.dispatch_deadline_seconds)
         limit = conf.scheduler.batch_size
         with self._database.session() as session, session.begin():
             if not locks.renew(session, LOCK, token, now):
                 result.lock_lost = True
                 return False
-            live = services.live_names(session, alive_since)
-            dead_owners = orders.owners(session) - live
+            dead_owners = liveness.dead_owners(
+                orders.owners(session),
+                services.live_names(session, alive_since))
             lost = (orders.lost_dispatches(session, deadline, limit) +
                     orders.owned_by(session, dead_owners, limit))
             for order in lost:
@@ -185,9 +195,9 @@ class RetryManager:
                 retry_tasks.park(session, task_id, reason)
         result.dispatched += len(sent)
         result.parked += len(bad)
-        result.lateness.extend(
-            (now - by_id[task_id].retry_at).total_seconds()
-            for task_id in sent)
+        for task_id in sent:
+            result.lateness.add(
+                (now - by_id[task_id].retry_at).total_seconds())
         return True
 
     def _cast_all(self, executor, casts, result):
@@ -214,7 +224,7 @@ class RetryManager:
 
     def _clear_stale_lock(self, now):
         timeout = self._conf.scheduler.retry_lock_timeout_seconds
-        cutoff = now - datetime.timedelta(seconds=timeout)
+        cutoff = liveness.lock_stale_before(now, timeout)
         with self._database.session() as session, session.begin():
             holder = locks.get(session, LOCK)
             if holder is None or holder.created_at >= cutoff:
@@ -252,8 +262,7 @@ class RetryManager:
                 or result.recovered):
             LOG.debug('Pass found nothing due (%.3fs)', duration)
             return
-        lateness = sorted(result.lateness)
-        p99 = lateness[int(0.99 * (len(lateness) - 1))] if lateness else 0.0
+        p99 = result.lateness.p99()
         LOG.info('Pass dispatched %d retries, set aside %d, %d casts failed, '
                  'recovered %d lost orders, in %.3fs; lateness p99 %.1fs',
                  result.dispatched, result.parked, result.cast_failures,

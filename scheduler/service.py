@@ -1,15 +1,21 @@
 """barbican-retry's service: the timer around ``RetryManager.run_once``."""
 
+import datetime
 import random
 import threading
+import time
 
 from oslo_log import log as logging
 from oslo_service import service
 from oslo_utils import timeutils
 
 from scheduler import manager
+from scheduler import metrics as scheduler_metrics
+from worker.db import retry_tasks
+from worker.db import services
 from worker.db import session as db_session
 from worker import heartbeat
+from worker import metrics as worker_metrics
 from worker import rpc
 from worker import rpcapi
 
@@ -46,6 +52,7 @@ class SchedulerService(service.Service):
         self._transport = None
         self._manager = None
         self._heartbeat = None
+        self._metrics = None
 
     def start(self):
         """Connect to the database and the broker, then start the timer."""
@@ -59,9 +66,15 @@ class SchedulerService(service.Service):
                            rpc.get_transport(self._conf))
         worker_api = rpcapi.WorkerAPI.from_transport(
             self._transport, self._conf.worker.topic)
+        observe_lateness = None
+        if self._conf.metrics.enabled:
+            self._metrics = scheduler_metrics.SchedulerMetrics()
+            worker_metrics.serve(self._conf, self._metrics.registry,
+                                 self._conf.metrics.scheduler_port)
+            observe_lateness = self._metrics.lateness.observe
         self._manager = manager.RetryManager(
             self._conf, self._database, worker_api,
-            stop_event=self._stopping)
+            stop_event=self._stopping, observe_lateness=observe_lateness)
         group = self._conf.scheduler
         # The first pass comes after a random part of one period, so that
         # daemons started together spread out from the start.
@@ -74,16 +87,36 @@ class SchedulerService(service.Service):
                  100 * group.schedule_jitter, initial)
 
     def _periodic_pass(self):
+        group = self._conf.scheduler
+        delay = next_delay(group.schedule_period_seconds,
+                           group.schedule_jitter)
         with self._pass_lock:
             try:
                 if not self._stopping.is_set():
-                    self._manager.run_once(self._clock())
+                    self._run_pass(delay)
             except Exception:
+                if self._metrics is not None:
+                    self._metrics.record_failure()
                 LOG.exception('Retry pass failed; the next one runs as '
                               'scheduled')
-        group = self._conf.scheduler
-        return next_delay(group.schedule_period_seconds,
-                          group.schedule_jitter)
+        return delay
+
+    def _run_pass(self, delay):
+        now = self._clock()
+        started = time.monotonic()
+        result = self._manager.run_once(now)
+        duration = time.monotonic() - started
+        finished = self._clock()
+        with self._database.session() as session, session.begin():
+            # For operators: "retry explain" tells when the next pass is.
+            services.record_pass(
+                session, self._heartbeat.name, now,
+                finished + datetime.timedelta(seconds=delay))
+            backlog = (retry_tasks.count_due(session, finished)
+                       if self._metrics is not None and result.locked
+                       else None)
+        if self._metrics is not None:
+            self._metrics.record_pass(result, duration, backlog)
 
     def run_pass_now(self):
         """Run one pass at once (used by the demo and tests)."""

@@ -38,17 +38,20 @@ class WorkerManager:
         the owner of the orders it works on.
     :param clock: returns the current UTC time (naive); a parameter so
         tests control time.
+    :param observe_result: called with each step's result (``active``,
+        ``error``, ``retry``, ``stale``, ``superseded``), or None.
     """
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
     def __init__(self, conf, database, plugin_factory, service_name,
-                 clock=timeutils.utcnow):
+                 clock=timeutils.utcnow, observe_result=None):
         self._conf = conf
         self._database = database
         self._plugin_factory = plugin_factory
         self._service_name = service_name
         self._clock = clock
+        self._observe_result = observe_result or (lambda result: None)
 
     def process_type_order(self, ctxt, order_id, generation):
         """Step 1 of an order: ask the plugin to issue its certificate."""
@@ -92,6 +95,7 @@ class WorkerManager:
                 LOG.info('Dropped %s of order %s with stale token %d '
                          '(order is %s)', step, order_id, generation,
                          _describe(order))
+                self._observe_result('stale')
                 return None
             return base.OrderView(
                 id=order.id, type=order.type, attempt=order.attempt,
@@ -110,12 +114,19 @@ class WorkerManager:
         except _Superseded:
             LOG.warning('Order %s moved past token %d while %s ran; its '
                         'result was discarded', view.id, token, step)
+            self._observe_result('superseded')
             return
+        kind, description = outcome
         # Logged after the commit: one such line per state change.
-        LOG.info('Order %s (token %d): %s', view.id, token, outcome)
+        LOG.info('Order %s (token %d): %s', view.id, token, description)
+        self._observe_result(kind)
 
     def _write_result(self, session, step, view, token, result, now):
-        """Write ``result``; return what happened, or None if superseded."""
+        """Write ``result``.
+
+        Returns ``(kind, description)`` of what happened (kind is
+        ``active``, ``error`` or ``retry``), or None if superseded.
+        """
         if isinstance(result, base.RemoteUnavailable):
             return self._retry_unavailable(session, step, view, token,
                                            result, now)
@@ -126,13 +137,12 @@ class WorkerManager:
                                   retry_at, now)
         if isinstance(result, base.Completed):
             return self._finish(session, view.id, token, now,
-                                orders.complete, result.meta, 'ACTIVE')
+                                orders.complete, result.meta,
+                                ('active', 'ACTIVE'))
         if isinstance(result, base.Failed):
-            return self._finish(session, view.id, token, now, orders.fail,
-                                result.reason, 'ERROR: %s' % result.reason)
-        reason = 'plugin returned %r' % (result,)
-        return self._finish(session, view.id, token, now, orders.fail,
-                            reason, 'ERROR: %s' % reason)
+            return self._fail(session, view.id, token, now, result.reason)
+        return self._fail(session, view.id, token, now,
+                          'plugin returned %r' % (result,))
 
     def _retry_unavailable(self, session, step, view, token, result, now):
         group = self._conf.worker
@@ -140,15 +150,16 @@ class WorkerManager:
         if attempt > group.max_unavailable_retries:
             reason = ('%s: remote service unavailable after %d retries: %s'
                       % (step, view.attempt, result.reason))
-            return self._finish(session, view.id, token, now, orders.fail,
-                                reason, 'ERROR: %s' % reason)
+            return self._fail(session, view.id, token, now, reason)
         delay = retry_policy.backoff_seconds(
             attempt, group.unavailable_backoff_base_seconds,
             group.unavailable_backoff_max_seconds)
         outcome = self._schedule(session, view.id, token, step, attempt,
                                  now + _seconds(delay), now)
-        return outcome and '%s (%s, retry %d)' % (outcome, result.reason,
-                                                 attempt)
+        if outcome is None:
+            return None
+        return 'retry', '%s (%s, retry %d)' % (outcome[1], result.reason,
+                                               attempt)
 
     @staticmethod
     def _schedule(session, order_id, token, method, attempt, retry_at, now):
@@ -159,7 +170,12 @@ class WorkerManager:
         retry_tasks.add(session, order_id, method, retry_at,
                         args=[order_id], kwargs={'generation': token},
                         retry_count=attempt, now=now)
-        return 'PENDING, %s scheduled at %s' % (method, retry_at.isoformat())
+        return 'retry', 'PENDING, %s scheduled at %s' % (method,
+                                                         retry_at.isoformat())
+
+    def _fail(self, session, order_id, token, now, reason):
+        return self._finish(session, order_id, token, now, orders.fail,
+                            reason, ('error', 'ERROR: %s' % reason))
 
     @staticmethod
     def _finish(session, order_id, token, now, transition, detail, outcome):

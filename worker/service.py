@@ -6,6 +6,7 @@ from oslo_service import service
 from worker.db import session as db_session
 from worker import heartbeat
 from worker import manager
+from worker import metrics
 from worker import rpc
 
 LOG = logging.getLogger(__name__)
@@ -37,9 +38,16 @@ class WorkerService(service.Service):
                                               self._conf.host)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
+        observe_result = None
+        if self._conf.metrics.enabled:
+            step_metrics = metrics.WorkerMetrics()
+            metrics.serve(self._conf, step_metrics.registry,
+                          self._conf.metrics.worker_port,
+                          tries=self._conf.worker.workers)
+            observe_result = step_metrics.observe_result
         endpoint = manager.WorkerManager(
             self._conf, self._database, manager.plugin_factory(self._conf),
-            self._heartbeat.name)
+            self._heartbeat.name, observe_result=observe_result)
         self._server = rpc.get_server(transport, self._conf.worker.topic,
                                       self._conf.host, [endpoint])
         self._server.start()

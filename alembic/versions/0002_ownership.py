@@ -34,6 +34,8 @@ def upgrade():
         sa.Column('pid', sa.Integer(), nullable=False),
         sa.Column('started_at', Timestamp, nullable=False),
         sa.Column('heartbeat_at', Timestamp, nullable=False),
+        sa.Column('last_pass_at', Timestamp, nullable=True),
+        sa.Column('next_pass_at', Timestamp, nullable=True),
         sa.PrimaryKeyConstraint('name', name='pk_services'),
     )
     op.create_index('ix_services_heartbeat_at', 'services', ['heartbeat_at'])

@@ -1,12 +1,16 @@
-"""``barbican-retry-manage lock …``: inspect the OrderRetryTask lock."""
+"""``barbican-retry-manage lock …``: the OrderRetryTask lock."""
 
+import sys
+
+from cliff import command
 from cliff import show
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
-
 from worker.db import locks
 from worker.db import models
+
+LOCK = models.ORDER_RETRY_TASK_LOCK
 
 
 class ShowLock(show.ShowOne):
@@ -15,12 +19,33 @@ class ShowLock(show.ShowOne):
     def take_action(self, parsed_args):
         database = self.app.database
         with database.session() as session:
-            lock = locks.get(session, models.ORDER_RETRY_TASK_LOCK)
+            lock = locks.get(session, LOCK)
         columns = ('entity_to_lock', 'held', 'worker_host_name',
                    'created_at', 'age_seconds')
         if lock is None:
-            return columns, (models.ORDER_RETRY_TASK_LOCK, False, None,
-                             None, None)
+            return columns, (LOCK, False, None, None, None)
         age = (timeutils.utcnow() - lock.created_at).total_seconds()
         return columns, (lock.entity_to_lock, True, lock.worker_host_name,
                          display.value(lock.created_at), round(age, 3))
+
+
+class ReleaseLock(command.Command):
+    """Delete the OrderRetryTask lock, whoever holds it."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--force', action='store_true', required=True,
+                            help='Required: releasing a live daemon\'s '
+                                 'lock lets another pass start beside it.')
+        return parser
+
+    def take_action(self, parsed_args):
+        sys.stderr.write(
+            'WARNING: releasing the lock of a daemon that is still passing '
+            'lets a second pass run beside it; its rows may be cast twice '
+            '(the workers drop the duplicates). Prefer waiting for '
+            'retry_lock_timeout_seconds.\n')
+        with self.app.database.session() as session, session.begin():
+            released = locks.force_release(session, LOCK)
+        self.app.stdout.write('lock released\n' if released
+                              else 'lock was not held\n')

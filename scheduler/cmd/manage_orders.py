@@ -2,6 +2,7 @@
 
 import json
 
+from cliff import command
 from cliff import lister
 from cliff import show
 from oslo_utils import timeutils
@@ -10,6 +11,7 @@ from scheduler.cmd import display
 
 from worker.db import models
 from worker.db import orders
+from worker.db import retry_tasks
 
 ORDER_COLUMNS = ('id', 'type', 'status', 'step', 'generation', 'attempt',
                  'error_reason', 'meta', 'created_at', 'updated_at')
@@ -87,3 +89,28 @@ class ListOrders(lister.Lister):
                                        parsed_args.limit)
         columns = ('id', 'type', 'status', 'step', 'error_reason')
         return columns, [display.row(order, columns) for order in found]
+
+
+class CancelOrder(command.Command):
+    """Cancel a PENDING order: it goes to ERROR, its retries are removed.
+
+    A step of the order still running on a worker finds its token stale
+    when it finishes, and its result has no effect.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('order_id', help='Order id.')
+        parser.add_argument('--reason', default='cancelled by an operator',
+                            help='Recorded as the error reason.')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        with database.session() as session, session.begin():
+            if not orders.cancel(session, parsed_args.order_id,
+                                 timeutils.utcnow(), parsed_args.reason):
+                raise LookupError('no PENDING order %s'
+                                  % parsed_args.order_id)
+            retry_tasks.delete_for_order(session, parsed_args.order_id)
+        self.app.stdout.write('order %s cancelled\n' % parsed_args.order_id)

@@ -1,10 +1,36 @@
-"""``barbican-retry-manage retry …``: inspect retry tasks."""
+"""``barbican-retry-manage retry …``: inspect and act on retry tasks."""
 
+from cliff import command
 from cliff import lister
+from cliff import show
+from oslo_utils import timeutils
 
 from scheduler.cmd import display
-
+from worker.db import locks
+from worker.db import models
 from worker.db import retry_tasks
+from worker.db import services
+from worker import liveness
+
+TASK_COLUMNS = ('id', 'order_id', 'retry_task', 'retry_at', 'retry_args',
+                'retry_kwargs', 'retry_count', 'parked', 'park_reason',
+                'created_at')
+
+
+class _OneTask:
+    """Mixin: the ``task_id`` argument and its lookup."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('task_id', type=int, help='Retry task id.')
+        return parser
+
+    @staticmethod
+    def _get(session, task_id):
+        task = retry_tasks.get(session, task_id)
+        if task is None:
+            raise LookupError('no retry task %d' % task_id)
+        return task
 
 
 class ListRetries(lister.Lister):
@@ -25,3 +51,65 @@ class ListRetries(lister.Lister):
         if parsed_args.parked:
             columns += ('park_reason',)
         return columns, [display.row(task, columns) for task in tasks]
+
+
+class ShowRetry(_OneTask, show.ShowOne):
+    """Show one retry task."""
+
+    def take_action(self, parsed_args):
+        with self.app.database.session() as session:
+            task = self._get(session, parsed_args.task_id)
+        return TASK_COLUMNS, display.row(task, TASK_COLUMNS)
+
+
+class RequeueRetry(_OneTask, command.Command):
+    """Make a retry task due now (a parked one too: fix its cause first)."""
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        with database.session() as session, session.begin():
+            self._get(session, parsed_args.task_id)
+            retry_tasks.requeue(session, parsed_args.task_id,
+                                timeutils.utcnow())
+        self.app.stdout.write('retry task %d is due now; the next pass '
+                              'casts it\n' % parsed_args.task_id)
+
+
+class ExplainRetry(_OneTask, show.ShowOne):
+    """Say why a retry task has not fired yet."""
+
+    def take_action(self, parsed_args):
+        now = timeutils.utcnow()
+        conf = self.app.conf
+        with self.app.database.session() as session:
+            task = self._get(session, parsed_args.task_id)
+            lock = locks.get(session, models.ORDER_RETRY_TASK_LOCK)
+            daemons = [d for d in services.list_services(session,
+                                                         'scheduler')
+                       if liveness.is_alive(d.heartbeat_at, now,
+                                            conf.service_down_time)]
+        next_passes = [d.next_pass_at for d in daemons if d.next_pass_at]
+        stale_before = liveness.lock_stale_before(
+            now, conf.scheduler.retry_lock_timeout_seconds)
+        if task.parked:
+            why = 'set aside, never cast until requeued: %s' % (
+                task.park_reason)
+        elif task.retry_at > now:
+            why = 'not due until %s' % display.value(task.retry_at)
+        elif not daemons:
+            why = 'due, but no barbican-retry daemon is alive'
+        elif lock is not None and lock.created_at < stale_before:
+            why = ('due; the lock of %s is stale and will be cleared by '
+                   'the next pass' % lock.worker_host_name)
+        else:
+            why = 'due; the next pass casts it'
+        columns = ('id', 'order_id', 'retry_task', 'retry_at', 'parked',
+                   'park_reason', 'live_retry_daemons', 'next_pass_at',
+                   'lock_holder', 'lock_taken_at', 'why')
+        return columns, (
+            task.id, task.order_id, task.retry_task,
+            display.value(task.retry_at), task.parked, task.park_reason,
+            len(daemons),
+            display.value(min(next_passes)) if next_passes else None,
+            lock.worker_host_name if lock else None,
+            display.value(lock.created_at) if lock else None, why)

@@ -1,12 +1,11 @@
 """``barbican-retry-manage service …``: the processes and their heartbeats."""
 
-import datetime
-
 from cliff import lister
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
 from worker.db import services
+from worker import liveness
 
 
 class ListServices(lister.Lister):
@@ -16,10 +15,11 @@ class ListServices(lister.Lister):
         database = self.app.database
         with database.session() as session:
             rows = services.list_services(session)
-        alive_since = timeutils.utcnow() - datetime.timedelta(
-            seconds=self.app.conf.service_down_time)
+        now = timeutils.utcnow()
+        down_time = self.app.conf.service_down_time
         columns = ('name', 'kind', 'host', 'pid', 'started_at',
                    'heartbeat_at')
         return (columns + ('alive',),
-                [display.row(row, columns) + (row.heartbeat_at >= alive_since,)
+                [display.row(row, columns) +
+                 (liveness.is_alive(row.heartbeat_at, now, down_time),)
                  for row in rows])

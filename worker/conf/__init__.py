@@ -10,10 +10,11 @@ from oslo_log import log as logging
 
 from worker.conf import database
 from worker.conf import default
+from worker.conf import metrics
 from worker.conf import simple_certificate
 from worker.conf import worker
 
-_MODULES = (default, database, worker, simple_certificate)
+_MODULES = (default, database, worker, simple_certificate, metrics)
 
 
 def register_opts(conf):

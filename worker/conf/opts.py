@@ -4,10 +4,11 @@ from oslo_config import cfg
 
 from worker.conf import database
 from worker.conf import default
+from worker.conf import metrics
 from worker.conf import simple_certificate
 from worker.conf import worker
 
-_MODULES = (default, worker, simple_certificate)
+_MODULES = (default, worker, simple_certificate, metrics)
 
 
 def list_opts():

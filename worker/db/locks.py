@@ -59,3 +59,15 @@ def release(session, entity, token):
                models.EntityLock.owner_token == token)
         .execution_options(synchronize_session=False))
     return result.rowcount == 1
+
+
+def force_release(session, entity):
+    """Delete the lock of ``entity`` whoever holds it (operator action).
+
+    Returns True if there was one.
+    """
+    result = session.execute(
+        sa.delete(models.EntityLock)
+        .where(models.EntityLock.entity_to_lock == entity)
+        .execution_options(synchronize_session=False))
+    return result.rowcount > 0

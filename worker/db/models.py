@@ -137,3 +137,8 @@ class Service(Base):
     started_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     heartbeat_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         Timestamp, index=True)
+    # Retry daemons only: when their last pass ran and the next is due.
+    last_pass_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    next_pass_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)

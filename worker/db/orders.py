@@ -172,3 +172,21 @@ def take_back(session, order_id, generation, now):
     """
     return _fenced_update(session, order_id, generation, now,
                           generation=generation + 1, **_RELEASED)
+
+
+def cancel(session, order_id, now, reason):
+    """Move a PENDING order to ERROR whatever its token (operator action).
+
+    The generation moves forward too, so a step still running elsewhere
+    finds its token stale and its result has no effect. Returns False if
+    the order is not PENDING (or does not exist).
+    """
+    result = session.execute(
+        sa.update(models.Order)
+        .where(models.Order.id == order_id,
+               models.Order.status == models.PENDING)
+        .values(generation=models.Order.generation + 1,
+                status=models.ERROR, error_reason=reason, step=None,
+                updated_at=now, **_RELEASED)
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1

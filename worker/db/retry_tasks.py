@@ -63,6 +63,14 @@ def due(session, now, limit, after=None):
     return [DueTask(*row) for row in session.execute(query)]
 
 
+def count_due(session, now):
+    """Count the unparked rows due at ``now`` (reads only those rows)."""
+    task = models.OrderRetryTask
+    return session.scalar(
+        sa.select(sa.func.count()).select_from(task)
+        .where(task.parked == sa.false(), task.retry_at <= now))
+
+
 def delete(session, task_ids):
     """Delete the rows with these ids; returns how many were deleted."""
     if not task_ids:
@@ -94,6 +102,24 @@ def park(session, task_id, reason):
         .where(models.OrderRetryTask.id == task_id)
         .values(parked=True, park_reason=reason)
         .execution_options(synchronize_session=False))
+
+
+def get(session, task_id):
+    """Return the retry row with this id, or None."""
+    return session.get(models.OrderRetryTask, task_id)
+
+
+def requeue(session, task_id, now):
+    """Make a row due at ``now`` and take it out of the parked set.
+
+    Returns False if there is no such row.
+    """
+    result = session.execute(
+        sa.update(models.OrderRetryTask)
+        .where(models.OrderRetryTask.id == task_id)
+        .values(retry_at=now, parked=False, park_reason=None)
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
 
 
 def list_tasks(session, parked=None, order_id=None):

@@ -26,6 +26,15 @@ def heartbeat(session, name, kind, host, pid, now):
             heartbeat_at=now))
 
 
+def record_pass(session, name, last_pass_at, next_pass_at):
+    """Record when a retry daemon passed and when it will pass next."""
+    session.execute(
+        sa.update(models.Service)
+        .where(models.Service.name == name)
+        .values(last_pass_at=last_pass_at, next_pass_at=next_pass_at)
+        .execution_options(synchronize_session=False))
+
+
 def remove(session, name):
     """Delete the row of ``name`` (a clean stop)."""
     session.execute(
@@ -58,8 +67,10 @@ def delete_dead(session, alive_since):
     return names
 
 
-def list_services(session):
-    """Return every service row, by kind then name."""
-    return list(session.scalars(
-        sa.select(models.Service)
-        .order_by(models.Service.kind, models.Service.name)))
+def list_services(session, kind=None):
+    """Return the service rows (of ``kind``), by kind then name."""
+    query = sa.select(models.Service).order_by(models.Service.kind,
+                                               models.Service.name)
+    if kind:
+        query = query.where(models.Service.kind == kind)
+    return list(session.scalars(query))

@@ -1,0 +1,101 @@
+"""barbican-retry-status: ``upgrade check`` (oslo.upgradecheck).
+
+Checks what an operator looks at before and after an upgrade: the schema
+is at the latest revision, the OrderRetryTask lock is not stale, and at
+least one retry daemon and one worker are alive.
+"""
+
+import sys
+
+from oslo_config import cfg
+from oslo_upgradecheck import upgradecheck
+from oslo_utils import timeutils
+
+from scheduler import conf as scheduler_conf
+from worker import conf as worker_conf
+from worker.db import locks
+from worker.db import migration
+from worker.db import models
+from worker.db import services
+from worker.db import session as db_session
+from worker import liveness
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """The checks of ``barbican-retry-status upgrade check``."""
+
+    def __init__(self, conf):
+        super().__init__()
+        self._conf = conf
+        self._database = None
+
+    def _db(self):
+        if self._database is None:
+            self._database = db_session.Database.from_conf(self._conf)
+        return self._database
+
+    def _check_schema(self):
+        current = migration.current_revision(self._db().engine)
+        heads = migration.head_revisions()
+        if current in heads:
+            return Result(Code.SUCCESS, 'schema at %s' % current)
+        return Result(Code.FAILURE,
+                      'schema at %s, latest is %s: run '
+                      '"barbican-retry-manage db upgrade"'
+                      % (current, ', '.join(heads)))
+
+    def _check_lock(self):
+        now = timeutils.utcnow()
+        with self._db().session() as session:
+            lock = locks.get(session, models.ORDER_RETRY_TASK_LOCK)
+        if lock is None:
+            return Result(Code.SUCCESS, 'not held')
+        stale_before = liveness.lock_stale_before(
+            now, self._conf.scheduler.retry_lock_timeout_seconds)
+        if lock.created_at < stale_before:
+            return Result(Code.WARNING,
+                          'held by %s since %s, stale: the next pass clears '
+                          'it' % (lock.worker_host_name, lock.created_at))
+        return Result(Code.SUCCESS, 'held by %s' % lock.worker_host_name)
+
+    def _check_live(self, kind, command_name):
+        now = timeutils.utcnow()
+        with self._db().session() as session:
+            rows = services.list_services(session, kind)
+        live = [row.name for row in rows
+                if liveness.is_alive(row.heartbeat_at, now,
+                                     self._conf.service_down_time)]
+        if live:
+            return Result(Code.SUCCESS, '%d alive: %s'
+                          % (len(live), ', '.join(live)))
+        return Result(Code.FAILURE, 'no live %s process' % command_name)
+
+    def _check_retry_daemons(self):
+        return self._check_live('scheduler', 'barbican-retry')
+
+    def _check_workers(self):
+        return self._check_live('worker', 'barbican-worker')
+
+    _upgrade_checks = (
+        ('Database schema', _check_schema),
+        ('OrderRetryTask lock', _check_lock),
+        ('Retry daemons', _check_retry_daemons),
+        ('Workers', _check_workers),
+    )
+
+
+def main(argv=None):
+    """Run ``barbican-retry-status upgrade check``."""
+    conf = cfg.CONF
+    worker_conf.register_opts(conf)
+    scheduler_conf.register_opts(conf)
+    return upgradecheck.main(conf, project='barbican-retry',
+                             upgrade_command=Checks(conf),
+                             argv=sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
