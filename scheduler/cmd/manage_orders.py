@@ -5,6 +5,7 @@ import json
 from cliff import command
 from cliff import lister
 from cliff import show
+from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
@@ -12,6 +13,8 @@ from scheduler.cmd import display
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
+
+LOG = logging.getLogger(__name__)
 
 ORDER_COLUMNS = ('id', 'type', 'status', 'step', 'generation', 'attempt',
                  'error_reason', 'meta', 'created_at', 'updated_at')
@@ -47,11 +50,27 @@ class CreateOrders(lister.Lister):
             created = [orders.create(session, parsed_args.type,
                                      parsed_args.meta, now)
                        for _ in range(parsed_args.count)]
-        api = self.app.worker_api()
-        for order in created:
-            api.process_type_order(order.id, order.generation)
+        self._dispatch(created)
         return (('id', 'status'),
                 [(order.id, order.status) for order in created])
+
+    def _dispatch(self, created):
+        # The orders are committed: a cast that fails loses nothing, the
+        # retry daemon dispatches them after dispatch_deadline_seconds.
+        failed = 0
+        try:
+            api = self.app.worker_api()
+            for order in created:
+                try:
+                    api.process_type_order(order.id, order.generation)
+                except Exception:
+                    failed += 1
+        except Exception:
+            failed = len(created)
+        if failed:
+            LOG.warning('%d of %d casts failed; the retry daemon will '
+                        'dispatch those orders after [scheduler] '
+                        'dispatch_deadline_seconds', failed, len(created))
 
 
 class ShowOrder(show.ShowOne):

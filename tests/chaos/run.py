@@ -127,27 +127,57 @@ class Cluster:
         return texts
 
 
-def _create_orders(deployment, count, rng):
-    """Create the orders; a share meets an unavailable CA, some for good."""
-    retrying = count // 5
+# Kinds of orders: the metadata the test plugin reads.
+_PLAIN = '{}'
+_RETRYING = '{"unavailable_attempts": 1}'      # R-2 once, then fine
+_HELD = '{"hold_seconds": 2}'                  # a long first step
+_FAILING = '{"unavailable_attempts": 99}'      # ERROR after the retries
+
+
+def _waves(count, duration):
+    """Split the orders into waves created while the faults go on.
+
+    Orders keep arriving during the faults, so that kills and restarts
+    hit work in flight. One small wave is meant to end in ERROR.
+    """
     failing = max(1, count // 50)
-    plain = count - retrying - failing
-    meant_to_fail = set()
-    order_ids = []
-    for number, meta in ((plain, '{}'),
-                         (retrying, '{"unavailable_attempts": 1}'),
-                         (failing, '{"unavailable_attempts": 99}')):
-        if not number:
-            continue
-        created = deployment.manage_json(
+    rest = count - failing
+    number = max(3, min(rest, duration // 6))
+    kinds = (_PLAIN, _RETRYING, _HELD)
+    waves = [(failing, _FAILING)]
+    for i in range(number):
+        size = rest // number + (1 if i < rest % number else 0)
+        if size:
+            waves.append((size, kinds[i % len(kinds)]))
+    return waves
+
+
+class _Orders:
+    """The orders created so far, and those meant to end in ERROR."""
+
+    def __init__(self, deployment, waves):
+        self._deployment = deployment
+        self._waves = list(waves)
+        self.ids = []
+        self.meant_to_fail = set()
+
+    def create_next_wave(self):
+        """Create the next wave, if any is left."""
+        if not self._waves:
+            return
+        size, meta = self._waves.pop(0)
+        created = self._deployment.manage_json(
             'order', 'create', '--type', 'certificate', '--count',
-            str(number), '--meta', meta)
+            str(size), '--meta', meta)
         ids = [order['id'] for order in created]
-        order_ids += ids
-        if '99' in meta:
-            meant_to_fail.update(ids)
-    rng.shuffle(order_ids)
-    return order_ids, meant_to_fail
+        self.ids += ids
+        if meta == _FAILING:
+            self.meant_to_fail.update(ids)
+
+    def create_all(self):
+        """Create the waves left."""
+        while self._waves:
+            self.create_next_wave()
 
 
 def _pending(database):
@@ -168,11 +198,12 @@ def run(db, order_count, duration, workdir, services, seed=None,
     cluster = Cluster(deployment)
     try:
         cluster.start_all()
-        order_ids, meant_to_fail = _create_orders(deployment, order_count,
-                                                  rng)
-        log('chaos: %d orders created, faults for %ds' % (order_count,
-                                                          duration))
-        _inject_faults(cluster, services, db, duration, rng, report, log)
+        created = _Orders(deployment, _waves(order_count, duration))
+        log('chaos: %d orders in waves, faults for %ds' % (order_count,
+                                                           duration))
+        _inject_faults(cluster, services, db, duration, rng, report, log,
+                       created)
+        created.create_all()
         faults_over = time.monotonic()
         deadline = faults_over + recovery_timeout
         while time.monotonic() < deadline and _pending(database):
@@ -186,8 +217,8 @@ def run(db, order_count, duration, workdir, services, seed=None,
         report.stale_effects = checks.stale_effects(deployment.plugin_log,
                                                     changes)
         (report.terminal, report.stuck, report.lost,
-         report.leftovers) = checks.database_counts(database, order_ids,
-                                                    meant_to_fail)
+         report.leftovers) = checks.database_counts(
+             database, created.ids, created.meant_to_fail)
     finally:
         deployment.kill_all()
         database.dispose()
@@ -195,12 +226,17 @@ def run(db, order_count, duration, workdir, services, seed=None,
     return report
 
 
-def _inject_faults(cluster, services, db, duration, rng, report, log):
-    """Kill a process every few seconds; restart broker and database."""
+def _inject_faults(cluster, services, db, duration, rng, report, log,
+                   created):
+    """Kill a process every few seconds; restart broker and database.
+
+    A wave of orders is created between two kills.
+    """
     start = time.monotonic()
     broker_at = start + duration / 3
     database_at = start + 2 * duration / 3
     while time.monotonic() - start < duration:
+        created.create_next_wave()
         time.sleep(rng.uniform(1.5, 4.0))
         cluster.kill_one(rng)
         report.kills += 1

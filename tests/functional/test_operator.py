@@ -1,0 +1,201 @@
+"""What an operator runs: the manage commands, the status check, metrics."""
+
+import datetime
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from tests.functional import processes
+from worker.db import locks
+from worker.db import models
+from worker.db import orders
+from worker.db import retry_tasks
+
+# The commands read the database through the same repositories on every
+# backend (tested on all three elsewhere); SQLite keeps these tests quick.
+pytestmark = pytest.mark.parametrize('backend', ['sqlite'])
+
+FAST = {
+    'DEFAULT': {'service_down_time': 3, 'report_interval': 1},
+    'scheduler': {'schedule_period_seconds': 1, 'schedule_jitter': 0.2},
+    'worker': {'workers': 1, 'certificate_plugin': 'recording'},
+    'simple_certificate': {'delay_before_update_seconds': 1},
+}
+
+
+def _order_with_retry(database, retry_at,
+                      retry_task='check_certificate_status'):
+    with database.session() as session, session.begin():
+        order = orders.create(session, 'certificate', {},
+                              datetime.datetime.utcnow())
+        task = retry_tasks.add(session, order.id, retry_task, retry_at,
+                               args=[order.id], kwargs={'generation': 0})
+        return order.id, task.id
+
+
+def _manage(cluster, *args):
+    return processes.manage(cluster.config, *args, env=cluster.env)
+
+
+def test_retry_show_explain_requeue(deployment, database):
+    cluster = deployment(FAST)
+    later = datetime.datetime.utcnow() + datetime.timedelta(days=2)
+    order_id, task_id = _order_with_retry(database, later)
+
+    shown = cluster.manage_json('retry', 'show', str(task_id))
+    assert shown['order_id'] == order_id and shown['parked'] is False
+    explained = cluster.manage_json('retry', 'explain', str(task_id))
+    assert explained['why'].startswith('not due until')
+
+    with database.session() as session, session.begin():
+        retry_tasks.park(session, task_id, 'arguments do not fit')
+    explained = cluster.manage_json('retry', 'explain', str(task_id))
+    assert 'set aside' in explained['why']
+    assert 'arguments do not fit' in explained['why']
+    [parked] = cluster.manage_json('retry', 'list', '--parked')
+    assert parked['park_reason'] == 'arguments do not fit'
+
+    _manage(cluster, 'retry', 'requeue', str(task_id))
+    shown = cluster.manage_json('retry', 'show', str(task_id))
+    assert shown['parked'] is False and shown['park_reason'] is None
+    explained = cluster.manage_json('retry', 'explain', str(task_id))
+    assert explained['why'] == 'due, but no barbican-retry daemon is alive'
+
+    missing = processes.manage(cluster.config, 'retry', 'show', '999999',
+                               check=False)
+    assert missing.returncode != 0 and 'no retry task 999999' in \
+        missing.stderr
+
+
+def test_lock_release_needs_force_and_warns(deployment, database):
+    cluster = deployment(FAST)
+    with database.session() as session, session.begin():
+        locks.insert(session, models.ORDER_RETRY_TASK_LOCK, 'h', 't',
+                     datetime.datetime.utcnow())
+    assert cluster.manage_json('lock', 'show')['held'] is True
+    refused = processes.manage(cluster.config, 'lock', 'release',
+                               check=False)
+    assert refused.returncode != 0
+    released = _manage(cluster, 'lock', 'release', '--force')
+    assert 'WARNING' in released.stderr and 'lock released' in \
+        released.stdout
+    assert cluster.manage_json('lock', 'show')['held'] is False
+
+
+def test_cancel_stops_a_running_step_and_removes_retries(deployment,
+                                                          database):
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    workers.wait_for_log('serving topic')
+    [created] = cluster.manage_json('order', 'create', '--type',
+                                    'certificate', '--meta',
+                                    '{"hold_seconds": 4}')
+
+    def owner():
+        with database.session() as session:
+            return orders.get(session, created['id']).owner
+    deadline = time.monotonic() + 20
+    while not owner() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert owner(), 'no worker took the order'
+
+    _manage(cluster, 'order', 'cancel', created['id'], '--reason', 'typo')
+    workers.wait_for_log('its result was discarded', timeout=20)
+    shown = cluster.manage_json('order', 'show', created['id'])
+    assert shown['status'] == models.ERROR and shown['error_reason'] == \
+        'typo'
+    assert cluster.manage_json('retry', 'list') == []
+    again = processes.manage(cluster.config, 'order', 'cancel',
+                             created['id'], check=False)
+    assert again.returncode != 0
+    assert workers.stop() == 0
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _scrape(port):
+    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port,
+                                timeout=5) as response:
+        return response.read().decode()
+
+
+def _metric(text, name):
+    """Sum of the samples of ``name`` (a full sample name, labels and all,
+    or its prefix before the labels)."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith('#'):
+            total += float(line.rsplit(' ', 1)[1])
+    return total
+
+
+def test_status_check_and_metrics_of_a_running_deployment(deployment,
+                                                          database):
+    scheduler_port, worker_port = _free_port(), _free_port()
+    options = dict(FAST, metrics={'enabled': 'true',
+                                  'scheduler_port': scheduler_port,
+                                  'worker_port': worker_port})
+    cluster = deployment(options)
+    status = [processes.BIN_DIR + '/barbican-retry-status',
+              '--config-file', cluster.config, 'upgrade', 'check']
+    down = subprocess.run(status, capture_output=True, text=True,
+                          timeout=60)
+    assert down.returncode == 2 and 'no live barbican-retry' in down.stdout
+
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
+    workers.wait_for_log('serving topic')
+    retry.wait_for_log('Retry scheduler started')
+    cluster.manage_json('order', 'create', '--type', 'certificate',
+                        '--count', '20')
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with database.session() as session:
+            if orders.count_by_status(session) == {models.ACTIVE: 20}:
+                break
+        time.sleep(0.2)
+    retry.wait_for_log('Pass dispatched')
+    time.sleep(1.5)      # the pass's own metrics are recorded after it
+
+    up = subprocess.run(status, capture_output=True, text=True, timeout=60)
+    assert up.returncode == 0, up.stdout
+
+    scheduler_text = _scrape(scheduler_port)
+    assert _metric(scheduler_text, 'barbican_retry_rows_dispatched_total') \
+        == 20
+    assert _metric(scheduler_text,
+                   'barbican_retry_lateness_seconds_count') == 20
+    assert _metric(scheduler_text,
+                   'barbican_retry_passes_total{outcome="ran"}') >= 1
+    assert 'barbican_retry_due_backlog 0.0' in scheduler_text
+    worker_text = _scrape(worker_port)
+    assert _metric(worker_text,
+                   'barbican_retry_worker_steps_total{result="active"}') \
+        == 20
+    assert _metric(worker_text,
+                   'barbican_retry_worker_steps_total{result="retry"}') \
+        == 20
+    assert workers.stop() == 0 and retry.stop() == 0
+    # The transport URL's password is never logged.
+    assert 'guest:guest' not in workers.log() + retry.log()
+
+
+def test_service_list_shows_dead_processes(deployment, database):
+    cluster = deployment(FAST)
+    workers = cluster.start('barbican-worker', 'worker')
+    workers.wait_for_log('serving topic')
+    [child] = workers.children()
+    workers.kill()
+    time.sleep(3.5)      # service_down_time
+    [listed] = cluster.manage_json('service', 'list')
+    assert listed['name'].startswith('%d@' % child)
+    assert listed['alive'] is False
+    assert json.loads(json.dumps(listed))['kind'] == 'worker'
