@@ -15,6 +15,7 @@ from worker.db import retry_tasks
 from worker.db import services
 from worker.db import session as db_session
 from worker import heartbeat
+from worker import oslo_service_backend
 from worker import metrics as worker_metrics
 from worker import rpc
 from worker import rpcapi
@@ -56,6 +57,7 @@ class SchedulerService(service.Service):
 
     def start(self):
         """Connect to the database and the broker, then start the timer."""
+        oslo_service_backend.require_threading()
         super().start()
         self._stopping.clear()
         self._database = db_session.Database.from_conf(self._conf)

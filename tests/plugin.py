@@ -5,8 +5,9 @@ It is registered for test processes only (see
 ``recording``. Every call appends one JSON line to the file named by
 ``BARBICAN_RETRY_TEST_PLUGIN_LOG``: the order, the step, the token it ran
 under and when it started and ended. An order whose metadata holds
-``"hold_seconds": S`` makes ``issue_certificate_request`` take S seconds,
-so a test can kill a worker in the middle of a step.
+``"hold_seconds": S`` makes its first ``issue_certificate_request`` (token
+1) take S seconds, so a test can kill a worker in the middle of a step and
+see the order finish after it is taken back.
 """
 
 import json
@@ -23,7 +24,7 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
 
     def _record(self, order, step, call):
         started = time.time()
-        if step == 'issue_certificate_request':
+        if step == 'issue_certificate_request' and order.token == 1:
             time.sleep(float(order.meta.get('hold_seconds', 0)))
         result = call(order)
         path = os.environ.get(LOG_VARIABLE)

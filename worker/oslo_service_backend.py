@@ -13,5 +13,24 @@ import warnings
 warnings.filterwarnings('ignore', message='\nEventlet is deprecated')
 
 from oslo_service import backend  # noqa: E402
+from oslo_service.backend import exceptions  # noqa: E402
 
-backend.init_backend(backend.BackendType.THREADING)
+try:
+    backend.init_backend(backend.BackendType.THREADING)
+except exceptions.BackendAlreadySelected:
+    # A tool that imported oslo.service before this package (such as
+    # oslo-config-generator listing every namespace's options) only reads
+    # our option lists; the services check the backend when they start.
+    pass
+
+
+def require_threading():
+    """Refuse to run a service on any backend but threading.
+
+    :raises RuntimeError: when another backend was selected first.
+    """
+    selected = backend.get_backend_type()
+    if selected is not backend.BackendType.THREADING:
+        raise RuntimeError('oslo.service backend is %s, not threading: '
+                           'something imported oslo.service before the '
+                           'worker package' % selected)

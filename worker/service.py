@@ -5,6 +5,7 @@ from oslo_service import service
 
 from worker.db import session as db_session
 from worker import heartbeat
+from worker import oslo_service_backend
 from worker import manager
 from worker import metrics
 from worker import rpc
@@ -32,6 +33,7 @@ class WorkerService(service.Service):
 
     def start(self):
         """Connect to the database and the broker, then serve."""
+        oslo_service_backend.require_threading()
         super().start()
         self._database = db_session.Database.from_conf(self._conf)
         self._heartbeat = heartbeat.Heartbeat(self._database, 'worker',

@@ -18,12 +18,16 @@ from worker import conf as worker_conf
 def main(argv=None):
     """Parse the configuration, check it, and run the daemon."""
     conf = cfg.CONF
-    worker_conf.load(conf, sys.argv[1:] if argv is None else argv,
-                     'barbican-retry', (scheduler_conf.register_opts,))
+    argv = sys.argv[1:] if argv is None else argv
+    worker_conf.load(conf, argv, 'barbican-retry',
+                     (scheduler_conf.register_opts,))
     try:
         scheduler_conf.validate(conf)
     except ValueError as exc:
         raise SystemExit('barbican-retry: invalid configuration: %s' % exc)
+    worker_conf.refuse_invalid_reloads(
+        conf, argv, 'barbican-retry', (scheduler_conf.register_opts,),
+        (scheduler_conf.validate,))
     launcher = service.launch(conf, scheduler_service.SchedulerService(conf),
                               workers=1, restart_method='mutate')
     return launcher.wait()

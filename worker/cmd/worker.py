@@ -12,8 +12,9 @@ from worker import service as worker_service
 def main(argv=None):
     """Parse the configuration and run the worker processes."""
     conf = cfg.CONF
-    worker_conf.load(conf, sys.argv[1:] if argv is None else argv,
-                     'barbican-worker')
+    argv = sys.argv[1:] if argv is None else argv
+    worker_conf.load(conf, argv, 'barbican-worker')
+    worker_conf.refuse_invalid_reloads(conf, argv, 'barbican-worker')
     launcher = service.launch(conf, worker_service.WorkerService(conf),
                               workers=conf.worker.workers,
                               restart_method='mutate')

@@ -14,6 +14,8 @@ from worker.conf import metrics
 from worker.conf import simple_certificate
 from worker.conf import worker
 
+LOG = logging.getLogger(__name__)
+
 _MODULES = (default, database, worker, simple_certificate, metrics)
 
 
@@ -62,3 +64,37 @@ def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
         raise SystemExit('%s: invalid configuration: %s' % (prog, exc))
     logging.setup(conf, 'barbican-retry')
     return conf
+
+
+def refuse_invalid_reloads(conf, argv, prog, extra_register=(), checks=()):
+    """Make SIGHUP keep the running configuration when the new one is bad.
+
+    On SIGHUP cotyledon's master calls ``conf.mutate_config_files()``,
+    which takes the new values without converting them, then restarts its
+    children from them: an out-of-range value would crash every new child
+    while the master, and so the systemd unit, looks healthy. The files are
+    parsed and checked in a scratch ``ConfigOpts`` first.
+
+    :param checks: more ``check(conf)`` callables raising ValueError.
+    """
+    mutate = conf.mutate_config_files
+
+    def checked_mutate():
+        candidate = cfg.ConfigOpts()
+        register_opts(candidate)
+        for register in extra_register:
+            register(candidate)
+        logging.register_options(candidate)
+        try:
+            candidate(argv, project='barbican-retry', prog=prog)
+            check_values(candidate)
+            default.validate(candidate)
+            for check in checks:
+                check(candidate)
+        except (cfg.Error, ValueError, SystemExit) as exc:
+            LOG.error('Configuration reload refused, the running '
+                      'configuration stays in force: %s', exc)
+            return {}
+        return mutate()
+
+    conf.mutate_config_files = checked_mutate

@@ -1,6 +1,7 @@
 """Entry points for oslo-config-generator (``oslo.config.opts``)."""
 
 from oslo_config import cfg
+from oslo_db import options as db_options
 
 from worker.conf import database
 from worker.conf import default
@@ -20,5 +21,11 @@ def list_opts():
 
 
 def set_lib_defaults():
-    """Apply our defaults to library options before the sample is made."""
-    database.register_opts(cfg.CONF)
+    """Apply our defaults to library options before the sample is made.
+
+    oslo-config-generator prints ``Opt.default``. ``ConfigOpts.set_default``
+    (what ``oslo_db.options.set_defaults`` calls) records an override in
+    one ConfigOpts only, which the generator never reads.
+    """
+    cfg.set_defaults(db_options.database_opts,
+                     connection=database.DEFAULT_CONNECTION)

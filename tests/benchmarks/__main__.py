@@ -1,0 +1,146 @@
+"""``python -m tests.benchmarks``: run the measurements of issue 4.
+
+    . /path/to/services/env      # BARBICAN_RETRY_TEST_TRANSPORT_URL, ..._POSTGRESQL_URL
+    python -m tests.benchmarks --quick              # under 3 minutes
+    python -m tests.benchmarks --output DIR         # the full run
+    python -m tests.benchmarks --only pass_cost,memory --quick
+
+Prints one table (figure, reference measured in the same run, ratio,
+target, met?) and writes ``results.json`` and PNG plots to ``--output``.
+Exit status: 0 when every measurement ran (met or not), 1 when one
+failed, 2 when a service is missing.
+"""
+
+import argparse
+import logging
+import os
+import platform
+import sys
+import time
+import traceback
+
+from tests.benchmarks import dispatch
+from tests.benchmarks import drain
+from tests.benchmarks import env
+from tests.benchmarks import lateness
+from tests.benchmarks import memory
+from tests.benchmarks import pass_cost
+from tests.benchmarks import profile
+from tests.benchmarks import report
+from tests.benchmarks import worker_pool
+
+# In the order they run: the in-process measurements first, while the
+# machine is quietest; the ones that start daemons after.
+MEASUREMENTS = {
+    'dispatch': dispatch.run,
+    'pass_cost': pass_cost.run,
+    'drain': drain.run,
+    'lateness': lateness.run,
+    'memory': memory.run,
+    'worker_pool': worker_pool.run,
+}
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog='python -m tests.benchmarks',
+        description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='Small sizes; finishes in under 3 minutes.')
+    parser.add_argument('--output', default='benchmark-results',
+                        help='Directory for results.json and the PNG '
+                             'plots (default ./benchmark-results).')
+    parser.add_argument('--only', default=','.join(MEASUREMENTS),
+                        help='Comma-separated subset of: %s.'
+                             % ', '.join(MEASUREMENTS))
+    parser.add_argument('--profile', action='store_true',
+                        help='Also profile one pass casting 10,000 rows '
+                             'with py-spy (profile_dispatch.txt).')
+    args = parser.parse_args(argv)
+    args.only = [name.strip() for name in args.only.split(',') if name]
+    unknown = set(args.only) - set(MEASUREMENTS)
+    if unknown:
+        parser.error('unknown measurement(s): %s' % ', '.join(sorted(unknown)))
+    return args
+
+
+def _logger():
+    started = time.monotonic()
+
+    def log(message, *args):
+        sys.stderr.write('[%6.1fs] %s\n' % (time.monotonic() - started,
+                                            message % args))
+        sys.stderr.flush()
+    return log
+
+
+def _quiet_libraries():
+    # The shared broker may hold the control exchange declared with the
+    # other durability; oslo.messaging then warns on every connection and
+    # falls back, which is expected here and would bury the progress lines.
+    for name in ('oslo_messaging', 'oslo.messaging', 'amqp', 'kombu'):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def main(argv=None):
+    """Run the selected measurements; print the table; write the files."""
+    args = _parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        transport_url, _ = env.require_services()
+    except env.MissingService as exc:
+        sys.stderr.write('tests.benchmarks: %s\n' % exc)
+        return 2
+    _quiet_libraries()
+    log = _logger()
+    os.makedirs(args.output, exist_ok=True)
+    results = {'meta': {
+        'mode': 'quick' if args.quick else 'full',
+        'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'python': platform.python_version(), 'cpus': os.cpu_count(),
+        'load_average_at_start': os.getloadavg(),
+        'queues_durable': env.product_queues_durable(),
+    }}
+    failed = False
+    began = time.monotonic()
+    try:
+        with env.scratch_dir() as workdir:
+            for name in args.only:
+                log('== %s', name)
+                section = time.monotonic()
+                try:
+                    results[name] = MEASUREMENTS[name](
+                        transport_url, workdir, args.quick, log)
+                except Exception as exc:
+                    failed = True
+                    log('%s failed:\n%s', name, traceback.format_exc())
+                    results[name] = {'error': '%s: %s' % (
+                        type(exc).__name__, exc)}
+                results[name]['elapsed_seconds'] = time.monotonic() - section
+            if args.profile:
+                log('== profile of one dispatch pass')
+                try:
+                    results['profile'] = profile.dispatch_pass(
+                        transport_url, workdir, args.output, log)
+                except Exception as exc:
+                    failed = True
+                    log('profile failed:\n%s', traceback.format_exc())
+                    results['profile'] = {'error': str(exc)}
+    finally:
+        env.cleanup_transports()
+    results['meta']['elapsed_seconds'] = time.monotonic() - began
+    results['meta']['load_average_at_end'] = os.getloadavg()
+    table = report.rows(results)
+    report.write_json(results, table, os.path.join(args.output,
+                                                   'results.json'))
+    plots = report.write_plots(results, args.output)
+    print(report.format_table(table))
+    if 'profile' in results and 'error' not in results['profile']:
+        print('\n' + profile.format_summary(results['profile']))
+    print('\n%s run in %.0fs; results.json and %d plot(s) in %s' % (
+        results['meta']['mode'], results['meta']['elapsed_seconds'],
+        len(plots), os.path.abspath(args.output)))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Target 1: rows cast per second by one pass, against raw kombu.
+
+One pass is ``scheduler.manager.RetryManager.run_once`` with the product's
+own ``worker.rpcapi.WorkerAPI`` on a real RabbitMQ transport, over due rows
+bulk-loaded into SQLite or PostgreSQL. The casts land in a sink queue bound
+to the worker topic (no worker consumes them, so the broker's queue, not a
+consumer, is the far end, as for the kombu reference), and the queue depth
+proves every row was delivered.
+
+References measured in the same run: kombu confirmed publish on one
+connection (the target's yardstick), and oslo.messaging cast loops on
+1..N threads sharing one client (how fast the product's RPC client can go
+without any database work).
+"""
+
+import concurrent.futures
+import datetime
+import time
+
+from oslo_utils import timeutils
+
+from scheduler import manager
+from tests.benchmarks import broker
+from tests.benchmarks import env
+from tests.benchmarks import seed
+from tests import config
+
+
+def scheduler_conf(**scheduler_options):
+    """An isolated config with ``[scheduler]`` overrides (defaults else)."""
+    return config.make_conf(**{'scheduler.%s' % name: value
+                               for name, value in scheduler_options.items()})
+
+
+def _pass(database, api, conf, count):
+    now = timeutils.utcnow()
+    seed.load(database, count, now - datetime.timedelta(seconds=60),
+              spacing=0.001)
+    retry_manager = manager.RetryManager(conf, database, api)
+    started = time.perf_counter()
+    result = retry_manager.run_once(timeutils.utcnow())
+    seconds = time.perf_counter() - started
+    return result, seconds
+
+
+def pass_rate(backend, transport_url, count, workdir, cast_concurrency=None):
+    """Run one pass over ``count`` due rows; returns its figures.
+
+    A small pass first warms the connection pool, as a running daemon's
+    pool is warm from its earlier passes.
+    """
+    options = {}
+    if cast_concurrency:
+        options['cast_concurrency'] = cast_concurrency
+    conf = scheduler_conf(**options)
+    topic = env.new_topic()
+    api = env.worker_api(transport_url, topic)
+    kombu_url = env.kombu_url(transport_url)
+    with env.database(backend, workdir) as (_, database), \
+            broker.sink_queue(kombu_url, topic) as depth:
+        _pass(database, api, conf, 4 * conf.scheduler.cast_concurrency)
+        warm = depth()
+        result, seconds = _pass(database, api, conf, count)
+        delivered = broker.wait_for_depth(depth, warm + count) - warm
+    return {
+        'backend': backend, 'rows': count, 'seconds': seconds,
+        'rate': result.dispatched / seconds,
+        'dispatched': result.dispatched, 'delivered': delivered,
+        'cast_failures': result.cast_failures,
+        'cast_concurrency': conf.scheduler.cast_concurrency,
+        'batch_size': conf.scheduler.batch_size,
+    }
+
+
+def oslo_cast_rate(transport_url, count, threads):
+    """``count`` casts from ``threads`` threads sharing one WorkerAPI."""
+    topic = env.new_topic()
+    api = env.worker_api(transport_url, topic)
+    kombu_url = env.kombu_url(transport_url)
+    per_thread = count // threads
+
+    def loop(first):
+        for index in range(first, first + per_thread):
+            api.check_certificate_status('b%012d' % index, 0)
+
+    with broker.sink_queue(kombu_url, topic) as depth, \
+            concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        # Warm-up: one connection per thread, as in a running daemon.
+        list(pool.map(lambda _: api.check_certificate_status('warm', 0),
+                      range(threads)))
+        started = time.perf_counter()
+        list(pool.map(loop, range(0, per_thread * threads, per_thread)))
+        seconds = time.perf_counter() - started
+        delivered = broker.wait_for_depth(
+            depth, threads + per_thread * threads) - threads
+    sent = per_thread * threads
+    return {'threads': threads, 'count': sent, 'seconds': seconds,
+            'rate': sent / seconds, 'delivered': delivered}
+
+
+def run(transport_url, workdir, quick, log):
+    """All of target 1; returns the raw figures."""
+    rows = 2000 if quick else 10000
+    sweep_rows = 1000 if quick else 4000
+    levels = (1, 4, 8, 16) if quick else (1, 2, 4, 8, 16, 32)
+    kombu_url = env.kombu_url(transport_url)
+    results = {'rows': rows}
+    log('dispatch: kombu confirmed publish, %d messages', rows)
+    results['kombu'] = broker.confirmed_publish_rate(kombu_url, rows)
+    for backend in env.BACKENDS:
+        log('dispatch: one pass over %d due rows on %s', rows, backend)
+        results['pass_%s' % backend] = pass_rate(backend, transport_url,
+                                                 rows, workdir)
+    results['sweep'] = {'pass_sqlite': [], 'oslo_cast': []}
+    for level in levels:
+        log('dispatch: concurrency %d (pass on sqlite, oslo cast loop)',
+            level)
+        results['sweep']['pass_sqlite'].append(pass_rate(
+            'sqlite', transport_url, sweep_rows, workdir,
+            cast_concurrency=level))
+        results['sweep']['oslo_cast'].append(
+            oslo_cast_rate(transport_url, sweep_rows, level))
+    return results

@@ -1,0 +1,120 @@
+"""Target 2: drain N retry rows all due at one moment T, against Celery.
+
+Ours: a real ``barbican-worker`` pool of 3 processes and one
+``barbican-retry`` daemon (period 1 s, every other option at its default)
+on PostgreSQL and the shared RabbitMQ. Two kinds of rows:
+
+- ``noop`` (the target's figure): each row casts
+  ``check_certificate_status`` for a real order that waits at another
+  step, so the worker drops the message after one indexed read in one
+  transaction, and logs that line once per message. Lost = orders with no
+  such line, duplicated = extra lines; the drain ends at the last line.
+- ``complete`` (shown beside it): the orders wait at
+  ``check_certificate_status``, so each cast claims its order, runs the
+  simple plugin and completes it (two transactions). Lost = orders not
+  ACTIVE at the end; duplicated = casts dropped for a used token.
+
+Celery: the same number of tasks with ``eta=T`` on the same broker, a
+prefork worker with the same number of processes (see ``celery_side``).
+Both are timed from T to the last completion.
+"""
+
+import collections
+import datetime
+import re
+import time
+
+from oslo_utils import timeutils
+
+from tests.benchmarks import celery_side
+from tests.benchmarks import env
+from tests.benchmarks import procs
+from tests.benchmarks import seed
+
+PERIOD = 1
+_DROPPED = re.compile(
+    r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) .*Dropped '
+    r'check_certificate_status of order (\S+) ')
+
+
+def _dropped(log_text):
+    """``(Counter of order ids, last epoch)`` of the workers' drop lines."""
+    seen, last = collections.Counter(), None
+    for line in log_text.splitlines():
+        match = _DROPPED.match(line)
+        if match:
+            seen[match.group(2)] += 1
+            stamp = datetime.datetime.strptime(match.group(1),
+                                               '%Y-%m-%d %H:%M:%S.%f')
+            last = time.mktime(stamp.timetuple()) + stamp.microsecond / 1e6
+    return seen, last
+
+
+def _wait_for_drops(workers, count, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        seen, last = _dropped(workers.log())
+        if len(seen) >= count or time.monotonic() > deadline:
+            return seen, last
+        time.sleep(0.25)
+
+
+def drain_ours(transport_url, count, worker_processes, workdir, log,
+               mode='noop', backend='postgresql'):
+    """Drain ``count`` due rows with the product; returns its figures."""
+    topic = env.new_topic()
+    name = 'drain-%s' % mode
+    with env.database(backend, workdir) as (url, database):
+        config = procs.write_config(
+            workdir, name, url, transport_url, topic,
+            {'scheduler': {'schedule_period_seconds': PERIOD},
+             'worker': {'workers': worker_processes}})
+        with procs.workers(workdir, config, worker_processes,
+                           name + '-workers') as workers, \
+                procs.scheduler(workdir, config, name + '-retry') as retry:
+            # T a little ahead, so every row is in before it is due.
+            due = timeutils.utcnow() + datetime.timedelta(seconds=2)
+            step = ('process_type_order' if mode == 'noop'
+                    else 'check_certificate_status')
+            batch = seed.load(database, count, due, step=step)
+            log('drain (%s): %d rows due at T, %d worker processes', mode,
+                count, worker_processes)
+            timeout = 60 + count / 20.0
+            if mode == 'noop':
+                seen, last = _wait_for_drops(workers, count, timeout)
+                time.sleep(2 * PERIOD)  # room for a late duplicate
+                seen, last = _dropped(workers.log())
+                done = len(seen)
+                duplicated = sum(seen.values()) - done
+                seconds = last - procs.epoch(due) if last else float('nan')
+            else:
+                done, last = procs.wait_for_status(
+                    database, batch.prefix, count, timeout=timeout)
+                time.sleep(2 * PERIOD)  # room for a late duplicate
+                duplicated = procs.count_in_log(workers, 'Dropped ')
+                seconds = ((last - due).total_seconds() if last
+                           else float('nan'))
+            cast_failures = procs.count_in_log(retry, 'casts failed or')
+        remaining = seed.count_rows(database)
+    return {
+        'mode': mode, 'rows': count, 'processes': worker_processes,
+        'backend': backend, 'done': done, 'lost': count - done,
+        'duplicated': duplicated, 'seconds': seconds,
+        'rate': done / seconds if seconds == seconds else 0.0,
+        'rows_left': remaining, 'cast_failure_lines': cast_failures,
+    }
+
+
+def run(transport_url, workdir, quick, log):
+    """All of target 2; returns the raw figures."""
+    count = 2000 if quick else 10000
+    processes = 3
+    ours = drain_ours(transport_url, count, processes, workdir, log)
+    log('drain: ours (noop) %.0f rows/s', ours['rate'])
+    complete = drain_ours(transport_url, count, processes, workdir, log,
+                          mode='complete')
+    log('drain: ours (complete) %.0f orders/s; now Celery', complete['rate'])
+    celery = celery_side.drain(env.kombu_url(transport_url), count,
+                               processes, workdir, log)
+    return {'rows': count, 'processes': processes, 'ours': ours,
+            'ours_complete': complete, 'celery': celery}

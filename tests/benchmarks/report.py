@@ -1,0 +1,314 @@
+"""The benchmark's output: one table, ``results.json`` and PNG plots.
+
+Every row of the table puts a figure beside its reference measured in the
+same run, their ratio, the issue's target and whether it is met. A
+measurement that failed shows as an error row; the others still print.
+"""
+
+import dataclasses
+import json
+import os
+
+import matplotlib
+
+matplotlib.use('Agg')  # files only; never a display
+from matplotlib import pyplot  # noqa: E402
+
+
+@dataclasses.dataclass
+class Row:
+    """One line of the table."""
+
+    measurement: str
+    figure: str
+    reference: str
+    ratio: float | None
+    target: str
+    met: bool | None
+
+
+def _by(records, **keys):
+    return [r for r in records
+            if all(r.get(k) == v for k, v in keys.items())]
+
+
+def _rows_dispatch(result):
+    kombu = result['kombu']['rate']
+    reference = 'kombu confirmed publish, 1 conn: %.0f msg/s' % kombu
+    rows = []
+    for backend, label in (('sqlite', 'SQLite'), ('postgresql', 'PostgreSQL')):
+        figures = result['pass_%s' % backend]
+        ratio = figures['rate'] / kombu
+        rows.append(Row(
+            '1. dispatch rate of one pass, %s (%d rows, %d delivered)'
+            % (label, figures['rows'], figures['delivered']),
+            '%.0f rows/s' % figures['rate'], reference, ratio, '>= 1.0x',
+            ratio >= 1.0 and figures['delivered'] == figures['rows']))
+    for figures in result['sweep']['oslo_cast']:
+        if figures['threads'] in (1, 4):
+            rows.append(Row(
+                '   oslo.messaging cast loop, %d thread(s), one client'
+                % figures['threads'], '%.0f msg/s' % figures['rate'],
+                reference, figures['rate'] / kombu, '(info)', None))
+    return rows
+
+
+def _rows_drain(result):
+    ours, celery = result['ours'], result['celery']
+    complete = result.get('ours_complete')
+    reference = 'Celery %s prefork c=%d, eta: %.0f tasks/s' % (
+        celery['celery'], celery['processes'], celery['rate'])
+    ratio = ours['rate'] / celery['rate'] if celery['rate'] else None
+    rows = [Row(
+        '2. drain %d rows due at T, %d workers (no-op step)'
+        % (ours['rows'], ours['processes']),
+        '%.0f rows/s (%.1fs)' % (ours['rate'], ours['seconds']), reference,
+        ratio, '>= 1.5x', ratio is not None and ratio >= 1.5)]
+    rows.append(Row(
+        '2. drain lost / duplicated', '%d / %d' % (ours['lost'],
+                                                    ours['duplicated']),
+        'Celery: %d / %d' % (celery['lost'], celery['duplicated']), None,
+        '0 / 0', ours['lost'] == 0 and ours['duplicated'] == 0))
+    if complete:
+        rows.append(Row(
+            '   drain, orders completed (claim + complete)',
+            '%.0f orders/s, %d lost / %d dup' % (
+                complete['rate'], complete['lost'], complete['duplicated']),
+            reference, complete['rate'] / celery['rate']
+            if celery['rate'] else None, '(info)', None))
+    return rows
+
+
+def _rows_pass_cost(result):
+    records = result['records']
+    largest, base = max(result['sizes']), 10000
+    rows = []
+    for backend, label, limit in (('sqlite', 'SQLite', 2.0),
+                                  ('postgresql', 'PostgreSQL', 5.0)):
+        top = _by(records, backend=backend, rows=largest)[0]
+        ten = _by(records, backend=backend, rows=base)[0]
+        rows.append(Row(
+            '3. pass finding nothing due, %s, %d rows' % (label, largest),
+            '%.2f ms' % top['pass_ms'],
+            'raw indexed SELECT: %.3f ms' % top['raw_select_ms'],
+            top['pass_ms'] / top['raw_select_ms'], '<= %.0f ms' % limit,
+            top['pass_ms'] <= limit))
+        growth = top['pass_ms'] / ten['pass_ms']
+        rows.append(Row(
+            '3. pass cost %d / %d rows, %s' % (largest, base, label),
+            '%.2f ms' % top['pass_ms'], '%.2f ms at %d rows' % (
+                ten['pass_ms'], base), growth, '<= 1.5x', growth <= 1.5))
+        rows.append(Row(
+            '   due query alone, %s, %d rows' % (label, largest),
+            '%.2f ms' % top['due_query_ms'],
+            'raw indexed SELECT: %.3f ms' % top['raw_select_ms'],
+            top['due_query_ms'] / top['raw_select_ms'], '(info)', None))
+    return rows
+
+
+def _rows_lateness(result):
+    one, many = result['one'], result['many']
+    rows = [Row(
+        '4. lateness p99, 1 daemon (period %ds, jitter %.1f)'
+        % (one['period'], one['jitter']),
+        '%.2f s' % one['p99'],
+        'period x (1+jitter) + longest pass: %.2f s' % one['bound'],
+        one['p99'] / one['bound'], '<= 1.0x', one['p99'] <= one['bound'])]
+    if many['worst_gap'] is not None:
+        ratio = many['worst_gap'] / many['ideal_gap']
+        rows.append(Row(
+            '4. worst gap between passes, %d daemons' % many['daemons'],
+            '%.2f s (mean %.2f s)' % (many['worst_gap'], many['mean_gap']),
+            'period / K: %.2f s' % many['ideal_gap'], ratio,
+            '~1x (<= 1.5x)', ratio <= 1.5))
+    rows.append(Row(
+        '   lateness p99, %d daemons' % many['daemons'],
+        '%.2f s' % many['p99'], '1 daemon: %.2f s' % one['p99'],
+        many['p99'] / one['p99'], '(info)', None))
+    return rows
+
+
+def _rows_memory(result):
+    return [
+        Row('5. daemon peak RSS (tree), %d due rows' % result['rows'],
+            '%.0f MB' % result['peak_mb'],
+            'same daemon idle: %.0f MB' % result['idle_mb'],
+            result['peak_mb'] / result['idle_mb'], '<= 100 MB',
+            result['peak_mb'] <= 100.0),
+        Row('   daemon peak PSS (tree; shared pages counted once)',
+            '%.0f MB' % result['peak_pss_mb'],
+            'same daemon idle: %.0f MB' % result['idle_pss_mb'],
+            result['peak_pss_mb'] / result['idle_pss_mb'], '(info)', None),
+    ]
+
+
+def _rows_worker_pool(result):
+    one, two = result['one'], result['two']
+    ratio = two['rate'] / one['rate'] if one['rate'] else None
+    return [Row(
+        '6. orders completed/s, 2 worker processes (%d orders)'
+        % result['orders'], '%.1f orders/s' % two['rate'],
+        '1 process: %.1f orders/s' % one['rate'], ratio, '>= 1.7x',
+        ratio is not None and ratio >= 1.7)]
+
+
+_ROWS = {
+    'dispatch': _rows_dispatch, 'drain': _rows_drain,
+    'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
+    'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
+}
+
+
+def rows(results):
+    """Table rows for every measurement in ``results``."""
+    table = []
+    for name, make in _ROWS.items():
+        if name not in results:
+            continue
+        if 'error' in results[name]:
+            table.append(Row(name, 'ERROR', results[name]['error'][:60],
+                             None, '', False))
+            continue
+        table.extend(make(results[name]))
+    return table
+
+
+def format_table(table):
+    """The table as fixed-width text."""
+    header = ('measurement', 'figure', 'reference (same run)', 'ratio',
+              'target', 'met?')
+    lines = [(r.measurement, r.figure, r.reference,
+              '' if r.ratio is None else '%.2fx' % r.ratio, r.target,
+              '' if r.met is None else ('yes' if r.met else 'NO'))
+             for r in table]
+    widths = [max(len(str(line[i])) for line in [header] + lines)
+              for i in range(len(header))]
+
+    def fmt(line):
+        return '  '.join(str(cell).ljust(width)
+                         for cell, width in zip(line, widths)).rstrip()
+    rule = '  '.join('-' * width for width in widths)
+    return '\n'.join([fmt(header), rule] + [fmt(line) for line in lines])
+
+
+def write_json(results, table, path):
+    """Raw figures and the table, as JSON."""
+    document = dict(results)
+    document['table'] = [dataclasses.asdict(row) for row in table]
+    with open(path, 'w') as out:
+        json.dump(document, out, indent=1, default=str)
+
+
+def plot_pass_cost(result, path):
+    """Pass cost versus table size (log-log), with the targets."""
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    styles = {'sqlite': 'tab:blue', 'postgresql': 'tab:orange'}
+    for backend, colour in styles.items():
+        records = sorted(_by(result['records'], backend=backend),
+                         key=lambda r: r['rows'])
+        sizes = [r['rows'] for r in records]
+        for key, style, label in (('pass_ms', '-o', 'pass'),
+                                  ('due_query_ms', '--s', 'due query'),
+                                  ('raw_select_ms', ':^', 'raw SELECT')):
+            axes.plot(sizes, [r[key] for r in records], style, color=colour,
+                      label='%s %s' % (backend, label))
+    axes.axhline(2.0, color='tab:blue', linewidth=0.8, alpha=0.5)
+    axes.axhline(5.0, color='tab:orange', linewidth=0.8, alpha=0.5)
+    axes.set_xscale('log')
+    axes.set_yscale('log')
+    axes.set_xlabel('rows in order_retry_tasks (none due)')
+    axes.set_ylabel('median time (ms)')
+    axes.set_title('Cost of a pass that finds nothing due\n'
+                   '(thin lines: targets 2 ms SQLite, 5 ms PostgreSQL)')
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
+def plot_lateness(result, path):
+    """Lateness distributions (CDF), one daemon and K daemons."""
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    for key, colour in (('one', 'tab:blue'), ('many', 'tab:green')):
+        data = result[key]
+        values = data['lateness']
+        if not values:
+            continue
+        fractions = [(i + 1) / len(values) for i in range(len(values))]
+        axes.plot(values, fractions, color=colour,
+                  label='%d daemon(s): p99 %.2f s' % (data['daemons'],
+                                                      data['p99']))
+        axes.axvline(data['p99'], color=colour, linestyle=':')
+    axes.axvline(result['one']['bound'], color='red', linestyle='--',
+                 label='bound: period x (1+jitter) + pass = %.2f s'
+                 % result['one']['bound'])
+    axes.set_xlabel('lateness: cast arrival - retry_at (s)')
+    axes.set_ylabel('fraction of rows')
+    axes.set_title('Lateness of retries (period %ds)'
+                   % result['one']['period'])
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
+def plot_dispatch(result, path):
+    """Dispatch rate versus concurrency, with the kombu reference."""
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    passes = result['sweep']['pass_sqlite']
+    casts = result['sweep']['oslo_cast']
+    axes.plot([p['cast_concurrency'] for p in passes],
+              [p['rate'] for p in passes], '-o',
+              label='one pass (SQLite), by cast_concurrency')
+    axes.plot([c['threads'] for c in casts], [c['rate'] for c in casts],
+              '-s', label='oslo.messaging cast loop, by threads')
+    axes.axhline(result['kombu']['rate'], color='grey', linestyle='--',
+                 label='kombu confirmed publish, 1 connection')
+    axes.set_xscale('log', base=2)
+    axes.set_xlabel('concurrent casts')
+    axes.set_ylabel('messages per second')
+    axes.set_ylim(bottom=0)
+    axes.set_title('Dispatch rate versus concurrency')
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
+def plot_memory(result, path):
+    """The daemon's memory over time, after the backlog was loaded."""
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    samples = result['samples']
+    axes.plot([s[0] for s in samples], [s[1] for s in samples],
+              label='RSS, process tree')
+    axes.plot([s[0] for s in samples], [s[2] for s in samples],
+              label='PSS, process tree')
+    axes.axhline(100, color='red', linestyle='--', label='target 100 MB')
+    axes.axvline(0, color='grey', linestyle=':')
+    axes.set_xlabel('seconds since %d due rows were loaded' % result['rows'])
+    axes.set_ylabel('MB')
+    axes.set_ylim(bottom=0)
+    axes.set_title('barbican-retry memory')
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
+_PLOTS = {
+    'pass_cost': ('pass_cost.png', plot_pass_cost),
+    'lateness': ('lateness.png', plot_lateness),
+    'dispatch': ('dispatch_concurrency.png', plot_dispatch),
+    'memory': ('memory.png', plot_memory),
+}
+
+
+def write_plots(results, directory):
+    """Write the PNG of every measurement that has one; returns paths."""
+    written = []
+    for name, (filename, plot) in _PLOTS.items():
+        if name in results and 'error' not in results[name]:
+            path = os.path.join(directory, filename)
+            plot(results[name], path)
+            written.append(path)
+    return written
