@@ -8,6 +8,7 @@ from worker.conf import default
 from worker.conf import metrics
 from worker.conf import simple_certificate
 from worker.conf import worker
+from worker import rpc
 
 _MODULES = (default, worker, simple_certificate, metrics)
 
@@ -29,3 +30,4 @@ def set_lib_defaults():
     """
     cfg.set_defaults(db_options.database_opts,
                      connection=database.DEFAULT_CONNECTION)
+    rpc.set_defaults()
