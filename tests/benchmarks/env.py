@@ -9,7 +9,9 @@ per measurement and dropped afterwards.
 import contextlib
 import os
 import pathlib
+import sys
 import tempfile
+import time
 import urllib.parse
 import uuid
 
@@ -82,7 +84,23 @@ def database(backend, workdir):
     finally:
         if db is not None:
             db.dispose()
-        databases.drop(backend, url)
+        _drop(backend, url)
+
+
+def _drop(backend, url, attempts=5):
+    # NOTE: DROP DATABASE ... WITH (FORCE) fails while an autovacuum worker
+    # (started by a bulk load) is in the database: our role may not
+    # terminate it. It finishes within seconds, so try again.
+    for attempt in range(attempts):
+        try:
+            databases.drop(backend, url)
+            return
+        except Exception as exc:
+            if attempt == attempts - 1:
+                sys.stderr.write('tests.benchmarks: could not drop %s: %s\n'
+                                 % (url.rsplit('/', 1)[-1], exc))
+                return
+            time.sleep(2)
 
 
 _TRANSPORTS = {}

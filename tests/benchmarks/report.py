@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use('Agg')  # files only; never a display
 from matplotlib import pyplot  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -35,13 +36,17 @@ def _by(records, **keys):
 def _rows_dispatch(result):
     kombu = result['kombu']['rate']
     reference = 'kombu confirmed publish, 1 conn: %.0f msg/s' % kombu
+    if result.get('repeats', 1) > 1:
+        reference += ' (median of %d)' % result['repeats']
     rows = []
     for backend, label in (('sqlite', 'SQLite'), ('postgresql', 'PostgreSQL')):
         figures = result['pass_%s' % backend]
         ratio = figures['rate'] / kombu
         rows.append(Row(
             '1. dispatch rate of one pass, %s (%d rows, %d delivered)'
-            % (label, figures['rows'], figures['delivered']),
+            % (label, figures['rows'], figures['delivered']) +
+            (', median of %d' % len(figures['runs'])
+             if len(figures.get('runs', ())) > 1 else ''),
             '%.0f rows/s' % figures['rate'], reference, ratio, '>= 1.0x',
             ratio >= 1.0 and figures['delivered'] == figures['rows']))
     for figures in result['sweep']['oslo_cast']:
@@ -265,6 +270,8 @@ def plot_dispatch(result, path):
     axes.axhline(result['kombu']['rate'], color='grey', linestyle='--',
                  label='kombu confirmed publish, 1 connection')
     axes.set_xscale('log', base=2)
+    axes.set_xticks([p['cast_concurrency'] for p in passes])
+    axes.xaxis.set_major_formatter(ticker.ScalarFormatter())
     axes.set_xlabel('concurrent casts')
     axes.set_ylabel('messages per second')
     axes.set_ylim(bottom=0)
