@@ -1,21 +1,13 @@
 """The blueprint end to end: real worker and retry processes, RabbitMQ."""
 
-import collections
-import datetime
-import signal
-import threading
 import time
 
-import oslo_messaging as messaging
-from oslo_config import cfg
-import pytest
-
+from tests.functional import counting
 from tests.functional import processes
 from worker.db import locks
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
-from worker import rpc
 
 DELAY = 2
 PERIOD = 2
@@ -61,20 +53,6 @@ def test_certificate_orders_all_become_active(deployment, database):
     assert shown['status'] == models.ACTIVE
 
 
-class _CountingEndpoint:
-    """Counts the casts it receives, as a worker would see them."""
-
-    target = messaging.Target(version=rpc.RPC_API_VERSION)
-
-    def __init__(self):
-        self.received = collections.Counter()
-        self._lock = threading.Lock()
-
-    def check_certificate_status(self, ctxt, order_id, generation):
-        with self._lock:
-            self.received[order_id] += 1
-
-
 def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
                                                     transport_url):
     # Short passes and periods, so that the two daemons take turns.
@@ -83,31 +61,17 @@ def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
                       'max_pass_seconds': 1, 'batch_size': 50,
                       'cast_concurrency': 2}})
     topic = cluster.topic
-    due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
-    with database.session() as session, session.begin():
-        for _ in range(2000):
-            order = orders.create(session, 'certificate', {}, due)
-            retry_tasks.add(session, order.id, 'check_certificate_status',
-                            due, args=[order.id], kwargs={'generation': 0})
-    # Global CONF: oslo.messaging registers some options there only.
-    transport = rpc.get_transport(cfg.CONF, url=transport_url)
-    endpoint = _CountingEndpoint()
-    server = rpc.get_server(transport, topic, 'counter', [endpoint])
-    server.start()
-    try:
+    counting.add_due_retries(database, 2000)
+    with counting.counting_server(transport_url, topic) as endpoint:
         daemons = [cluster.start('barbican-retry', 'retry-%d' % i)
                    for i in (1, 2)]
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and \
-                sum(endpoint.received.values()) < 2000:
+                endpoint.total() < 2000:
             time.sleep(0.2)
         time.sleep(2 * PERIOD)   # room for a late duplicate to show up
         for daemon in daemons:
             assert daemon.stop() == 0
-    finally:
-        server.stop()
-        server.wait()
-        transport.cleanup()
     assert len(endpoint.received) == 2000
     assert set(endpoint.received.values()) == {1}
     with database.session() as session:
@@ -117,19 +81,3 @@ def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
     logs = [daemon.log() for daemon in daemons]
     assert (any('lock held by another process' in log for log in logs) or
             all('Pass dispatched' in log for log in logs))
-
-
-def test_sigterm_mid_pass_releases_the_lock(deployment, database):
-    cluster = deployment(OPTIONS)
-    due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
-    with database.session() as session, session.begin():
-        for _ in range(300):
-            order = orders.create(session, 'certificate', {}, due)
-            retry_tasks.add(session, order.id, 'check_certificate_status',
-                            due, args=[order.id], kwargs={'generation': 0})
-    retry = cluster.start('barbican-retry', 'retry')
-    retry.wait_for_log('Pass dispatched', timeout=30)
-    retry.signal(signal.SIGTERM)
-    assert retry.process.wait(30) == 0
-    with database.session() as session:
-        assert locks.get(session, models.ORDER_RETRY_TASK_LOCK) is None

@@ -5,13 +5,11 @@ databases; the test plugin records every plugin call with its token.
 """
 
 import os
-import signal
 import subprocess
 import time
 
 import pytest
 
-from tests.functional import processes
 from tests import plugin as test_plugin
 from worker.db import models
 from worker.db import orders
@@ -108,8 +106,8 @@ def test_worker_killed_mid_step_is_replaced_and_the_order_completes(
     assert replacement.stop() == 0 and retry.stop() == 0
 
 
-def test_retry_daemon_killed_mid_pass_another_takes_over(deployment,
-                                                          database):
+def test_retry_daemon_killed_mid_pass_another_takes_over(
+        deployment, database):
     cluster = deployment(FAST)
     workers = cluster.start('barbican-worker', 'worker')
     first = cluster.start('barbican-retry', 'retry-1')

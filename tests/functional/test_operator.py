@@ -86,8 +86,8 @@ def test_lock_release_needs_force_and_warns(deployment, database):
     assert cluster.manage_json('lock', 'show')['held'] is False
 
 
-def test_cancel_stops_a_running_step_and_removes_retries(deployment,
-                                                          database):
+def test_cancel_stops_a_running_step_and_removes_retries(
+        deployment, database):
     cluster = deployment(FAST)
     workers = cluster.start('barbican-worker', 'worker')
     workers.wait_for_log('serving topic')

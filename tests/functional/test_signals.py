@@ -17,48 +17,24 @@ SQLite is enough here: the signals behave the same on every backend, and
 the lock and batch logic is covered on all three by test_end_to_end.
 """
 
-import collections
-import datetime
 import os
 import re
 import signal
 import socket
-import threading
 import time
 
-import oslo_messaging as messaging
-from oslo_config import cfg
 import pytest
 
+from tests.functional import counting
 from tests.functional import databases
 from tests.functional import processes
 from worker.db import locks
 from worker.db import migration
 from worker.db import models
-from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import session as db_session
-from worker import rpc
 
 GRACEFUL_SHUTDOWN_TIMEOUT = 20
-
-
-class _CountingEndpoint:
-    """Counts the retries it receives, as a worker would see them."""
-
-    target = messaging.Target(version=rpc.RPC_API_VERSION)
-
-    def __init__(self):
-        self.received = collections.Counter()
-        self._lock = threading.Lock()
-
-    def check_certificate_status(self, ctxt, order_id, generation):
-        with self._lock:
-            self.received[order_id] += 1
-
-    def total(self):
-        with self._lock:
-            return sum(self.received.values())
 
 
 @pytest.fixture
@@ -84,15 +60,8 @@ def topic():
 @pytest.fixture
 def counter(transport_url, topic):
     """An RPC server on the test's topic that counts what it receives."""
-    # Global CONF: oslo.messaging registers some options there only.
-    transport = rpc.get_transport(cfg.CONF, url=transport_url)
-    endpoint = _CountingEndpoint()
-    server = rpc.get_server(transport, topic, 'counter', [endpoint])
-    server.start()
-    yield endpoint
-    server.stop()
-    server.wait()
-    transport.cleanup()
+    with counting.counting_server(transport_url, topic) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
@@ -118,19 +87,6 @@ def _config(tmp_path, sqlite_url, transport_url, topic, **scheduler):
         {'DEFAULT': {'graceful_shutdown_timeout':
                      GRACEFUL_SHUTDOWN_TIMEOUT},
          'scheduler': scheduler})
-
-
-def _add_due_retries(database, count):
-    """Insert ``count`` orders, each with one due retry row; their ids."""
-    due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
-    ids = set()
-    with database.session() as session, session.begin():
-        for _ in range(count):
-            order = orders.create(session, 'certificate', {}, due)
-            retry_tasks.add(session, order.id, 'check_certificate_status',
-                            due, args=[order.id], kwargs={'generation': 0})
-            ids.add(order.id)
-    return ids
 
 
 def _remaining(database):
@@ -188,7 +144,7 @@ def test_sighup_applies_a_new_period_without_losing_a_retry(
                      schedule_period_seconds=30)
     daemon = retry_daemon(config)
     daemon.wait_for_log('Retry scheduler started: period 30s')
-    all_ids = _add_due_retries(sqlite_database, 200)
+    all_ids = counting.add_due_retries(sqlite_database, 200)
 
     _config(tmp_path, sqlite_url, transport_url, topic,
             schedule_period_seconds=1)
@@ -215,7 +171,7 @@ def test_sighup_applies_a_new_period_without_losing_a_retry(
 def test_sighup_mid_pass_loses_and_duplicates_nothing(
         tmp_path, sqlite_url, sqlite_database, transport_url, topic,
         counter, retry_daemon):
-    all_ids = _add_due_retries(sqlite_database, 3000)
+    all_ids = counting.add_due_retries(sqlite_database, 3000)
     # One cast at a time in small batches: a pass takes seconds.
     config = _config(tmp_path, sqlite_url, transport_url, topic,
                      schedule_period_seconds=1, batch_size=50,
@@ -260,7 +216,7 @@ def test_sighup_with_an_invalid_value_keeps_the_daemon_working(
     os.kill(daemon.process.pid, signal.SIGHUP)
     # The child stops for its restart whether the new value is taken or not.
     daemon.wait_for_log('exited with status', timeout=30)
-    all_ids = _add_due_retries(sqlite_database, 100)
+    all_ids = counting.add_due_retries(sqlite_database, 100)
 
     _wait_until(lambda: counter.total() >= len(all_ids), 20,
                 'due retries cast after a refused reload')
@@ -278,7 +234,7 @@ def test_sigterm_mid_pass_stops_cleanly(tmp_path, sqlite_url, sqlite_database,
                                         transport_url, topic, counter,
                                         retry_daemon, to):
     """SIGTERM as KillMode=mixed (master) or control-group (group) sends it."""
-    all_ids = _add_due_retries(sqlite_database, 3000)
+    all_ids = counting.add_due_retries(sqlite_database, 3000)
     config = _config(tmp_path, sqlite_url, transport_url, topic,
                      schedule_period_seconds=1, batch_size=50,
                      cast_concurrency=1)

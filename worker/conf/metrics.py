@@ -22,7 +22,7 @@ metrics_opts = [
                 help='Port of barbican-retry\'s metrics endpoint.'),
     cfg.PortOpt('worker_port',
                 default=9465,
-                    help='First port of the barbican-worker endpoints: each '
+                help='First port of the barbican-worker endpoints: each '
                      'worker process takes the first free port from this '
                      'one up, so N workers on one host use worker_port to '
                      'worker_port + N - 1.'),
