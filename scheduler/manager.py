@@ -59,11 +59,15 @@ class RetryManager:
         current batch.
     :param observe_lateness: called with each cast's lateness in seconds
         (a metrics histogram), or None.
+    :param holder_name: the name recorded in the lock row: this daemon's
+        service name (``pid@host``), so that others can tell from its
+        heartbeat whether it is alive; ``[DEFAULT] host`` by default.
     """
 
     def __init__(self, conf, database, worker_api, stop_event=None,
-                 observe_lateness=None):
+                 observe_lateness=None, holder_name=None):
         self._conf = conf
+        self._holder_name = holder_name or conf.host
         self._database = database
         self._worker_api = worker_api
         self._stop_event = stop_event or threading.Event()
@@ -223,23 +227,40 @@ class RetryManager:
         return sent
 
     def _clear_stale_lock(self, now):
-        timeout = self._conf.scheduler.retry_lock_timeout_seconds
-        cutoff = liveness.lock_stale_before(now, timeout)
+        """Clear the lock if it is stale; returns True if it was cleared.
+
+        Stale is the blueprint's rule, a lock older than
+        ``retry_lock_timeout_seconds``, or sooner a lock whose holder has
+        stopped heartbeating for ``service_down_time`` (a killed daemon).
+        Only the lock that was read is deleted (by its owner token), never
+        one a live daemon took in between.
+        """
+        conf = self._conf
+        timeout = conf.scheduler.retry_lock_timeout_seconds
+        alive_since = liveness.alive_since(now, conf.service_down_time)
         with self._database.session() as session, session.begin():
             holder = locks.get(session, LOCK)
-            if holder is None or holder.created_at >= cutoff:
+            if holder is None:
                 return False
-            cleared = locks.clear_stale(session, LOCK, cutoff)
+            if holder.created_at < liveness.lock_stale_before(now, timeout):
+                why = 'taken at %s, older than %ds' % (holder.created_at,
+                                                       timeout)
+            elif (holder.created_at < alive_since and
+                  holder.worker_host_name not in
+                  services.live_names(session, alive_since)):
+                why = 'its holder stopped heartbeating'
+            else:
+                return False
+            cleared = locks.release(session, LOCK, holder.owner_token)
         if cleared:
-            LOG.warning('Cleared stale OrderRetryTask lock of %s taken at '
-                        '%s (older than %ds)', holder.worker_host_name,
-                        holder.created_at, timeout)
+            LOG.warning('Cleared the stale OrderRetryTask lock of %s: %s',
+                        holder.worker_host_name, why)
         return cleared
 
     def _acquire(self, token, now):
         try:
             with self._database.session() as session, session.begin():
-                locks.insert(session, LOCK, self._conf.host, token, now)
+                locks.insert(session, LOCK, self._holder_name, token, now)
         except db_exc.DBDuplicateEntry:
             return False
         return True

@@ -76,7 +76,8 @@ class SchedulerService(service.Service):
             observe_lateness = self._metrics.lateness.observe
         self._manager = manager.RetryManager(
             self._conf, self._database, worker_api,
-            stop_event=self._stopping, observe_lateness=observe_lateness)
+            stop_event=self._stopping, observe_lateness=observe_lateness,
+            holder_name=self._heartbeat.name)
         group = self._conf.scheduler
         # The first pass comes after a random part of one period, so that
         # daemons started together spread out from the start.

@@ -12,6 +12,7 @@ from worker.db import locks
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import services
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
@@ -164,6 +165,31 @@ def test_stale_lock_is_cleared_and_the_pass_proceeds(database):
     assert result.dispatched == 5
     with database.session() as session:
         assert locks.get(session, LOCK) is None
+
+
+def test_lock_of_a_daemon_that_stopped_heartbeating_is_cleared(database):
+    _make_orders(database, 3)
+    conf = _conf(**{'service_down_time': 60, 'report_interval': 10})
+    taken = NOW - datetime.timedelta(seconds=61)     # not 300 s old
+    with database.session() as session, session.begin():
+        locks.insert(session, LOCK, '123@dead-host', 'dead-token', taken)
+        services.heartbeat(session, '123@dead-host', 'scheduler',
+                           'dead-host', 123, taken)
+    result, client = _run(database, conf)
+    assert result.stale_lock_cleared and result.dispatched == 3
+
+
+def test_lock_of_a_live_daemon_is_kept_however_old(database):
+    _make_orders(database, 3)
+    conf = _conf(**{'service_down_time': 60, 'report_interval': 10})
+    with database.session() as session, session.begin():
+        locks.insert(session, LOCK, '7@live-host', 'live-token',
+                     NOW - datetime.timedelta(seconds=200))
+        services.heartbeat(session, '7@live-host', 'scheduler',
+                           'live-host', 7, NOW)
+    result, client = _run(database, conf)
+    assert not result.stale_lock_cleared and not result.locked
+    assert client.casts == []
 
 
 class _StealLockClient(fakes.RecordingRPCClient):

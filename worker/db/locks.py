@@ -16,19 +16,6 @@ def get(session, entity):
     return session.get(models.EntityLock, entity)
 
 
-def clear_stale(session, entity, older_than):
-    """Delete the lock of ``entity`` if it was taken before ``older_than``.
-
-    Returns True when a stale lock was cleared.
-    """
-    result = session.execute(
-        sa.delete(models.EntityLock)
-        .where(models.EntityLock.entity_to_lock == entity,
-               models.EntityLock.created_at < older_than)
-        .execution_options(synchronize_session=False))
-    return result.rowcount > 0
-
-
 def insert(session, entity, host, token, now):
     """Take the lock of ``entity``.
 
