@@ -4,6 +4,8 @@ import dataclasses
 import os
 import random
 import signal
+import subprocess
+import threading
 import time
 
 from tests.chaos import checks
@@ -162,22 +164,33 @@ class _Orders:
         self.meant_to_fail = set()
 
     def create_next_wave(self):
-        """Create the next wave, if any is left."""
+        """Create the next wave, if any is left.
+
+        Like a client of an API whose database is restarting, it tries
+        again: a failed ``order create`` committed nothing (its casts may
+        fail without failing it).
+        """
         if not self._waves:
             return
         size, meta = self._waves.pop(0)
-        created = self._deployment.manage_json(
-            'order', 'create', '--type', 'certificate', '--count',
-            str(size), '--meta', meta)
+        for _ in range(60):
+            try:
+                created = self._deployment.manage_json(
+                    'order', 'create', '--type', 'certificate', '--count',
+                    str(size), '--meta', meta)
+                break
+            except subprocess.CalledProcessError:
+                time.sleep(1)
+        else:
+            raise RuntimeError('could not create orders for a minute')
         ids = [order['id'] for order in created]
         self.ids += ids
         if meta == _FAILING:
             self.meant_to_fail.update(ids)
 
-    def create_all(self):
-        """Create the waves left."""
-        while self._waves:
-            self.create_next_wave()
+    def waves_left(self):
+        """How many waves are still to be created."""
+        return len(self._waves)
 
 
 def _pending(database):
@@ -203,7 +216,6 @@ def run(db, order_count, duration, workdir, services, seed=None,
                                                            duration))
         _inject_faults(cluster, services, db, duration, rng, report, log,
                        created)
-        created.create_all()
         faults_over = time.monotonic()
         deadline = faults_over + recovery_timeout
         while time.monotonic() < deadline and _pending(database):
@@ -230,27 +242,42 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
                    created):
     """Kill a process every few seconds; restart broker and database.
 
-    A wave of orders is created between two kills.
+    The waves of orders are created meanwhile by a thread of their own, so
+    that slow order creation never spaces the faults out.
     """
     start = time.monotonic()
+    creating = threading.Thread(
+        target=_create_waves, args=(created, start + 0.8 * duration))
+    creating.start()
     broker_at = start + duration / 3
-    database_at = start + 2 * duration / 3
-    while time.monotonic() - start < duration:
+    database_at = start + 2 * duration / 3 if db != 'sqlite' else None
+    try:
+        while time.monotonic() - start < duration:
+            time.sleep(rng.uniform(1.0, 3.0))
+            cluster.kill_one(rng)
+            report.kills += 1
+            now = time.monotonic()
+            if broker_at and now >= broker_at:
+                log('chaos: restarting RabbitMQ')
+                services.restart('rabbitmq', 5, time.sleep)
+                report.broker_restarts += 1
+                broker_at = None
+            if database_at and now >= database_at:
+                log('chaos: restarting %s' % db)
+                services.restart(db, 5, time.sleep)
+                report.db_restarts += 1
+                database_at = None
+    finally:
+        creating.join()
+
+
+def _create_waves(created, until):
+    """Create the waves evenly until ``until`` (monotonic), then the rest."""
+    while created.waves_left():
         created.create_next_wave()
-        time.sleep(rng.uniform(1.5, 4.0))
-        cluster.kill_one(rng)
-        report.kills += 1
-        now = time.monotonic()
-        if broker_at and now >= broker_at:
-            log('chaos: restarting RabbitMQ')
-            services.restart('rabbitmq', 5, time.sleep)
-            report.broker_restarts += 1
-            broker_at = None
-        if database_at and now >= database_at and db != 'sqlite':
-            log('chaos: restarting %s' % db)
-            services.restart(db, 5, time.sleep)
-            report.db_restarts += 1
-            database_at = None
+        left = created.waves_left()
+        if left:
+            time.sleep(max(0.0, (until - time.monotonic()) / left))
 
 
 class _Path(str):
