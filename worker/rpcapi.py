@@ -5,6 +5,7 @@ commands use to reach the workers. ``RETRYABLE_METHODS`` declares, in one
 place, which methods a retry row may name.
 """
 
+import functools
 import inspect
 import json
 
@@ -71,11 +72,19 @@ class WorkerAPI:
         kwargs = _decode(retry_kwargs, dict, 'retry_kwargs')
         method = getattr(self, retry_task)
         try:
-            bound = inspect.signature(method).bind(*args, **kwargs)
+            bound = _signature(retry_task).bind(*args, **kwargs)
         except TypeError as exc:
             raise InvalidRetry('arguments do not fit %s: %s'
                                % (retry_task, exc))
         return lambda: method(*bound.args, **bound.kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(method_name):
+    # Read once per method (it cost more than a cast's SQL, per row), from
+    # the class: the parameters after ``self``.
+    parameters = inspect.signature(getattr(WorkerAPI, method_name)).parameters
+    return inspect.Signature(list(parameters.values())[1:])
 
 
 def _decode(text, expected_type, column):

@@ -7,10 +7,17 @@ from oslo_db import options as db_options
 # Production deployments set [database] connection to PostgreSQL or MariaDB.
 DEFAULT_CONNECTION = 'sqlite:///barbican-retry.sqlite'
 
+# NOTE: a worker process runs up to [DEFAULT] executor_thread_pool_size
+# steps at once (16, see worker.rpc.set_defaults), each needing a
+# connection. With oslo.db's pool of 5, every checkout past 5 opened and
+# closed a new connection: the pool matches the threads instead.
+DEFAULT_MAX_POOL_SIZE = 16
+
 
 def register_opts(conf):
     """Register oslo.db's ``[database]`` options with our defaults."""
-    db_options.set_defaults(conf, connection=DEFAULT_CONNECTION)
+    db_options.set_defaults(conf, connection=DEFAULT_CONNECTION,
+                            max_pool_size=DEFAULT_MAX_POOL_SIZE)
 
 
 def list_opts():

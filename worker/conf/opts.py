@@ -29,5 +29,6 @@ def set_lib_defaults():
     one ConfigOpts only, which the generator never reads.
     """
     cfg.set_defaults(db_options.database_opts,
-                     connection=database.DEFAULT_CONNECTION)
+                     connection=database.DEFAULT_CONNECTION,
+                     max_pool_size=database.DEFAULT_MAX_POOL_SIZE)
     rpc.set_defaults()

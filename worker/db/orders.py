@@ -134,12 +134,14 @@ def lost_dispatches(session, dispatched_before, limit):
     """Orders cast before ``dispatched_before`` that no worker took up.
 
     Reads ``ix_orders_dispatched_at``: only orders in flight are visited.
+    Only PENDING orders have a ``dispatched_at`` (every other write clears
+    it), so the status is not in the query: it would make SQLite read the
+    status index, every PENDING order. ``take_back`` checks it anyway.
     """
     return list(session.execute(
         _recovery_columns()
         .where(models.Order.dispatched_at < dispatched_before,
                models.Order.owner.is_(None),
-               models.Order.status == models.PENDING,
                _without_retry_row())
         .order_by(models.Order.dispatched_at)
         .limit(limit)))
