@@ -1,6 +1,6 @@
 """``python -m tests.benchmarks``: run the measurements of issue 4.
 
-    . /path/to/services/env      # BARBICAN_RETRY_TEST_TRANSPORT_URL, ..._POSTGRESQL_URL
+    . SERVICES_DIR/env   # sets BARBICAN_RETRY_TEST_{TRANSPORT,POSTGRESQL}_URL
     python -m tests.benchmarks --quick              # under 3 minutes
     python -m tests.benchmarks --output DIR         # the full run
     python -m tests.benchmarks --only pass_cost,memory --quick
@@ -55,7 +55,7 @@ def _parse_args(argv):
                              % ', '.join(MEASUREMENTS))
     parser.add_argument('--profile', action='store_true',
                         help='Also profile one pass casting 10,000 rows '
-                             'with py-spy (profile_dispatch.txt).')
+                             'with py-spy (profile_dispatch_{wall,gil}.txt).')
     args = parser.parse_args(argv)
     args.only = [name.strip() for name in args.only.split(',') if name]
     unknown = set(args.only) - set(MEASUREMENTS)

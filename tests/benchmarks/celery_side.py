@@ -151,7 +151,7 @@ def drain(kombu_url, count, processes, workdir, log, lead_seconds=None):
                 raise RuntimeError('Celery worker did not start; see %s'
                                    % worker_log.name)
             time.sleep(0.2)
-        lead = lead_seconds or 5 + count / 500.0
+        lead = lead_seconds or 3 + count / 400.0
         due = time.time() + lead
         log('celery: publishing %d eta tasks due in %.0fs', count, lead)
         subprocess.run([str(python), str(workdir / 'brbench_publish.py'),

@@ -114,10 +114,10 @@ def run(transport_url, workdir, quick, log):
     median of each is kept: on a shared, noisy machine a single run of
     either can land in a busy moment.
     """
-    rows = 2000 if quick else 10000
+    rows = 1500 if quick else 10000
     repeats = 3
-    sweep_rows = 1000 if quick else 4000
-    levels = (1, 4, 8, 16) if quick else (1, 2, 4, 8, 16, 32)
+    sweep_rows = 800 if quick else 4000
+    levels = (1, 4, 8) if quick else (1, 2, 4, 8, 16, 32)
     kombu_url = env.kombu_url(transport_url)
     results = {'rows': rows, 'repeats': repeats}
     runs = {'kombu': []}

@@ -121,7 +121,7 @@ def measure(transport_url, daemons, period, window, rate, workdir, log):
 def run(transport_url, workdir, quick, log):
     """All of target 4; returns the raw figures."""
     period = 2
-    window = 12 if quick else 90
+    window = 10 if quick else 90
     rate = 25 if quick else 50
     others = 2 if quick else 3
     return {

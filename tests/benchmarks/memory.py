@@ -30,7 +30,7 @@ def run(transport_url, workdir, quick, log):
     """All of target 5; returns the raw figures."""
     rows = 100000 if quick else 1000000
     idle_seconds = 3 if quick else 10
-    busy_seconds = 10 if quick else 75
+    busy_seconds = 8 if quick else 75
     topic = env.new_topic()
     with env.database('postgresql', workdir) as (url, database), \
             broker.sink_queue(env.kombu_url(transport_url), topic,

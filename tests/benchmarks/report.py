@@ -70,8 +70,8 @@ def _rows_drain(result):
         '%.0f rows/s (%.1fs)' % (ours['rate'], ours['seconds']), reference,
         ratio, '>= 1.5x', ratio is not None and ratio >= 1.5)]
     rows.append(Row(
-        '2. drain lost / duplicated', '%d / %d' % (ours['lost'],
-                                                    ours['duplicated']),
+        '2. drain lost / duplicated',
+        '%d / %d' % (ours['lost'], ours['duplicated']),
         'Celery: %d / %d' % (celery['lost'], celery['duplicated']), None,
         '0 / 0', ours['lost'] == 0 and ours['duplicated'] == 0))
     if complete:

@@ -60,7 +60,7 @@ def measure(transport_url, count, worker_processes, workdir, log):
 
 def run(transport_url, workdir, quick, log):
     """All of target 6; returns the raw figures."""
-    count = 600 if quick else 3000
+    count = 400 if quick else 3000
     return {'orders': count,
             'one': measure(transport_url, count, 1, workdir, log),
             'two': measure(transport_url, count, 2, workdir, log)}
