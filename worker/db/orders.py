@@ -134,17 +134,19 @@ def lost_dispatches(session, dispatched_before, limit):
     """Orders cast before ``dispatched_before`` that no worker took up.
 
     Reads ``ix_orders_dispatched_at``: only orders in flight are visited.
-    Only PENDING orders have a ``dispatched_at`` (every other write clears
-    it), so the status is not in the query: it would make SQLite read the
-    status index, every PENDING order. ``take_back`` checks it anyway.
+    Only an unclaimed PENDING order has a ``dispatched_at`` (a claim and
+    every result clear it), so neither the status nor the owner is in the
+    query: either would make SQLite read that index instead, every PENDING
+    or unowned order. Rows with an owner are dropped here all the same,
+    and ``take_back`` checks the status.
     """
-    return list(session.execute(
+    rows = session.execute(
         _recovery_columns()
         .where(models.Order.dispatched_at < dispatched_before,
-               models.Order.owner.is_(None),
                _without_retry_row())
         .order_by(models.Order.dispatched_at)
-        .limit(limit)))
+        .limit(limit))
+    return [row for row in rows if row.owner is None]
 
 
 def owners(session):
@@ -155,13 +157,17 @@ def owners(session):
 
 
 def owned_by(session, dead_owners, limit):
-    """PENDING orders claimed by one of ``dead_owners``."""
+    """Orders claimed by one of ``dead_owners`` (``ix_orders_owner``).
+
+    Only PENDING orders have an owner (every result clears it); the status
+    is left out of the query for the reason given in ``lost_dispatches``,
+    and ``take_back`` checks it.
+    """
     if not dead_owners:
         return []
     return list(session.execute(
         _recovery_columns()
         .where(models.Order.owner.in_(list(dead_owners)),
-               models.Order.status == models.PENDING,
                _without_retry_row())
         .limit(limit)))
 
