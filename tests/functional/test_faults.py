@@ -138,13 +138,18 @@ def _run(script):
     subprocess.run([script], check=True, capture_output=True, timeout=120)
 
 
-@pytest.fixture
-def broker_control():
-    """Stop and start the test broker; it is running again at the end."""
-    stop = _service_script('BARBICAN_RETRY_TEST_RABBITMQ_STOP')
-    start = _service_script('BARBICAN_RETRY_TEST_RABBITMQ_START')
+def _control(service):
+    """Yield (stop, start) of a test server; it is running at the end."""
+    stop = _service_script('BARBICAN_RETRY_TEST_%s_STOP' % service)
+    start = _service_script('BARBICAN_RETRY_TEST_%s_START' % service)
     yield lambda: _run(stop), lambda: _run(start)
     _run(start)
+
+
+@pytest.fixture
+def broker_control():
+    """Stop and start the test broker."""
+    yield from _control('RABBITMQ')
 
 
 OUTAGE_SECONDS = 60
@@ -213,16 +218,13 @@ def test_queued_casts_survive_a_broker_restart(deployment, database,
 
 @pytest.fixture
 def postgresql_control():
-    """Stop and start the test PostgreSQL; it is running at the end."""
-    stop = _service_script('BARBICAN_RETRY_TEST_POSTGRESQL_STOP')
-    start = _service_script('BARBICAN_RETRY_TEST_POSTGRESQL_START')
-    yield lambda: _run(stop), lambda: _run(start)
-    _run(start)
+    """Stop and start the test PostgreSQL."""
+    yield from _control('POSTGRESQL')
 
 
 @pytest.mark.parametrize('backend', ['postgresql'])
 def test_database_outage_of_a_minute_is_survived(deployment, database,
-                                     postgresql_control):
+                                                 postgresql_control):
     stop_db, start_db = postgresql_control
     cluster = deployment(FAST)
     workers = cluster.start('barbican-worker', 'worker')
