@@ -21,11 +21,13 @@ scheduler_opts = [
     cfg.FloatOpt('schedule_jitter',
                  default=0.2, min=0.0, max=0.5,
                  mutable=True,
-                 help='Fraction of schedule_period_seconds by which each '
-                      'wait between passes is randomly shortened or '
-                      'lengthened, so that several daemons drift apart '
-                      'instead of contending for the lock at the same '
-                      'moment. 0.2 with a 15 s period waits 12 to 18 s.'),
+                 help='The live daemons share each period: with K of them, '
+                      'one passes every schedule_period_seconds / K, each '
+                      'in its own slot. Each pass is moved by a random '
+                      'amount of up to half this fraction of that gap, '
+                      'earlier or later, so that passes do not fall in '
+                      'step with other periodic work. 0.2 with one daemon '
+                      'and a 15 s period puts passes 12 to 18 s apart.'),
     cfg.IntOpt('retry_lock_timeout_seconds',
                default=300, min=1, max=86400,
                mutable=True,

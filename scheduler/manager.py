@@ -1,8 +1,12 @@
 """One pass of the retry scheduler: ``RetryManager.run_once(now)``.
 
-A pass takes the OrderRetryTask lock, reads the due rows in batches
-(oldest first), casts them to the workers and deletes what it cast, then
-releases the lock. Rows are cast *before* they are deleted, so a crash
+A pass first looks, in one read-only transaction, whether it has anything
+to do: a due row, a lock to judge, or recovery to run (at most once per
+``[DEFAULT] report_interval``, the cadence at which liveness can change).
+A pass with nothing to do ends there, without writing. Otherwise it takes
+the OrderRetryTask lock, reads the due rows in batches (oldest first),
+casts them to the workers and deletes what it cast, then releases the
+lock. Rows are cast *before* they are deleted, so a crash
 between the two re-sends them on a later pass (at-least-once); the
 workers' fencing tokens make such a duplicate harmless. Deletion commits
 only in a transaction that first renews our own lock, so a daemon whose
@@ -33,11 +37,17 @@ LOG = logging.getLogger(__name__)
 
 LOCK = models.ORDER_RETRY_TASK_LOCK
 
+# What a read-only look says a pass has to do.
+_IDLE = 'idle'
+_HELD = 'lock held'
+_WORK = 'work'
+
 
 @dataclasses.dataclass
 class PassResult:
     """What one pass did."""
 
+    idle: bool = False
     locked: bool = False
     stale_lock_cleared: bool = False
     recovered: int = 0
@@ -72,27 +82,34 @@ class RetryManager:
         self._worker_api = worker_api
         self._stop_event = stop_event or threading.Event()
         self._observe_lateness = observe_lateness
+        self._recovered_at = None
 
     def run_once(self, now):
         """Run one pass as of ``now`` (naive UTC); returns a PassResult."""
         group = self._conf.scheduler
         result = PassResult(
             lateness=lateness_stats.LatenessTracker(self._observe_lateness))
+        started = time.monotonic()
+        outlook, recover = self._look(now)
+        if outlook is _IDLE:
+            result.idle = True
+            self._log(result, time.monotonic() - started)
+            return result
         token = str(uuid.uuid4())
-        result.stale_lock_cleared = self._clear_stale_lock(now)
-        if not self._acquire(token, now):
+        if outlook is _WORK:
+            result.stale_lock_cleared = self._clear_stale_lock(now)
+        if outlook is _HELD or not self._acquire(token, now):
             LOG.debug('OrderRetryTask lock held by another process; '
                       'skipping this pass')
             return result
         result.locked = True
-        started = time.monotonic()
         # A new pool per pass: a cast stuck past cast_timeout_seconds is
         # abandoned with its pool and cannot delay the next pass.
         executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=group.cast_concurrency,
             thread_name_prefix='retry-cast')
         try:
-            if self._recover(token, now, result):
+            if not recover or self._recover(token, now, result):
                 self._dispatch_batches(executor, token, now, started, result,
                                        group)
         finally:
@@ -100,6 +117,63 @@ class RetryManager:
             self._release(token)
         self._log(result, time.monotonic() - started)
         return result
+
+    def _recovery_due(self, now):
+        # A process is declared dead service_down_time after its last
+        # heartbeat, and heartbeats come every report_interval: looking
+        # more often than that finds nothing new.
+        interval = datetime.timedelta(seconds=self._conf.report_interval)
+        return (self._recovered_at is None or
+                now - self._recovered_at >= interval or
+                now < self._recovered_at)  # the clock went back
+
+    def _look(self, now):
+        """Tell, reading only, what this pass has to do.
+
+        Returns ``(outlook, recover)``: ``_IDLE`` (nothing due, nothing
+        lost), ``_HELD`` (a lock too young to be stale: its holder is on
+        it) or ``_WORK``; ``recover`` says whether the pass must take lost
+        orders back. When recovery was due and the look found nothing lost,
+        it counts as done.
+        """
+        conf = self._conf
+        recovery_due = self._recovery_due(now)
+        fresh_since = max(
+            liveness.alive_since(now, conf.service_down_time),
+            liveness.lock_stale_before(
+                now, conf.scheduler.retry_lock_timeout_seconds))
+        with self._database.reader() as session, session.begin():
+            holder = locks.get(session, LOCK)
+            if holder is not None:
+                # An older lock is judged, and maybe cleared, under a
+                # write transaction by the full pass.
+                if holder.created_at >= fresh_since:
+                    return _HELD, recovery_due
+                return _WORK, recovery_due
+            if recovery_due and self._anything_lost(session, now):
+                return _WORK, True
+            if recovery_due:
+                self._recovered_at = now
+            if retry_tasks.any_due(session, now):
+                return _WORK, False
+        return _IDLE, False
+
+    def _anything_lost(self, session, now):
+        alive_since = liveness.alive_since(now, self._conf.service_down_time)
+        return bool(self._lost_orders(session, now, 1) or
+                    services.any_dead(session, alive_since))
+
+    def _lost_orders(self, session, now, limit):
+        """Orders whose dispatch or owner was lost, up to ``limit`` each."""
+        conf = self._conf
+        alive_since = liveness.alive_since(now, conf.service_down_time)
+        deadline = liveness.dispatch_lost_before(
+            now, conf.scheduler.dispatch_deadline_seconds)
+        dead_owners = liveness.dead_owners(
+            orders.owners(session),
+            services.live_names(session, alive_since))
+        return (orders.lost_dispatches(session, deadline, limit) +
+                orders.owned_by(session, dead_owners, limit))
 
     def _recover(self, token, now, result):
         """Take back orders whose dispatch or owner was lost.
@@ -109,20 +183,16 @@ class RetryManager:
         never taken, however long its step runs. Returns False if our lock
         was lost.
         """
-        conf = self._conf
-        alive_since = liveness.alive_since(now, conf.service_down_time)
-        deadline = liveness.dispatch_lost_before(
-            now, conf.scheduler.dispatch_deadline_seconds)
-        limit = conf.scheduler.batch_size
+        alive_since = liveness.alive_since(now, self._conf.service_down_time)
         with self._database.session() as session, session.begin():
             if not locks.renew(session, LOCK, token, now):
                 result.lock_lost = True
                 return False
-            dead_owners = liveness.dead_owners(
-                orders.owners(session),
-                services.live_names(session, alive_since))
-            lost = (orders.lost_dispatches(session, deadline, limit) +
-                    orders.owned_by(session, dead_owners, limit))
+            limit = self._conf.scheduler.batch_size
+            lost = self._lost_orders(session, now, limit)
+            if len(lost) < limit:
+                # All found; with more, the next pass goes on.
+                self._recovered_at = now
             for order in lost:
                 if not orders.take_back(session, order.id, order.generation,
                                         now):
@@ -279,6 +349,7 @@ class RetryManager:
 
     @staticmethod
     def _log(result, duration):
+        # The "found nothing due" line's format is read by the benchmark.
         if not (result.dispatched or result.parked or result.cast_failures
                 or result.recovered):
             LOG.debug('Pass found nothing due (%.3fs)', duration)

@@ -11,10 +11,12 @@ from oslo_utils import timeutils
 
 from scheduler import manager
 from scheduler import metrics as scheduler_metrics
+from scheduler import slots
 from worker.db import retry_tasks
 from worker.db import services
 from worker.db import session as db_session
 from worker import heartbeat
+from worker import liveness
 from worker import oslo_service_backend
 from worker import metrics as worker_metrics
 from worker import rpc
@@ -22,20 +24,16 @@ from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
 
-
-def next_delay(period, jitter, rng=random):
-    """Return the wait before the next pass: ``period`` ± ``jitter``.
-
-    The random dither spreads several daemons over the period instead of
-    having them contend for the lock at the same moment.
-    """
-    return period * rng.uniform(1 - jitter, 1 + jitter)
+# The kind of this daemon's row in ``services``.
+KIND = 'scheduler'
+_EPOCH = datetime.datetime(1970, 1, 1)
 
 
 class SchedulerService(service.Service):
     """Runs a retry pass every ``[scheduler] schedule_period_seconds``.
 
-    A pass that raises is logged and the timer goes on. ``stop()`` lets a
+    The live daemons share the period: each passes in its own slot (see
+    ``scheduler.slots``), so that K of them pass every period / K. A pass that raises is logged and the timer goes on. ``stop()`` lets a
     running pass finish its current batch and release the lock.
 
     :param transport: an existing transport to share (the all-in-one demo
@@ -61,7 +59,7 @@ class SchedulerService(service.Service):
         super().start()
         self._stopping.clear()
         self._database = db_session.Database.from_conf(self._conf)
-        self._heartbeat = heartbeat.Heartbeat(self._database, 'scheduler',
+        self._heartbeat = heartbeat.Heartbeat(self._database, KIND,
                                               self._conf.host)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         self._transport = (self._shared_transport or
@@ -79,9 +77,7 @@ class SchedulerService(service.Service):
             stop_event=self._stopping, observe_lateness=observe_lateness,
             holder_name=self._heartbeat.name)
         group = self._conf.scheduler
-        # The first pass comes after a random part of one period, so that
-        # daemons started together spread out from the start.
-        initial = random.uniform(0, group.schedule_period_seconds)
+        initial = self._next_delay(self._clock())
         self.tg.add_dynamic_timer_args(self._periodic_pass,
                                        initial_delay=initial,
                                        stop_on_exception=False)
@@ -90,27 +86,26 @@ class SchedulerService(service.Service):
                  100 * group.schedule_jitter, initial)
 
     def _periodic_pass(self):
-        group = self._conf.scheduler
-        delay = next_delay(group.schedule_period_seconds,
-                           group.schedule_jitter)
+        """Run a pass; return the wait before the next one."""
         with self._pass_lock:
             try:
                 if not self._stopping.is_set():
-                    self._run_pass(delay)
+                    return self._run_pass()
             except Exception:
                 if self._metrics is not None:
                     self._metrics.record_failure()
                 LOG.exception('Retry pass failed; the next one runs as '
                               'scheduled')
-        return delay
+        return self._conf.scheduler.schedule_period_seconds
 
-    def _run_pass(self, delay):
+    def _run_pass(self):
         now = self._clock()
         started = time.monotonic()
         result = self._manager.run_once(now)
         duration = time.monotonic() - started
         finished = self._clock()
         with self._database.session() as session, session.begin():
+            delay = self._next_delay(finished, session)
             # For operators: "retry explain" tells when the next pass is.
             services.record_pass(
                 session, self._heartbeat.name, now,
@@ -120,6 +115,32 @@ class SchedulerService(service.Service):
                        else None)
         if self._metrics is not None:
             self._metrics.record_pass(result, duration, backlog)
+        return delay
+
+    def _next_delay(self, now, session=None):
+        """Seconds from ``now`` to this daemon's slot (see ``slots``)."""
+        group = self._conf.scheduler
+        try:
+            if session is None:
+                with self._database.reader() as reader, reader.begin():
+                    live = self._live_schedulers(reader, now)
+            else:
+                live = self._live_schedulers(session, now)
+        except Exception as exc:
+            # Without the database there is nothing to pass over either:
+            # a random part of the period, like an unranked daemon.
+            LOG.warning('Could not read the live retry daemons (%s); next '
+                        'pass at a random point of the period', exc)
+            return random.uniform(0, group.schedule_period_seconds)
+        rank, count = slots.rank_of(self._heartbeat.name, live)
+        return slots.delay_to_slot(
+            timeutils.delta_seconds(_EPOCH, now),
+            group.schedule_period_seconds, rank, count, group.schedule_jitter)
+
+    def _live_schedulers(self, session, now):
+        return services.live_names(
+            session, liveness.alive_since(now, self._conf.service_down_time),
+            kind=KIND)
 
     def run_pass_now(self):
         """Run one pass at once (used by the demo and tests)."""

@@ -55,7 +55,7 @@ def _measure(backend, database, api, conf, repeats):
 
     def one_pass():
         result = retry_manager.run_once(timeutils.utcnow())
-        assert result.locked and not result.dispatched, result
+        assert result.idle, result
 
     def due_query():
         with database.session() as session, session.begin():

@@ -1,6 +1,10 @@
 """The blueprint end to end: real worker and retry processes, RabbitMQ."""
 
+import datetime
+import re
 import time
+
+import pytest
 
 from tests.functional import counting
 from tests.functional import processes
@@ -84,3 +88,50 @@ def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
     logs = [daemon.log() for daemon in daemons]
     assert (any('lock held by another process' in log for log in logs) or
             all('Pass dispatched' in log for log in logs))
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_PASS_LINE = re.compile(
+    r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) .*Pass found nothing due',
+    re.MULTILINE)
+
+
+def _pass_times(daemon):
+    return [datetime.datetime.strptime(stamp, '%Y-%m-%d %H:%M:%S.%f')
+            for stamp in _PASS_LINE.findall(daemon.log())]
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_two_daemons_take_turns_each_in_its_slot(deployment):
+    period = 4
+    cluster = deployment({'scheduler': {'schedule_period_seconds': period,
+                                        'schedule_jitter': 0}})
+    daemons = [cluster.start('barbican-retry', 'retry-%d' % i)
+               for i in (1, 2)]
+    for daemon in daemons:
+        daemon.wait_for_log('Pass found nothing due', count=4,
+                            timeout=8 * period)
+    for daemon in daemons:
+        assert daemon.stop() == 0
+    # From the moment both have passed twice (both know of the other).
+    runs = [_pass_times(daemon) for daemon in daemons]
+    since = max(times[1] for times in runs)
+    passes = sorted((at, index) for index, times in enumerate(runs)
+                    for at in times if at > since)
+    assert len(passes) >= 3
+    # They alternate, each at the start of its half of the period on the
+    # clock (0 s and 2 s past a multiple of 4 s), so that a pass comes
+    # every period / 2. Timers independent of each other would pass at
+    # random points of the period.
+    assert all(a[1] != b[1] for a, b in zip(passes, passes[1:])), passes
+    def slot_of(index):
+        """The half of the period all passes of ``index`` start in."""
+        phases = [(at - _EPOCH).total_seconds() % period
+                  for at, i in passes if i == index]
+        for start in (0, period / 2):
+            off = [min(abs(p - start), period - abs(p - start))
+                   for p in phases]
+            if max(off) <= 0.4:
+                return start
+        raise AssertionError('passes off any slot: %s' % phases)
+    assert slot_of(0) != slot_of(1)

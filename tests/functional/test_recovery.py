@@ -178,3 +178,18 @@ def test_one_winner_among_concurrent_claims(database):
     order = _get(database, order_id)
     assert order.status == models.PENDING and order.generation == 1
     assert order.step == 'check_certificate_status'
+
+
+def test_recovery_runs_once_per_report_interval(database):
+    retry_manager = scheduler_manager.RetryManager(
+        _conf(), database, rpcapi.WorkerAPI(fakes.RecordingRPCClient()))
+    died = NOW + _seconds(DOWN + 1)
+    assert retry_manager.run_once(died).recovered == 0   # recovery ran
+    order_id = _new_order(database)
+    _claim(database, order_id, 'gone@host')           # never heartbeated
+
+    # Liveness is looked at every report_interval (10 s), not every pass.
+    assert retry_manager.run_once(died + _seconds(9)).recovered == 0
+    assert _get(database, order_id).owner == 'gone@host'
+    assert retry_manager.run_once(died + _seconds(10)).recovered == 1
+    assert _get(database, order_id).owner is None

@@ -218,3 +218,32 @@ def test_lost_lock_stops_the_pass_without_deleting(database):
     with database.session() as session:
         # Our release did not remove the thief's lock.
         assert locks.get(session, LOCK).owner_token == 'thief'
+
+
+def _statements(database):
+    """Collect the SQL statements the engine runs from now on."""
+    seen = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(' '.join(statement.split()).upper())
+    sa.event.listen(database.engine, 'before_cursor_execute', record)
+    return seen
+
+
+def test_a_pass_with_nothing_due_only_reads(database):
+    _make_orders(database, 3, due_in=60)
+    retry_manager = manager.RetryManager(
+        _conf(), database, rpcapi.WorkerAPI(fakes.RecordingRPCClient()))
+    statements = _statements(database)
+    # Recovery is due at the start; it too finds nothing to do.
+    result = retry_manager.run_once(NOW)
+
+    assert result.idle and not result.locked and not result.dispatched
+    # No write, and on SQLite no write lock either (BEGIN IMMEDIATE).
+    assert any(s.startswith('SELECT') for s in statements)
+    assert all(s.split()[0] in ('SELECT', 'BEGIN', 'COMMIT', 'ROLLBACK')
+               for s in statements), statements
+    assert 'BEGIN IMMEDIATE' not in statements
+    # Once its row is due, the same daemon takes the lock and casts it.
+    result = retry_manager.run_once(NOW + datetime.timedelta(seconds=61))
+    assert result.locked and result.dispatched == 3

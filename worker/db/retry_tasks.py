@@ -63,6 +63,19 @@ def due(session, now, limit, after=None):
     return [DueTask(*row) for row in session.execute(query)]
 
 
+def any_due(session, now):
+    """Return True if an unparked row is due at ``now``.
+
+    One probe of ``ix_order_retry_tasks_due``: its cost does not grow with
+    the table.
+    """
+    task = models.OrderRetryTask
+    return session.scalar(
+        sa.select(task.id)
+        .where(task.parked == sa.false(), task.retry_at <= now)
+        .limit(1)) is not None
+
+
 def count_due(session, now):
     """Count the unparked rows due at ``now`` (reads only those rows)."""
     task = models.OrderRetryTask

@@ -43,11 +43,22 @@ def remove(session, name):
         .execution_options(synchronize_session=False))
 
 
-def live_names(session, alive_since):
-    """Return the names whose heartbeat is at or after ``alive_since``."""
-    return set(session.scalars(
+def live_names(session, alive_since, kind=None):
+    """Return the names (of ``kind``) whose heartbeat is at or after
+    ``alive_since``."""
+    query = (sa.select(models.Service.name)
+             .where(models.Service.heartbeat_at >= alive_since))
+    if kind:
+        query = query.where(models.Service.kind == kind)
+    return set(session.scalars(query))
+
+
+def any_dead(session, alive_since):
+    """Return True if a row's heartbeat is before ``alive_since``."""
+    return session.scalar(
         sa.select(models.Service.name)
-        .where(models.Service.heartbeat_at >= alive_since)))
+        .where(models.Service.heartbeat_at < alive_since)
+        .limit(1)) is not None
 
 
 def delete_dead(session, alive_since):

@@ -16,6 +16,9 @@ from sqlalchemy import orm
 # connection wrote in between.
 _SQLITE_BUSY_TIMEOUT_MS = 30000
 
+# Execution option of the engine behind ``Database.reader()``.
+_READ_ONLY = 'barbican_retry_read_only'
+
 
 def _tune_sqlite(dbapi_connection, connection_record):
     cursor = dbapi_connection.cursor()
@@ -24,10 +27,30 @@ def _tune_sqlite(dbapi_connection, connection_record):
     cursor.close()
 
 
+def _keep_connections(null_pool, size, overflow, timeout):
+    """Return a QueuePool built like ``null_pool``.
+
+    NOTE: oslo.db gives a SQLite file a NullPool, so every transaction
+    would open the file again, run its pragmas and read its schema, which
+    costs more than the transaction's own statements. SQLAlchemy opens file
+    databases with ``check_same_thread=False``: a connection may move
+    between threads, one at a time, which the pool guarantees. Built as
+    ``Pool.recreate()`` builds a pool (same creator, same listeners), so
+    oslo.db's connect and checkout listeners stay.
+    """
+    return sa.pool.QueuePool(
+        null_pool._creator, pool_size=size, max_overflow=overflow,
+        timeout=timeout, recycle=null_pool._recycle, reset_on_return=null_pool._reset_on_return,
+        _dispatch=null_pool.dispatch, dialect=null_pool._dialect)
+
+
 def _begin_immediate(connection):
     # NOTE: oslo.db's own "begin" listener, registered before this one,
     # has issued a deferred BEGIN. A deferred transaction takes no lock
-    # until its first statement, so replacing it loses nothing.
+    # until its first statement, so replacing it loses nothing. A reader
+    # keeps it: it never writes, and needs no write lock to read.
+    if connection.get_execution_options().get(_READ_ONLY):
+        return
     if connection.connection.dbapi_connection.in_transaction:
         connection.exec_driver_sql('ROLLBACK')
     connection.exec_driver_sql('BEGIN IMMEDIATE')
@@ -44,6 +67,10 @@ class Database:
         self.engine = engine
         self._sessionmaker = orm.sessionmaker(
             bind=engine, expire_on_commit=False)
+        # Same pool, tagged so that SQLite begins its transactions deferred.
+        self._reader_sessionmaker = orm.sessionmaker(
+            bind=engine.execution_options(**{_READ_ONLY: True}),
+            expire_on_commit=False)
 
     @classmethod
     def from_url(cls, url, **kwargs):
@@ -55,6 +82,11 @@ class Database:
         """
         engine = engines.create_engine(url, sqlite_fk=True, **kwargs)
         if engine.dialect.name == 'sqlite':
+            if isinstance(engine.pool, sa.pool.NullPool):  # a file
+                engine.pool = _keep_connections(
+                    engine.pool, kwargs.get('max_pool_size') or 5,
+                    kwargs.get('max_overflow') or 0,
+                    kwargs.get('pool_timeout') or 30)
             sa.event.listen(engine, 'connect', _tune_sqlite)
             sa.event.listen(engine, 'begin', _begin_immediate)
             # Connections opened before the listener was added.
@@ -80,6 +112,15 @@ class Database:
     def session(self):
         """Return a new session; the caller begins and ends transactions."""
         return self._sessionmaker()
+
+    def reader(self):
+        """Return a new session for transactions that only read.
+
+        On SQLite its transactions begin deferred: they take no write lock,
+        so a reader neither waits for a writer nor makes one wait. Writing
+        through it is a programming error (SQLite may refuse it as busy).
+        """
+        return self._reader_sessionmaker()
 
     def dispose(self):
         """Close every pooled connection."""
