@@ -28,6 +28,17 @@ scheduler_opts = [
                       'earlier or later, so that passes do not fall in '
                       'step with other periodic work. 0.2 with one daemon '
                       'and a 15 s period puts passes 12 to 18 s apart.'),
+    cfg.FloatOpt('min_pass_gap_seconds',
+                 default=0.5, min=0.05, max=3600,
+                 mutable=True,
+                 help='A daemon also passes before its slot when the '
+                      'earliest waiting retry falls due sooner, so that a '
+                      'retry is cast about when it falls due; but never '
+                      'sooner than this after the start of its previous '
+                      'pass, which bounds the passes a daemon makes when '
+                      'retries fall due at many different moments. Rows '
+                      'already due and left over by a pass (a cast failed, '
+                      'max_pass_seconds) wait for the next slot.'),
     cfg.IntOpt('retry_lock_timeout_seconds',
                default=300, min=1, max=86400,
                mutable=True,
@@ -62,6 +73,15 @@ scheduler_opts = [
                default=8, min=1, max=64,
                mutable=True,
                help='Casts in flight at once within a batch.'),
+    cfg.IntOpt('rows_per_cast',
+               default=50, min=1, max=500,
+               mutable=True,
+               help='Due rows carried by one message to the workers (RPC '
+                    '1.1 run_steps; upgrade the workers first). A batch is '
+                    'split into at least cast_concurrency messages when it '
+                    'has enough rows, since a worker runs the steps of one '
+                    'message one after another. 1 sends a message per '
+                    'row.'),
     cfg.IntOpt('cast_timeout_seconds',
                default=10, min=1, max=600,
                mutable=True,

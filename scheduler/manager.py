@@ -16,6 +16,7 @@ lock was cleared as stale stops at its next batch.
 import concurrent.futures
 import dataclasses
 import datetime
+import functools
 import threading
 import time
 import uuid
@@ -64,7 +65,7 @@ class RetryManager:
     """Runs passes of the retry scheduler.
 
     :param worker_api: a ``worker.rpcapi.WorkerAPI`` (or a fake with the
-        same ``bind_retry``).
+        same ``parse_retry`` and ``run_steps``).
     :param stop_event: set it to make a running pass stop after its
         current batch.
     :param observe_lateness: called with each cast's lateness in seconds
@@ -238,14 +239,14 @@ class RetryManager:
 
         Returns False if our lock was lost (nothing deleted then).
         """
-        casts, bad = {}, []
+        steps, bad = {}, []
         for row in rows:
             reason = None
             if not row.order_exists:
                 reason = 'order %s no longer exists' % row.order_id
             else:
                 try:
-                    casts[row.id] = self._worker_api.bind_retry(
+                    steps[row.id] = self._worker_api.parse_retry(
                         row.retry_task, row.retry_args, row.retry_kwargs)
                 except rpcapi.InvalidRetry as exc:
                     reason = str(exc)
@@ -253,6 +254,9 @@ class RetryManager:
                 LOG.error('Retry task %d (order %s, %s) set aside: %s',
                           row.id, row.order_id, row.retry_task, reason)
                 bad.append((row.id, reason))
+        casts = {ids: functools.partial(self._worker_api.run_steps,
+                                        [steps[i] for i in ids])
+                 for ids in self._chunks(list(steps))}
         sent = self._cast_all(executor, casts, result)
         with self._database.session() as session, session.begin():
             if not locks.renew(session, LOCK, token, now):
@@ -274,26 +278,46 @@ class RetryManager:
                 (now - by_id[task_id].retry_at).total_seconds())
         return True
 
+    def _chunks(self, task_ids):
+        """Split a batch into the rows of each message.
+
+        At most ``rows_per_cast`` rows each, but at least
+        ``cast_concurrency`` messages when there are enough rows: a worker
+        runs one message's steps one after another, so a small batch of
+        slow steps is still spread over that many worker threads.
+        """
+        group = self._conf.scheduler
+        size = max(1, min(group.rows_per_cast,
+                          -(-len(task_ids) // group.cast_concurrency)))
+        return [tuple(task_ids[start:start + size])
+                for start in range(0, len(task_ids), size)]
+
     def _cast_all(self, executor, casts, result):
-        """Run the casts concurrently; return the ids that were sent."""
+        """Run the casts concurrently; return the row ids that were sent.
+
+        :param casts: ``{row ids: cast}``; a failed cast keeps its rows.
+        """
         if not casts:
             return []
-        futures = {executor.submit(cast): task_id
-                   for task_id, cast in casts.items()}
+        futures = {executor.submit(cast): task_ids
+                   for task_ids, cast in casts.items()}
         done, not_done = concurrent.futures.wait(
             futures, timeout=self._conf.scheduler.cast_timeout_seconds)
-        sent, first_error = [], None
-        for future in done:
-            if future.exception() is None:
-                sent.append(futures[future])
-            elif first_error is None:
+        sent, failed, first_error = [], 0, None
+        for future in futures:
+            if future in done and future.exception() is None:
+                sent.extend(futures[future])
+                continue
+            failed += 1
+            if first_error is None and future in done:
                 first_error = future.exception()
-        failures = len(casts) - len(sent)
-        if failures:
-            result.cast_failures += failures
+        if failed:
+            kept = sum(len(task_ids) for task_ids in casts) - len(sent)
+            result.cast_failures += kept
             LOG.warning('%d of %d casts failed or timed out (%d timed out); '
-                        'their rows stay for the next pass. First error: %s',
-                        failures, len(casts), len(not_done), first_error)
+                        'their %d rows stay for the next pass. First '
+                        'error: %s', failed, len(casts), len(not_done),
+                        kept, first_error)
         return sent
 
     def _clear_stale_lock(self, now):

@@ -52,6 +52,7 @@ class SchedulerService(service.Service):
         self._manager = None
         self._heartbeat = None
         self._metrics = None
+        self._timer = None
 
     def start(self):
         """Connect to the database and the broker, then start the timer."""
@@ -76,14 +77,27 @@ class SchedulerService(service.Service):
             self._conf, self._database, worker_api,
             stop_event=self._stopping, observe_lateness=observe_lateness,
             holder_name=self._heartbeat.name)
+        self._start_timer('Retry scheduler started')
+
+    def reset(self):
+        """Apply reloaded options: plan the next pass from them.
+
+        A pass under way finishes first, with the values it started with
+        (it reads the mutable options as it goes).
+        """
+        if self._timer is not None:
+            self._timer.stop()
+            self._start_timer('Configuration reloaded')
+
+    def _start_timer(self, what):
         group = self._conf.scheduler
-        initial = self._next_delay(self._clock())
-        self.tg.add_dynamic_timer_args(self._periodic_pass,
-                                       initial_delay=initial,
-                                       stop_on_exception=False)
-        LOG.info('Retry scheduler started: period %ds, jitter %.0f%%, '
-                 'first pass in %.1fs', group.schedule_period_seconds,
-                 100 * group.schedule_jitter, initial)
+        initial = self._first_delay()
+        self._timer = self.tg.add_dynamic_timer_args(
+            self._periodic_pass, initial_delay=initial,
+            stop_on_exception=False)
+        LOG.info('%s: period %ds, jitter %.0f%%, next pass in %.1fs', what,
+                 group.schedule_period_seconds, 100 * group.schedule_jitter,
+                 initial)
 
     def _periodic_pass(self):
         """Run a pass; return the wait before the next one."""
@@ -105,7 +119,7 @@ class SchedulerService(service.Service):
         duration = time.monotonic() - started
         finished = self._clock()
         with self._database.session() as session, session.begin():
-            delay = self._next_delay(finished, session)
+            delay = self._delay_to_next_pass(session, finished, now)
             # For operators: "retry explain" tells when the next pass is.
             services.record_pass(
                 session, self._heartbeat.name, now,
@@ -117,25 +131,39 @@ class SchedulerService(service.Service):
             self._metrics.record_pass(result, duration, backlog)
         return delay
 
-    def _next_delay(self, now, session=None):
-        """Seconds from ``now`` to this daemon's slot (see ``slots``)."""
-        group = self._conf.scheduler
+    def _first_delay(self):
+        now = self._clock()
         try:
-            if session is None:
-                with self._database.reader() as reader, reader.begin():
-                    live = self._live_schedulers(reader, now)
-            else:
-                live = self._live_schedulers(session, now)
+            with self._database.reader() as session, session.begin():
+                return self._delay_to_next_pass(session, now)
         except Exception as exc:
-            # Without the database there is nothing to pass over either:
-            # a random part of the period, like an unranked daemon.
-            LOG.warning('Could not read the live retry daemons (%s); next '
-                        'pass at a random point of the period', exc)
-            return random.uniform(0, group.schedule_period_seconds)
-        rank, count = slots.rank_of(self._heartbeat.name, live)
-        return slots.delay_to_slot(
+            # Without the database there is nothing to pass over either.
+            LOG.warning('Could not plan the first pass (%s); it comes at a '
+                        'random point of the period', exc)
+            return random.uniform(
+                0, self._conf.scheduler.schedule_period_seconds)
+
+    def _delay_to_next_pass(self, session, now, last_started=None):
+        """Seconds from ``now`` to this daemon's next pass.
+
+        Its slot of the period (see ``scheduler.slots``), or sooner when a
+        waiting row falls due before it; but not sooner than
+        ``min_pass_gap_seconds`` after ``last_started``, the start of the
+        previous pass.
+        """
+        group = self._conf.scheduler
+        rank, count = slots.rank_of(self._heartbeat.name,
+                                    self._live_schedulers(session, now))
+        delay = slots.delay_to_slot(
             timeutils.delta_seconds(_EPOCH, now),
             group.schedule_period_seconds, rank, count, group.schedule_jitter)
+        upcoming = retry_tasks.next_due_after(session, now)
+        if upcoming is None:
+            return delay
+        if last_started is not None:
+            upcoming = max(upcoming, last_started + datetime.timedelta(
+                seconds=group.min_pass_gap_seconds))
+        return min(delay, max(0.0, (upcoming - now).total_seconds()))
 
     def _live_schedulers(self, session, now):
         return services.live_names(

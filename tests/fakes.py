@@ -11,21 +11,42 @@ class CastFailed(Exception):
 class RecordingRPCClient:
     """Records casts like an ``oslo_messaging.RPCClient`` would send them.
 
-    :param fail: a predicate ``fail(method, kwargs)``; a cast for which it
-        is true raises ``CastFailed`` and is not recorded.
+    ``casts`` holds one ``(method, kwargs)`` per step: a ``run_steps``
+    message is recorded as its steps, so that a test reads the same list
+    whether the steps came one per message or several. ``messages`` holds
+    the messages themselves, with the version each was prepared for.
+
+    :param fail: a predicate ``fail(method, kwargs)`` over steps; a message
+        with a step for which it is true raises ``CastFailed`` and is not
+        recorded.
     """
 
     def __init__(self, fail=None):
         self.casts = []
+        self.messages = []
         self._fail = fail
+        self._version = None
         self._lock = threading.Lock()
 
+    def prepare(self, version=None, **kwargs):
+        """Like ``RPCClient.prepare``: the next cast is for ``version``."""
+        self._version = version
+        return self
+
     def cast(self, ctxt, method, **kwargs):
-        """Record one cast (or fail it)."""
-        if self._fail is not None and self._fail(method, kwargs):
+        """Record one message (or fail it)."""
+        if method == 'run_steps':
+            steps = [(name, {'order_id': order_id, 'generation': generation})
+                     for name, order_id, generation in kwargs['steps']]
+        else:
+            steps = [(method, kwargs)]
+        version, self._version = self._version, None
+        if self._fail is not None and any(self._fail(name, step_kwargs)
+                                          for name, step_kwargs in steps):
             raise CastFailed('cast of %s refused by the test' % method)
         with self._lock:
-            self.casts.append((method, kwargs))
+            self.casts.extend(steps)
+            self.messages.append((method, version, kwargs))
 
     def count_by_order(self):
         """Return ``Counter(order_id)`` over the recorded casts."""

@@ -1,10 +1,13 @@
-"""The worker's RPC endpoints: run one step of an order, fenced.
+"""The worker's RPC endpoints: run steps of orders, fenced.
 
+A message carries one step (``process_type_order``, as an API server
+casts it) or several (``run_steps``, as the retry scheduler casts them).
 One step is three moves:
 
 1. Claim: in one transaction, move the order's generation from the token
-   the message carries to the next one. A message whose token is stale (a
+   the message carries to the next one. A step whose token is stale (a
    duplicate, or one overtaken by later work) claims nothing and is dropped.
+   The steps of one message are claimed in one transaction.
 2. Run the plugin, outside any transaction. Plugins are pure.
 3. Apply: in one transaction, turn the plugin's answer into the order's new
    state and, when it asked for it, a retry row carrying the new token.
@@ -53,30 +56,60 @@ class WorkerManager:
         self._clock = clock
         self._observe_result = observe_result or (lambda result: None)
 
+    # What each step asks of the plugin.
+    _PLUGIN_CALLS = {
+        'process_type_order':
+            lambda plugin, view: plugin.issue_certificate_request(view),
+        'check_certificate_status':
+            lambda plugin, view: plugin.check_certificate_status(view),
+    }
+
     def process_type_order(self, ctxt, order_id, generation):
         """Step 1 of an order: ask the plugin to issue its certificate."""
-        self._run_step('process_type_order', order_id, generation,
-                       lambda plugin, view:
-                       plugin.issue_certificate_request(view))
+        self._run_steps([('process_type_order', order_id, generation)])
 
     def check_certificate_status(self, ctxt, order_id, generation):
         """Later step: ask the plugin whether the certificate is issued."""
-        self._run_step('check_certificate_status', order_id, generation,
-                       lambda plugin, view:
-                       plugin.check_certificate_status(view))
+        self._run_steps([('check_certificate_status', order_id, generation)])
 
-    def _run_step(self, step, order_id, generation, call_plugin):
-        view = self._claim(step, order_id, generation)
-        if view is None:
+    def run_steps(self, ctxt, steps):
+        """Several steps in one message (RPC 1.1, the retry scheduler's).
+
+        :param steps: ``[[method, order_id, generation], ...]``; each is
+            fenced and run exactly as the message of its own would be.
+        """
+        self._run_steps(steps)
+
+    def _run_steps(self, steps):
+        wanted = []
+        for step in steps:
+            try:
+                method, order_id, generation = step
+                if method not in self._PLUGIN_CALLS:
+                    raise ValueError('no such step')
+            except (TypeError, ValueError) as exc:
+                LOG.error('Dropped malformed step %r: %s', step, exc)
+                continue
+            wanted.append((method, order_id, generation))
+        if not wanted:
             return
-        token = generation + 1
-        try:
-            result = call_plugin(self._plugin_factory(), view)
-        except Exception as exc:
-            LOG.exception('Plugin failed on order %s, step %s',
-                          order_id, step)
-            result = base.Failed('plugin error in %s: %s' % (step, exc))
-        self._apply(step, view, token, result)
+        # One transaction claims them all: the claimed orders are this
+        # process's from now on (its heartbeat keeps them), however long
+        # the steps before theirs run.
+        for method, view in self._claim(wanted):
+            try:
+                result = self._PLUGIN_CALLS[method](self._plugin_factory(),
+                                                    view)
+            except Exception as exc:
+                LOG.exception('Plugin failed on order %s, step %s',
+                              view.id, method)
+                result = base.Failed('plugin error in %s: %s' % (method, exc))
+            try:
+                self._apply(method, view, view.token, result)
+            except Exception:
+                # The steps after it in the message still run.
+                LOG.exception('Could not write the result of %s of order '
+                              '%s', method, view.id)
 
     # Deadlocks and lost connections roll the transaction back whole, so
     # running it again is safe; the message was already acknowledged and
@@ -85,22 +118,39 @@ class WorkerManager:
         max_retries=5, retry_on_deadlock=True, retry_on_disconnect=True,
         inc_retry_interval=True)
 
+    def _claim(self, steps):
+        """Claim the orders of ``steps``; return ``[(method, view)]``.
+
+        A step whose token is stale (a duplicate, or overtaken by later
+        work) claims nothing and is dropped, logged once.
+        """
+        claimed, dropped = self._claim_in_one_transaction(steps)
+        # Logged after the commit: a retried transaction logs nothing twice.
+        for method, order_id, generation, order in dropped:
+            LOG.info('Dropped %s of order %s with stale token %d '
+                     '(order is %s)', method, order_id, generation,
+                     _describe(order))
+            self._observe_result('stale')
+        return claimed
+
     @_db_retry
-    def _claim(self, step, order_id, generation):
+    def _claim_in_one_transaction(self, steps):
+        claimed, dropped = [], []
         with self._database.session() as session, session.begin():
-            order = orders.get(session, order_id)
-            if (order is None or order.step != step or
-                    not orders.claim(session, order_id, generation,
-                                     self._clock(), self._service_name)):
-                LOG.info('Dropped %s of order %s with stale token %d '
-                         '(order is %s)', step, order_id, generation,
-                         _describe(order))
-                self._observe_result('stale')
-                return None
-            return base.OrderView(
-                id=order.id, type=order.type, attempt=order.attempt,
-                token=generation + 1,
-                meta=types.MappingProxyType(dict(order.meta or {})))
+            found = orders.get_many(session, {s[1] for s in steps})
+            now = self._clock()
+            for method, order_id, generation in steps:
+                order = found.get(order_id)
+                if (order is None or order.step != method or
+                        not orders.claim(session, order_id, generation, now,
+                                         self._service_name)):
+                    dropped.append((method, order_id, generation, order))
+                    continue
+                claimed.append((method, base.OrderView(
+                    id=order.id, type=order.type, attempt=order.attempt,
+                    token=generation + 1,
+                    meta=types.MappingProxyType(dict(order.meta or {})))))
+        return claimed, dropped
 
     @_db_retry
     def _apply(self, step, view, token, result):

@@ -10,7 +10,9 @@ from oslo_messaging.rpc import dispatcher
 from oslo_messaging import server as messaging_server
 
 # Version of the worker's RPC interface (client and endpoints agree on it).
-RPC_API_VERSION = '1.0'
+#   1.0 - process_type_order, check_certificate_status
+#   1.1 - run_steps: several steps in one message (the retry scheduler's)
+RPC_API_VERSION = '1.1'
 
 
 def set_defaults():

@@ -5,6 +5,7 @@ commands use to reach the workers. ``RETRYABLE_METHODS`` declares, in one
 place, which methods a retry row may name.
 """
 
+import collections
 import functools
 import inspect
 import json
@@ -19,8 +20,19 @@ RETRYABLE_METHODS = frozenset({
 })
 
 
+# The first version with run_steps: workers are upgraded before the retry
+# daemons (doc/install.md).
+RUN_STEPS_VERSION = '1.1'
+
+
 class InvalidRetry(ValueError):
     """A retry row that can never be cast; the message says why."""
+
+
+class Step(collections.namedtuple('Step', 'method order_id generation')):
+    """One step of an order, as a retry row names it and a worker runs it."""
+
+    __slots__ = ()
 
 
 class WorkerAPI:
@@ -59,8 +71,18 @@ class WorkerAPI:
         self._cast('check_certificate_status', order_id=order_id,
                    generation=generation)
 
-    def bind_retry(self, retry_task, retry_args, retry_kwargs):
-        """Validate a retry row and return a callable that casts it.
+    def run_steps(self, steps):
+        """Cast several steps (``Step``) in one message.
+
+        The worker claims them in one transaction and runs each as a
+        message of its own would; one message instead of one per step is
+        what lets a backlog drain at the broker's pace.
+        """
+        self._client.prepare(version=RUN_STEPS_VERSION).cast(
+            {}, 'run_steps', steps=[list(step) for step in steps])
+
+    def parse_retry(self, retry_task, retry_args, retry_kwargs):
+        """Validate a retry row; return the ``Step`` it names.
 
         :param retry_args: the row's JSON text of a list.
         :param retry_kwargs: the row's JSON text of an object.
@@ -70,13 +92,18 @@ class WorkerAPI:
             raise InvalidRetry('method %r is not retryable' % retry_task)
         args = _decode(retry_args, list, 'retry_args')
         kwargs = _decode(retry_kwargs, dict, 'retry_kwargs')
-        method = getattr(self, retry_task)
         try:
             bound = _signature(retry_task).bind(*args, **kwargs)
         except TypeError as exc:
             raise InvalidRetry('arguments do not fit %s: %s'
                                % (retry_task, exc))
-        return lambda: method(*bound.args, **bound.kwargs)
+        step = Step(retry_task, **bound.arguments)
+        # bool is an int to Python, not a token.
+        if not isinstance(step.order_id, str) or \
+                type(step.generation) is not int:
+            raise InvalidRetry('arguments of %s have the wrong types: %r'
+                               % (retry_task, bound.arguments))
+        return step
 
 
 @functools.lru_cache(maxsize=None)

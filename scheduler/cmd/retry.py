@@ -2,17 +2,18 @@
 
 systemd runs it through ``bin/barbican-retry.sh``, which ``exec``s this
 console script so that signals reach it: SIGTERM stops it cleanly, SIGHUP
-reloads the mutable options.
+reloads the mutable options. It runs in one process (``worker.in_process``):
+one service needs no launcher process beside it.
 """
 
 import sys
 
 from oslo_config import cfg
-from oslo_service import service
 
 from scheduler import conf as scheduler_conf
 from scheduler import service as scheduler_service
 from worker import conf as worker_conf
+from worker import in_process
 
 
 def main(argv=None):
@@ -28,9 +29,8 @@ def main(argv=None):
     worker_conf.refuse_invalid_reloads(
         conf, argv, 'barbican-retry', (scheduler_conf.register_opts,),
         (scheduler_conf.validate,))
-    launcher = service.launch(conf, scheduler_service.SchedulerService(conf),
-                              workers=1, restart_method='mutate')
-    return launcher.wait()
+    in_process.register_opts(conf)
+    return in_process.run(conf, scheduler_service.SchedulerService(conf))
 
 
 if __name__ == '__main__':

@@ -88,6 +88,24 @@ def sink_queue(kombu_url, topic, max_length=None):
             bound.delete()
 
 
+def rows_in_sink(kombu_url, topic, messages):
+    """Take ``messages`` messages off the sink of ``topic``; rows they cast.
+
+    A ``run_steps`` message carries several rows, any other cast one.
+    """
+    rows = 0
+    with connection(kombu_url, confirm=False) as conn:
+        channel = conn.channel()
+        for _ in range(messages):
+            message = channel.basic_get(queue='%s.sink' % topic, no_ack=True)
+            if message is None:
+                break
+            body = json.loads(json.loads(message.body)['oslo.message'])
+            rows += (len(body['args']['steps'])
+                     if body['method'] == 'run_steps' else 1)
+    return rows
+
+
 def wait_for_depth(depth, expected, timeout=30.0):
     """Wait until ``depth()`` reaches ``expected``; returns the last value."""
     deadline = time.monotonic() + timeout

@@ -4,11 +4,12 @@ Ours: a real ``barbican-worker`` pool of 3 processes and one
 ``barbican-retry`` daemon (period 1 s, every other option at its default)
 on PostgreSQL and the shared RabbitMQ. Two kinds of rows:
 
-- ``noop`` (the target's figure): each row casts
+- ``noop`` (the target's figure): each row names
   ``check_certificate_status`` for a real order that waits at another
-  step, so the worker drops the message after one indexed read in one
-  transaction, and logs that line once per message. Lost = orders with no
-  such line, duplicated = extra lines; the drain ends at the last line.
+  step, so the worker drops the step after reading its order (one read
+  for all the steps of a message, in one transaction), and logs that line
+  once per step. Lost = orders with no such line, duplicated = extra
+  lines; the drain ends at the last line.
 - ``complete`` (shown beside it): the orders wait at
   ``check_certificate_status``, so each cast claims its order, runs the
   simple plugin and completes it (two transactions). Lost = orders not

@@ -43,8 +43,9 @@ def _rows_dispatch(result):
         figures = result['pass_%s' % backend]
         ratio = figures['rate'] / kombu
         rows.append(Row(
-            '1. dispatch rate of one pass, %s (%d rows, %d delivered)'
-            % (label, figures['rows'], figures['delivered']) +
+            '1. dispatch rate of one pass, %s (%d rows, %d delivered in '
+            '%d messages)' % (label, figures['rows'], figures['delivered'],
+                              figures['messages']) +
             (', median of %d' % len(figures['runs'])
              if len(figures.get('runs', ())) > 1 else ''),
             '%.0f rows/s' % figures['rate'], reference, ratio, '>= 1.0x',
@@ -154,7 +155,11 @@ def _rows_worker_pool(result):
         '6. orders completed/s, 2 worker processes (%d orders)'
         % result['orders'], '%.1f orders/s' % two['rate'],
         '1 process: %.1f orders/s' % one['rate'], ratio, '>= 1.7x',
-        ratio is not None and ratio >= 1.7)]
+        ratio is not None and ratio >= 1.7), Row(
+        '   machine CPU busy meanwhile (%d CPUs in all)' % two['cpus'],
+        '%.0f%% (2 processes)' % (100 * two['cpu_busy']),
+        '1 process: %.0f%%' % (100 * one['cpu_busy']), None, '(info)',
+        None)]
 
 
 _ROWS = {

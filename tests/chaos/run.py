@@ -98,10 +98,10 @@ class Cluster:
                                 else 'Retry scheduler started')
 
     def kill_one(self, rng):
-        """SIGKILL a random launcher or child process; restart launchers.
+        """SIGKILL a random process; start killed launchers again.
 
-        A killed child is replaced by its launcher; a killed launcher takes
-        its child with it and is started again here.
+        A killed worker child is replaced by its launcher; a killed launcher
+        (or barbican-retry, which is one process) is started again here.
         """
         slot = rng.choice(sorted(self.slots))
         daemon = self.slots[slot]

@@ -27,6 +27,11 @@ class CountingEndpoint:
         with self._lock:
             self.received[order_id] += 1
 
+    def run_steps(self, ctxt, steps):
+        """Count each step of a message of several (RPC 1.1)."""
+        for _, order_id, generation in steps:
+            self.check_certificate_status(ctxt, order_id, generation)
+
     def total(self):
         """Return how many casts arrived, duplicates included."""
         with self._lock:

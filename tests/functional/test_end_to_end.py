@@ -62,11 +62,12 @@ def test_certificate_orders_all_become_active(deployment, database):
 
 def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
                                                     transport_url):
-    # Short passes and periods, so that the two daemons take turns.
+    # Short passes and periods, so that the two daemons take turns; one
+    # row per message, so that a pass lasts.
     cluster = deployment({
         'scheduler': {'schedule_period_seconds': 1, 'schedule_jitter': 0.5,
                       'max_pass_seconds': 1, 'batch_size': 50,
-                      'cast_concurrency': 2}})
+                      'cast_concurrency': 2, 'rows_per_cast': 1}})
     topic = cluster.topic
     counting.add_due_retries(database, 2000)
     with counting.counting_server(transport_url, topic) as endpoint:
@@ -135,3 +136,24 @@ def test_two_daemons_take_turns_each_in_its_slot(deployment):
                 return start
         raise AssertionError('passes off any slot: %s' % phases)
     assert slot_of(0) != slot_of(1)
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_a_retry_due_before_the_daemons_slot_is_cast_when_due(
+        deployment, database, transport_url):
+    cluster = deployment({'scheduler': {'schedule_period_seconds': 600}})
+    due = datetime.datetime.utcnow() + datetime.timedelta(seconds=5)
+    with database.session() as session, session.begin():
+        order = orders.create(session, 'certificate', {}, due)
+        retry_tasks.add(session, order.id, 'check_certificate_status', due,
+                        args=[order.id], kwargs={'generation': 0})
+    with counting.counting_server(transport_url, cluster.topic) as endpoint:
+        daemon = cluster.start('barbican-retry', 'retry')
+        # Its slot is somewhere in the next 600 s; the row is due in 5 s.
+        deadline = time.monotonic() + 30
+        while endpoint.total() == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        cast_at = datetime.datetime.utcnow()
+        assert daemon.stop() == 0
+    assert endpoint.received == {order.id: 1}
+    assert cast_at >= due

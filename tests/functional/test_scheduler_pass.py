@@ -77,12 +77,39 @@ def test_failed_cast_keeps_its_row_and_others_go(database):
     unlucky = set(due[2:4])
     client = fakes.RecordingRPCClient(
         fail=lambda method, kwargs: kwargs['order_id'] in unlucky)
-    result, _ = _run(database, client=client)
+    result, _ = _run(database, _conf(**{'scheduler.rows_per_cast': 1}),
+                     client=client)
     assert result.dispatched == 8 and result.cast_failures == 2
     assert {t.order_id for t in _pending(database)} == unlucky
     # The next pass, with the broker back, sends them.
     result, client = _run(database)
     assert set(client.count_by_order()) == unlucky
+
+
+def test_rows_go_several_per_message_and_a_failed_one_keeps_them_all(
+        database):
+    due = _make_orders(database, 20)
+    client = fakes.RecordingRPCClient(
+        fail=lambda method, kwargs: kwargs['order_id'] == due[12])
+    conf = _conf(**{'scheduler.batch_size': 20, 'scheduler.rows_per_cast': 5,
+                    'scheduler.cast_concurrency': 2})
+    result, _ = _run(database, conf, client=client)
+
+    # Four messages of five rows, oldest first; the third one failed.
+    assert [len(kwargs['steps']) for _, _, kwargs in client.messages] == \
+        [5, 5, 5]
+    assert result.dispatched == 15 and result.cast_failures == 5
+    assert {t.order_id for t in _pending(database)} == set(due[10:15])
+
+
+def test_a_small_batch_is_spread_over_cast_concurrency_messages(database):
+    _make_orders(database, 6)
+    conf = _conf(**{'scheduler.rows_per_cast': 50,
+                    'scheduler.cast_concurrency': 3})
+    result, client = _run(database, conf)
+    assert result.dispatched == 6
+    assert sorted(len(kwargs['steps'])
+                  for _, _, kwargs in client.messages) == [2, 2, 2]
 
 
 def _insert_raw_row(database, order_id, retry_task, args, kwargs):

@@ -147,3 +147,45 @@ def test_failed_result_sets_error(database):
     order, _ = _state(database, order_id)
     assert order.status == models.ERROR
     assert order.error_reason == 'CA refused the request'
+
+
+class _FailingOnce(simple_certificate.SimpleCertificatePlugin):
+    """Raises on one order; the others' steps go on."""
+
+    def __init__(self, bad_order):
+        super().__init__(5)
+        self._bad_order = bad_order
+
+    def issue_certificate_request(self, order):
+        if order.id == self._bad_order:
+            raise RuntimeError('remote said no')
+        return super().issue_certificate_request(order)
+
+
+def test_steps_of_one_message_are_each_fenced_and_run(database):
+    live = [_order(database) for _ in range(3)]
+    stale = _order(database)
+    worker = _manager(database, plugin=_FailingOnce(live[1]))
+    worker.process_type_order({}, stale, 0)             # now at generation 1
+
+    worker.run_steps({}, [
+        ['process_type_order', live[0], 0],
+        ['process_type_order', stale, 0],               # duplicate
+        ['process_type_order', live[1], 0],             # its plugin raises
+        ['check_certificate_status', live[2], 0],       # not its step
+        ['process_type_order'],                         # malformed
+        ['format_disk', live[2], 0],                    # no such step
+        ['process_type_order', live[2], 0],
+        ['process_type_order', live[0], 0],             # same message, twice
+    ])
+
+    for order_id in (live[0], live[2]):
+        order, [retry] = _state(database, order_id)
+        assert order.step == 'check_certificate_status'
+        assert order.generation == 1 and order.owner is None
+    order, retries = _state(database, live[1])
+    assert order.status == models.ERROR and retries == []
+    assert 'remote said no' in order.error_reason
+    order, [retry] = _state(database, stale)
+    assert order.generation == 1 and retry.retry_kwargs == \
+        '{"generation": 1}'

@@ -13,22 +13,31 @@ def client():
     return fakes.RecordingRPCClient()
 
 
-def _bind(client, task, args, kwargs):
-    return rpcapi.WorkerAPI(client).bind_retry(task, args, kwargs)
+def _parse(client, task, args, kwargs):
+    return rpcapi.WorkerAPI(client).parse_retry(task, args, kwargs)
 
 
-def test_retryable_row_is_cast_with_keyword_arguments(client):
-    cast = _bind(client, 'check_certificate_status', json.dumps(['o-1']),
-                 json.dumps({'generation': 3}))
-    assert client.casts == []       # binding validates, casting is later
-    cast()
-    assert client.casts == [('check_certificate_status',
-                             {'order_id': 'o-1', 'generation': 3})]
+def test_a_retryable_row_names_its_step(client):
+    step = _parse(client, 'check_certificate_status', json.dumps(['o-1']),
+                  json.dumps({'generation': 3}))
+    assert step == ('check_certificate_status', 'o-1', 3)
+    assert client.casts == []       # parsing validates, casting is later
+
+
+def test_steps_go_in_one_message_of_the_version_that_has_run_steps(client):
+    api = rpcapi.WorkerAPI(client)
+    api.run_steps([rpcapi.Step('check_certificate_status', 'o-1', 3),
+                   rpcapi.Step('process_type_order', 'o-2', 0)])
+    assert client.messages == [(
+        'run_steps', '1.1',
+        {'steps': [['check_certificate_status', 'o-1', 3],
+                   ['process_type_order', 'o-2', 0]]})]
 
 
 @pytest.mark.parametrize('task,args,kwargs,reason', [
     ('delete_everything', '["o-1"]', '{}', 'not retryable'),
-    ('bind_retry', '["o-1"]', '{}', 'not retryable'),
+    ('parse_retry', '["o-1"]', '{}', 'not retryable'),
+    ('run_steps', '[[]]', '{}', 'not retryable'),
     ('_cast', '["o-1"]', '{}', 'not retryable'),
     ('process_type_order', '[not json', '{}', 'retry_args is not valid JSON'),
     ('process_type_order', '["o-1"]', 'nul', 'retry_kwargs is not valid'),
@@ -37,11 +46,14 @@ def test_retryable_row_is_cast_with_keyword_arguments(client):
     ('process_type_order', '["o-1"]', '{"colour": 1}', 'do not fit'),
     ('process_type_order', '["o-1", 1, 2]', '{}', 'do not fit'),
     ('process_type_order', '[]', '{}', 'do not fit'),
+    ('process_type_order', '[7]', '{"generation": 0}', 'wrong types'),
+    ('process_type_order', '["o-1"]', '{"generation": "0"}', 'wrong types'),
+    ('process_type_order', '["o-1"]', '{"generation": true}', 'wrong types'),
 ])
 def test_uncastable_rows_are_refused_with_a_reason(client, task, args,
                                                    kwargs, reason):
     with pytest.raises(rpcapi.InvalidRetry, match=reason):
-        _bind(client, task, args, kwargs)
+        _parse(client, task, args, kwargs)
     assert client.casts == []
 
 

@@ -110,13 +110,15 @@ def test_worker_unit_starts_the_console_script_with_the_config():
 def test_lifecycle(unit):
     name, sections = unit
     service = sections['Service']
-    # cotyledon's master sends READY=1 (see test_signals for the proof on
-    # a real process); the master is the main PID since the wrapper execs.
+    # The main process sends READY=1 (see test_signals for the proof on a
+    # real process): cotyledon's master for the worker, the daemon itself
+    # for barbican-retry; it is the main PID since the wrapper execs.
     assert _last(service, 'Type') == 'notify'
     assert _last(service, 'NotifyAccess') == 'main'
     assert _last(service, 'ExecReload') == '/bin/kill -HUP $MAINPID'
-    # The master forwards SIGTERM to its children and waits for them;
-    # SIGKILL on timeout must still reach the whole cgroup.
+    # The main process stops gracefully (the worker's master forwards
+    # SIGTERM to its children); SIGKILL on timeout must still reach the
+    # whole cgroup.
     assert _last(service, 'KillMode') == 'mixed'
     assert _last(service, 'Restart') == 'on-failure'
     assert _seconds(_last(service, 'RestartSec')) > 0

@@ -69,11 +69,12 @@ def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
 def refuse_invalid_reloads(conf, argv, prog, extra_register=(), checks=()):
     """Make SIGHUP keep the running configuration when the new one is bad.
 
-    On SIGHUP cotyledon's master calls ``conf.mutate_config_files()``,
-    which takes the new values without converting them, then restarts its
-    children from them: an out-of-range value would crash every new child
-    while the master, and so the systemd unit, looks healthy. The files are
-    parsed and checked in a scratch ``ConfigOpts`` first.
+    On SIGHUP the launcher (cotyledon's master for barbican-worker,
+    ``worker.in_process`` for barbican-retry) calls
+    ``conf.mutate_config_files()``, which takes the new values without
+    converting them: an out-of-range value would crash every restarted
+    child, or the running timer, while the unit looks healthy. The files
+    are parsed and checked in a scratch ``ConfigOpts`` first.
 
     :param checks: more ``check(conf)`` callables raising ValueError.
     """

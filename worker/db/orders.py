@@ -34,6 +34,14 @@ def get(session, order_id):
     return session.get(models.Order, order_id)
 
 
+def get_many(session, order_ids):
+    """Return ``{id: order}`` of those of ``order_ids`` that exist."""
+    if not order_ids:
+        return {}
+    return {order.id: order for order in session.scalars(
+        sa.select(models.Order).where(models.Order.id.in_(list(order_ids))))}
+
+
 def list_orders(session, status=None, limit=None):
     """Return orders, oldest first, optionally only those with ``status``."""
     query = sa.select(models.Order).order_by(

@@ -76,6 +76,19 @@ def any_due(session, now):
         .limit(1)) is not None
 
 
+def next_due_after(session, moment):
+    """Return the earliest ``retry_at`` after ``moment`` of an unparked row.
+
+    None if there is none. One probe of ``ix_order_retry_tasks_due``.
+    """
+    task = models.OrderRetryTask
+    return session.scalar(
+        sa.select(task.retry_at)
+        .where(task.parked == sa.false(), task.retry_at > moment)
+        .order_by(task.retry_at)
+        .limit(1))
+
+
 def count_due(session, now):
     """Count the unparked rows due at ``now`` (reads only those rows)."""
     task = models.OrderRetryTask
