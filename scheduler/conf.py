@@ -29,7 +29,7 @@ scheduler_opts = [
                       'step with other periodic work. 0.2 with one daemon '
                       'and a 15 s period puts passes 12 to 18 s apart.'),
     cfg.FloatOpt('min_pass_gap_seconds',
-                 default=0.5, min=0.05, max=3600,
+                 default=0.1, min=0.05, max=3600,
                  mutable=True,
                  help='A daemon also passes before its slot when the '
                       'earliest waiting retry falls due sooner, so that a '

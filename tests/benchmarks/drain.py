@@ -39,24 +39,28 @@ _DROPPED = re.compile(
 
 
 def _dropped(log_text):
-    """``(Counter of order ids, last epoch)`` of the workers' drop lines."""
-    seen, last = collections.Counter(), None
+    """``(Counter of order ids, first epoch, last epoch)`` of the workers'
+    drop lines."""
+    seen, stamps = collections.Counter(), []
     for line in log_text.splitlines():
         match = _DROPPED.match(line)
         if match:
             seen[match.group(2)] += 1
             stamp = datetime.datetime.strptime(match.group(1),
                                                '%Y-%m-%d %H:%M:%S.%f')
-            last = time.mktime(stamp.timetuple()) + stamp.microsecond / 1e6
-    return seen, last
+            stamps.append(time.mktime(stamp.timetuple()) +
+                          stamp.microsecond / 1e6)
+    if not stamps:
+        return seen, None, None
+    return seen, min(stamps), max(stamps)
 
 
 def _wait_for_drops(workers, count, timeout):
     deadline = time.monotonic() + timeout
     while True:
-        seen, last = _dropped(workers.log())
+        seen = _dropped(workers.log())[0]
         if len(seen) >= count or time.monotonic() > deadline:
-            return seen, last
+            return
         time.sleep(0.25)
 
 
@@ -82,12 +86,14 @@ def drain_ours(transport_url, count, worker_processes, workdir, log,
                 count, worker_processes)
             timeout = 60 + count / 20.0
             if mode == 'noop':
-                seen, last = _wait_for_drops(workers, count, timeout)
+                _wait_for_drops(workers, count, timeout)
                 time.sleep(2 * PERIOD)  # room for a late duplicate
-                seen, last = _dropped(workers.log())
+                seen, first, last = _dropped(workers.log())
                 done = len(seen)
                 duplicated = sum(seen.values()) - done
                 seconds = last - procs.epoch(due) if last else float('nan')
+                first_after_due = (first - procs.epoch(due) if first
+                                   else float('nan'))
             else:
                 done, last = procs.wait_for_status(
                     database, batch.prefix, count, timeout=timeout)
@@ -95,6 +101,7 @@ def drain_ours(transport_url, count, worker_processes, workdir, log,
                 duplicated = procs.count_in_log(workers, 'Dropped ')
                 seconds = ((last - due).total_seconds() if last
                            else float('nan'))
+                first_after_due = float('nan')
             cast_failures = procs.count_in_log(retry, 'casts failed or')
         remaining = seed.count_rows(database)
     return {
@@ -103,6 +110,7 @@ def drain_ours(transport_url, count, worker_processes, workdir, log,
         'duplicated': duplicated, 'seconds': seconds,
         'rate': done / seconds if seconds == seconds else 0.0,
         'rows_left': remaining, 'cast_failure_lines': cast_failures,
+        'first_after_due': first_after_due,
     }
 
 
