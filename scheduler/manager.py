@@ -41,6 +41,7 @@ LOCK = models.ORDER_RETRY_TASK_LOCK
 # What a read-only look says a pass has to do.
 _IDLE = 'idle'
 _HELD = 'lock held'
+_OLD_LOCK = 'lock to judge'
 _WORK = 'work'
 
 
@@ -97,7 +98,7 @@ class RetryManager:
             self._log(result, time.monotonic() - started)
             return result
         token = str(uuid.uuid4())
-        if outlook is _WORK:
+        if outlook is _OLD_LOCK:
             result.stale_lock_cleared = self._clear_stale_lock(now)
         if outlook is _HELD or not self._acquire(token, now):
             LOG.debug('OrderRetryTask lock held by another process; '
@@ -133,9 +134,10 @@ class RetryManager:
 
         Returns ``(outlook, recover)``: ``_IDLE`` (nothing due, nothing
         lost), ``_HELD`` (a lock too young to be stale: its holder is on
-        it) or ``_WORK``; ``recover`` says whether the pass must take lost
-        orders back. When recovery was due and the look found nothing lost,
-        it counts as done.
+        it), ``_OLD_LOCK`` (a lock to judge, and clear if stale) or
+        ``_WORK``; ``recover`` says whether the pass must take lost orders
+        back. When recovery was due and the look found nothing lost, it
+        counts as done.
         """
         conf = self._conf
         recovery_due = self._recovery_due(now)
@@ -150,7 +152,7 @@ class RetryManager:
                 # write transaction by the full pass.
                 if holder.created_at >= fresh_since:
                     return _HELD, recovery_due
-                return _WORK, recovery_due
+                return _OLD_LOCK, recovery_due
             if recovery_due and self._anything_lost(session, now):
                 return _WORK, True
             if recovery_due:

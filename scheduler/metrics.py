@@ -20,8 +20,9 @@ class SchedulerMetrics:
                 'barbican_retry_' + name, text, labels, registry=registry)
 
         self.passes = counter(
-            'passes', 'Passes by outcome: ran (took the lock), skipped '
-            '(another daemon held it), failed (raised).', ['outcome'])
+            'passes', 'Passes by outcome: ran (took the lock), idle '
+            '(nothing due, nothing lost: only read), skipped (another '
+            'daemon held the lock), failed (raised).', ['outcome'])
         self.pass_duration = prometheus_client.Histogram(
             'barbican_retry_pass_duration_seconds',
             'Duration of passes that took the lock.', registry=registry)
@@ -52,7 +53,8 @@ class SchedulerMetrics:
         if result.stale_lock_cleared:
             self.stale_locks_cleared.inc()
         if not result.locked:
-            self.passes.labels(outcome='skipped').inc()
+            self.passes.labels(
+                outcome='idle' if result.idle else 'skipped').inc()
             return
         self.passes.labels(outcome='ran').inc()
         self.lock_acquisitions.inc()

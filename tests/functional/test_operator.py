@@ -175,6 +175,9 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
                    'barbican_retry_lateness_seconds_count') == 20
     assert _metric(scheduler_text,
                    'barbican_retry_passes_total{outcome="ran"}') >= 1
+    # Passes with nothing to do (before the orders, after them) only read.
+    assert _metric(scheduler_text,
+                   'barbican_retry_passes_total{outcome="idle"}') >= 1
     assert 'barbican_retry_due_backlog 0.0' in scheduler_text
     worker_text = _scrape(worker_port)
     assert _metric(worker_text,
