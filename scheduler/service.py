@@ -33,8 +33,10 @@ class SchedulerService(service.Service):
     """Runs a retry pass every ``[scheduler] schedule_period_seconds``.
 
     The live daemons share the period: each passes in its own slot (see
-    ``scheduler.slots``), so that K of them pass every period / K. A pass that raises is logged and the timer goes on. ``stop()`` lets a
-    running pass finish its current batch and release the lock.
+    ``scheduler.slots``), so that K of them pass every period / K; and
+    sooner when a waiting row falls due before the slot. A pass that
+    raises is logged and the timer goes on. ``stop()`` lets a running pass
+    finish its current batch and release the lock.
 
     :param transport: an existing transport to share (the all-in-one demo
         passes its in-process one); by default one is built in ``start()``.

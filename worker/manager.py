@@ -87,6 +87,9 @@ class WorkerManager:
                 method, order_id, generation = step
                 if method not in self._PLUGIN_CALLS:
                     raise ValueError('no such step')
+                if not isinstance(order_id, str) or \
+                        type(generation) is not int:
+                    raise TypeError('wrong types')
             except (TypeError, ValueError) as exc:
                 LOG.error('Dropped malformed step %r: %s', step, exc)
                 continue

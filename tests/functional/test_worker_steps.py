@@ -175,6 +175,8 @@ def test_steps_of_one_message_are_each_fenced_and_run(database):
         ['check_certificate_status', live[2], 0],       # not its step
         ['process_type_order'],                         # malformed
         ['format_disk', live[2], 0],                    # no such step
+        ['process_type_order', [live[2]], 0],           # wrong types
+        ['process_type_order', live[2], '0'],
         ['process_type_order', live[2], 0],
         ['process_type_order', live[0], 0],             # same message, twice
     ])

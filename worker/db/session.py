@@ -40,7 +40,8 @@ def _keep_connections(null_pool, size, overflow, timeout):
     """
     return sa.pool.QueuePool(
         null_pool._creator, pool_size=size, max_overflow=overflow,
-        timeout=timeout, recycle=null_pool._recycle, reset_on_return=null_pool._reset_on_return,
+        timeout=timeout, recycle=null_pool._recycle,
+        reset_on_return=null_pool._reset_on_return,
         _dispatch=null_pool.dispatch, dialect=null_pool._dialect)
 
 
