@@ -93,7 +93,7 @@ class SchedulerService(service.Service):
 
     def _start_timer(self, what):
         group = self._conf.scheduler
-        initial = self._first_delay()
+        initial = self._plan_next_pass()
         self._timer = self.tg.add_dynamic_timer_args(
             self._periodic_pass, initial_delay=initial,
             stop_on_exception=False)
@@ -133,7 +133,9 @@ class SchedulerService(service.Service):
             self._metrics.record_pass(result, duration, backlog)
         return delay
 
-    def _first_delay(self):
+    def _plan_next_pass(self):
+        """Seconds to the next pass, planned outside a pass (at start, on
+        reload)."""
         now = self._clock()
         try:
             with self._database.reader() as session, session.begin():

@@ -269,16 +269,16 @@ def plot_dispatch(result, path):
     casts = result['sweep']['oslo_cast']
     axes.plot([p['cast_concurrency'] for p in passes],
               [p['rate'] for p in passes], '-o',
-              label='one pass (SQLite), by cast_concurrency')
+              label='one pass (SQLite), rows/s, by cast_concurrency')
     axes.plot([c['threads'] for c in casts], [c['rate'] for c in casts],
-              '-s', label='oslo.messaging cast loop, by threads')
+              '-s', label='oslo.messaging cast loop, messages/s, by threads')
     axes.axhline(result['kombu']['rate'], color='grey', linestyle='--',
-                 label='kombu confirmed publish, 1 connection')
+                 label='kombu confirmed publish, messages/s, 1 connection')
     axes.set_xscale('log', base=2)
     axes.set_xticks([p['cast_concurrency'] for p in passes])
     axes.xaxis.set_major_formatter(ticker.ScalarFormatter())
     axes.set_xlabel('concurrent casts')
-    axes.set_ylabel('messages per second')
+    axes.set_ylabel('per second (rows of a pass; messages)')
     axes.set_ylim(bottom=0)
     axes.set_title('Dispatch rate versus concurrency')
     axes.legend(fontsize=8)
