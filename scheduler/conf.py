@@ -31,13 +31,15 @@ scheduler_opts = [
     cfg.FloatOpt('min_pass_gap_seconds',
                  default=0.1, min=0.05, max=3600,
                  mutable=True,
-                 help='A daemon also passes before its slot when the '
-                      'earliest waiting retry falls due sooner, so that a '
-                      'retry is cast about when it falls due; but never '
-                      'sooner than this after the start of its previous '
-                      'pass, which bounds the passes a daemon makes when '
-                      'retries fall due at many different moments. Rows '
-                      'already due and left over by a pass (a cast failed, '
+                 help='After a pass, a daemon plans its next one at its '
+                      'slot, or sooner when a retry waiting then falls due '
+                      'before the slot, so that such a retry is cast about '
+                      'when it falls due; but never sooner than this after '
+                      'the start of its previous pass, which bounds the '
+                      'passes a daemon makes when retries fall due at many '
+                      'different moments. A retry written during the wait '
+                      'is cast at the planned pass; rows already due and '
+                      'left over by a pass (a cast failed, '
                       'max_pass_seconds) wait for the next slot.'),
     cfg.IntOpt('retry_lock_timeout_seconds',
                default=300, min=1, max=86400,
@@ -77,11 +79,11 @@ scheduler_opts = [
                default=50, min=1, max=500,
                mutable=True,
                help='Due rows carried by one message to the workers (RPC '
-                    '1.1 run_steps; upgrade the workers first). A batch is '
-                    'split into at least cast_concurrency messages when it '
-                    'has enough rows, since a worker runs the steps of one '
-                    'message one after another. 1 sends a message per '
-                    'row.'),
+                    '1.1 run_steps; upgrade the workers first), which run '
+                    'them concurrently. A batch is split into near-equal '
+                    'messages of at most this many rows, and into at least '
+                    'cast_concurrency messages when it has that many rows. '
+                    '1 sends a message per row.'),
     cfg.IntOpt('cast_timeout_seconds',
                default=10, min=1, max=600,
                mutable=True,

@@ -283,16 +283,24 @@ class RetryManager:
     def _chunks(self, task_ids):
         """Split a batch into the rows of each message.
 
-        At most ``rows_per_cast`` rows each, but at least
-        ``cast_concurrency`` messages when there are enough rows: a worker
-        runs one message's steps one after another, so a small batch of
-        slow steps is still spread over that many worker threads.
+        At most ``rows_per_cast`` rows each, in near-equal parts, and at
+        least ``cast_concurrency`` messages when there are that many rows:
+        the casts go out concurrently, and a small batch still reaches
+        several worker processes.
         """
         group = self._conf.scheduler
-        size = max(1, min(group.rows_per_cast,
-                          -(-len(task_ids) // group.cast_concurrency)))
-        return [tuple(task_ids[start:start + size])
-                for start in range(0, len(task_ids), size)]
+        count = min(len(task_ids),
+                    max(group.cast_concurrency,
+                        -(-len(task_ids) // group.rows_per_cast)))
+        if not count:
+            return []
+        size, bigger = divmod(len(task_ids), count)
+        chunks, start = [], 0
+        for index in range(count):
+            end = start + size + (1 if index < bigger else 0)
+            chunks.append(tuple(task_ids[start:end]))
+            start = end
+        return chunks
 
     def _cast_all(self, executor, casts, result):
         """Run the casts concurrently; return the row ids that were sent.

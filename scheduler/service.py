@@ -55,6 +55,7 @@ class SchedulerService(service.Service):
         self._heartbeat = None
         self._metrics = None
         self._timer = None
+        self._recorded_at = None
 
     def start(self):
         """Connect to the database and the broker, then start the timer."""
@@ -81,14 +82,21 @@ class SchedulerService(service.Service):
             holder_name=self._heartbeat.name)
         self._start_timer('Retry scheduler started')
 
-    def reset(self):
-        """Apply reloaded options: plan the next pass from them.
+    def reload(self, conf):
+        """Re-read the configuration files and plan the next pass anew.
 
-        A pass under way finishes first, with the values it started with
-        (it reads the mutable options as it goes).
+        Between passes: a pass under way finishes first, with the values it
+        started with.
         """
+        with self._pass_lock:
+            conf.mutate_config_files()
+            self.reset()
+
+    def reset(self):
+        """Plan the next pass from the (reloaded) options."""
         if self._timer is not None:
             self._timer.stop()
+            self.tg.timer_done(self._timer)
             self._start_timer('Configuration reloaded')
 
     def _start_timer(self, what):
@@ -119,19 +127,32 @@ class SchedulerService(service.Service):
         started = time.monotonic()
         result = self._manager.run_once(now)
         duration = time.monotonic() - started
-        finished = self._clock()
-        with self._database.session() as session, session.begin():
-            delay = self._delay_to_next_pass(session, finished, now)
-            # For operators: "retry explain" tells when the next pass is.
-            services.record_pass(
-                session, self._heartbeat.name, now,
-                finished + datetime.timedelta(seconds=delay))
-            backlog = (retry_tasks.count_due(session, finished)
+        with self._database.reader() as session, session.begin():
+            delay = self._delay_to_next_pass(session, now, duration)
+            backlog = (retry_tasks.count_due(session, self._clock())
                        if self._metrics is not None and result.locked
                        else None)
+        self._record_pass(result, now, delay)
         if self._metrics is not None:
             self._metrics.record_pass(result, duration, backlog)
         return delay
+
+    def _record_pass(self, result, started, delay):
+        """Write when this daemon passed and will pass, for operators.
+
+        After a pass that did work, and otherwise once per
+        report_interval: an idle pass stays a read.
+        """
+        now = self._clock()
+        interval = datetime.timedelta(seconds=self._conf.report_interval)
+        if not result.locked and self._recorded_at is not None and \
+                self._recorded_at <= now < self._recorded_at + interval:
+            return
+        with self._database.session() as session, session.begin():
+            # "retry explain" tells when the next pass is.
+            services.record_pass(session, self._heartbeat.name, started,
+                                 now + datetime.timedelta(seconds=delay))
+        self._recorded_at = now
 
     def _plan_next_pass(self):
         """Seconds to the next pass, planned outside a pass (at start, on
@@ -142,32 +163,39 @@ class SchedulerService(service.Service):
                 return self._delay_to_next_pass(session, now)
         except Exception as exc:
             # Without the database there is nothing to pass over either.
-            LOG.warning('Could not plan the first pass (%s); it comes at a '
+            LOG.warning('Could not plan the next pass (%s); it comes at a '
                         'random point of the period', exc)
             return random.uniform(
                 0, self._conf.scheduler.schedule_period_seconds)
 
-    def _delay_to_next_pass(self, session, now, last_started=None):
-        """Seconds from ``now`` to this daemon's next pass.
+    def _delay_to_next_pass(self, session, started, elapsed=None):
+        """Seconds to this daemon's next pass.
 
         Its slot of the period (see ``scheduler.slots``), or sooner when a
-        waiting row falls due before it; but not sooner than
-        ``min_pass_gap_seconds`` after ``last_started``, the start of the
-        previous pass.
+        row waiting now falls due before it; but not sooner than
+        ``min_pass_gap_seconds`` after the start of the pass that just ran.
+
+        :param started: when the pass that just ran started, or the present
+            when none did (``elapsed`` None).
+        :param elapsed: seconds that pass ran.
         """
         group = self._conf.scheduler
         rank, count = slots.rank_of(self._heartbeat.name,
-                                    self._live_schedulers(session, now))
+                                    self._live_schedulers(session, started))
         delay = slots.delay_to_slot(
-            timeutils.delta_seconds(_EPOCH, now),
-            group.schedule_period_seconds, rank, count, group.schedule_jitter)
-        upcoming = retry_tasks.next_due_after(session, now)
+            timeutils.delta_seconds(_EPOCH, started),
+            group.schedule_period_seconds, rank, count, group.schedule_jitter,
+            elapsed=elapsed or 0.0)
+        # Rows due before ``started`` and left over by the pass (a failed
+        # cast, max_pass_seconds) wait for the slot.
+        upcoming = retry_tasks.next_due_after(session, started)
         if upcoming is None:
             return delay
-        if last_started is not None:
-            upcoming = max(upcoming, last_started + datetime.timedelta(
+        if elapsed is not None:
+            upcoming = max(upcoming, started + datetime.timedelta(
                 seconds=group.min_pass_gap_seconds))
-        return min(delay, max(0.0, (upcoming - now).total_seconds()))
+        wake = (upcoming - started).total_seconds() - (elapsed or 0.0)
+        return min(delay, max(0.0, wake))
 
     def _live_schedulers(self, session, now):
         return services.live_names(

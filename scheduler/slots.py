@@ -15,14 +15,19 @@ import math
 import random
 
 
-def delay_to_slot(now, period, rank, count, jitter, rng=random):
-    """Return the seconds from ``now`` to this daemon's next pass.
+def delay_to_slot(now, period, rank, count, jitter, rng=random,
+                  elapsed=0.0):
+    """Return the seconds to this daemon's next pass.
 
-    :param now: the time, as seconds since the epoch.
+    :param now: the start of the pass that just ran (or the present, when
+        none did), as seconds since the epoch.
     :param period: ``[scheduler] schedule_period_seconds``.
     :param rank: this daemon's place (0-based) among ``count`` live ones.
     :param jitter: ``[scheduler] schedule_jitter``: the pass is moved by a
         random amount of up to ``jitter / 2`` of a slot, earlier or later.
+    :param elapsed: seconds since ``now`` (how long the pass ran): a long
+        pass keeps the slot after the one it started in, or passes at once
+        if it ran past it.
     """
     slot = period / count
     offset = (rank % count) * slot
@@ -31,7 +36,7 @@ def delay_to_slot(now, period, rank, count, jitter, rng=random):
     cycles = math.floor((now + slot / 2 - offset) / period) + 1
     start = offset + cycles * period
     dither = rng.uniform(-jitter, jitter) * slot / 2
-    return max(0.0, start + dither - now)
+    return max(0.0, start + dither - now - elapsed)
 
 
 def rank_of(name, live_names):
@@ -39,7 +44,11 @@ def rank_of(name, live_names):
 
     A daemon not (or no longer) among them, whose heartbeat has not been
     written yet or was removed during an outage, takes the place after the
-    others.
+    others, so that it does not share a slot with one of them.
     """
-    names = sorted(set(live_names) | {name})
+    names = sorted(set(live_names) - {name})
+    if name in live_names:
+        names = sorted(names + [name])
+    else:
+        names.append(name)
     return names.index(name), len(names)

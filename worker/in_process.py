@@ -10,8 +10,9 @@ process, and handles the signals itself as the launcher would:
   batch and releases the lock), exit 0; if that takes longer than
   ``[DEFAULT] graceful_shutdown_timeout``, exit 1 at once, as oslo.service
   does.
-- SIGHUP: re-read the configuration files (``mutate``: the mutable options
-  take their new values) and ``reset()`` the service, in place.
+- SIGHUP: ``service.reload(conf)``: between two passes, re-read the
+  configuration files (``mutate``: the mutable options take their new
+  values) and plan the next pass from them, in place.
 
 The signals are blocked in every thread and taken with ``sigwait`` by the
 main thread, so no handler runs in the middle of a pass.
@@ -41,6 +42,8 @@ def register_opts(conf):
 def run(conf, service):
     """Start ``service``, serve signals until told to stop; exit status.
 
+    ``service`` is an oslo.service ``Service`` with a ``reload(conf)``.
+
     Raises what ``service.start()`` raises: a daemon that cannot start
     exits without telling systemd it is ready.
     """
@@ -55,8 +58,11 @@ def run(conf, service):
             LOG.info('Caught %s, stopping', signal.Signals(signum).name)
             return _stop(service, conf.graceful_shutdown_timeout)
         LOG.info('Caught SIGHUP, reloading the configuration')
-        conf.mutate_config_files()
-        service.reset()
+        try:
+            service.reload(conf)
+        except Exception:
+            # The daemon goes on with the configuration it has.
+            LOG.exception('Reload failed')
 
 
 def _stop(service, timeout):

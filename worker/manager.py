@@ -7,13 +7,14 @@ One step is three moves:
 1. Claim: in one transaction, move the order's generation from the token
    the message carries to the next one. A step whose token is stale (a
    duplicate, or one overtaken by later work) claims nothing and is dropped.
-   The steps of one message are claimed in one transaction.
+   For a message of several steps, one read drops the stale ones first.
 2. Run the plugin, outside any transaction. Plugins are pure.
 3. Apply: in one transaction, turn the plugin's answer into the order's new
    state and, when it asked for it, a retry row carrying the new token.
    Every write is conditional on the token taken in step 1.
 """
 
+import concurrent.futures
 import datetime
 import types
 
@@ -22,6 +23,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
+from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
 from worker import plugins
@@ -48,13 +50,19 @@ class WorkerManager:
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
     def __init__(self, conf, database, plugin_factory, service_name,
-                 clock=timeutils.utcnow, observe_result=None):
+                 clock=timeutils.utcnow, observe_result=None,
+                 step_concurrency=1):
         self._conf = conf
         self._database = database
         self._plugin_factory = plugin_factory
         self._service_name = service_name
         self._clock = clock
         self._observe_result = observe_result or (lambda result: None)
+        # The steps of a run_steps message run here, as many at once as a
+        # process runs messages: a message is a way to carry steps, not an
+        # order in which to run them.
+        self._steps = concurrent.futures.ThreadPoolExecutor(
+            max_workers=step_concurrency, thread_name_prefix='step')
 
     # What each step asks of the plugin.
     _PLUGIN_CALLS = {
@@ -66,53 +74,87 @@ class WorkerManager:
 
     def process_type_order(self, ctxt, order_id, generation):
         """Step 1 of an order: ask the plugin to issue its certificate."""
-        self._run_steps([('process_type_order', order_id, generation)])
+        self._run_step('process_type_order', order_id, generation)
 
     def check_certificate_status(self, ctxt, order_id, generation):
         """Later step: ask the plugin whether the certificate is issued."""
-        self._run_steps([('check_certificate_status', order_id, generation)])
+        self._run_step('check_certificate_status', order_id, generation)
 
     def run_steps(self, ctxt, steps):
         """Several steps in one message (RPC 1.1, the retry scheduler's).
 
-        :param steps: ``[[method, order_id, generation], ...]``; each is
-            fenced and run exactly as the message of its own would be.
-        """
-        self._run_steps(steps)
+        One read drops the steps that are malformed or whose token is
+        already stale; the others run concurrently, each exactly as the
+        message of its own would. The message returns when its steps are
+        done, so a busy process takes no more messages than it can run.
 
-    def _run_steps(self, steps):
+        :param steps: ``[[method, order_id, generation], ...]``.
+        """
+        futures = [self._steps.submit(self._run_step, *step)
+                   for step in self._fence(steps)]
+        concurrent.futures.wait(futures)
+
+    def cancel_queued_steps(self):
+        """Give up the steps not started yet (the service is stopping).
+
+        They were never claimed: the retry daemon dispatches them again
+        once their dispatch deadline passes.
+        """
+        self._steps.shutdown(wait=False, cancel_futures=True)
+
+    def _fence(self, steps):
+        """The well-formed steps of a message whose token is current."""
         wanted = []
         for step in steps:
             try:
                 method, order_id, generation = step
                 if method not in self._PLUGIN_CALLS:
                     raise ValueError('no such step')
-                if not isinstance(order_id, str) or \
-                        type(generation) is not int:
+                if not (isinstance(order_id, str) and
+                        rpc.is_generation(generation)):
                     raise TypeError('wrong types')
             except (TypeError, ValueError) as exc:
                 LOG.error('Dropped malformed step %r: %s', step, exc)
                 continue
             wanted.append((method, order_id, generation))
         if not wanted:
-            return
-        # One transaction claims them all: the claimed orders are this
-        # process's from now on (its heartbeat keeps them), however long
-        # the steps before theirs run.
-        for method, view in self._claim(wanted):
+            return []
+        with self._database.reader() as session, session.begin():
+            found = orders.get_many(session, {s[1] for s in wanted})
+            current = {order_id: (order.step, order.generation, order.status)
+                       for order_id, order in found.items()}
+        live = []
+        for method, order_id, generation in wanted:
+            if current.get(order_id) == (method, generation, models.PENDING):
+                live.append((method, order_id, generation))
+            else:
+                self._drop(method, order_id, generation, found.get(order_id))
+        return live
+
+    def _run_step(self, step, order_id, generation):
+        try:
+            view = self._claim(step, order_id, generation)
+            if view is None:
+                return
             try:
-                result = self._PLUGIN_CALLS[method](self._plugin_factory(),
-                                                    view)
+                result = self._PLUGIN_CALLS[step](self._plugin_factory(),
+                                                  view)
             except Exception as exc:
                 LOG.exception('Plugin failed on order %s, step %s',
-                              view.id, method)
-                result = base.Failed('plugin error in %s: %s' % (method, exc))
-            try:
-                self._apply(method, view, view.token, result)
-            except Exception:
-                # The steps after it in the message still run.
-                LOG.exception('Could not write the result of %s of order '
-                              '%s', method, view.id)
+                              order_id, step)
+                result = base.Failed('plugin error in %s: %s' % (step, exc))
+            self._apply(step, view, view.token, result)
+        except Exception:
+            # One step's trouble is its own; the others of its message go
+            # on. An order claimed and not released is its owner's until
+            # that process stops heartbeating.
+            LOG.exception('Step %s of order %s failed', step, order_id)
+
+    def _drop(self, step, order_id, generation, order):
+        LOG.info('Dropped %s of order %s with stale token %d '
+                 '(order is %s)', step, order_id, generation,
+                 _describe(order))
+        self._observe_result('stale')
 
     # Deadlocks and lost connections roll the transaction back whole, so
     # running it again is safe; the message was already acknowledged and
@@ -121,39 +163,27 @@ class WorkerManager:
         max_retries=5, retry_on_deadlock=True, retry_on_disconnect=True,
         inc_retry_interval=True)
 
-    def _claim(self, steps):
-        """Claim the orders of ``steps``; return ``[(method, view)]``.
-
-        A step whose token is stale (a duplicate, or overtaken by later
-        work) claims nothing and is dropped, logged once.
-        """
-        claimed, dropped = self._claim_in_one_transaction(steps)
-        # Logged after the commit: a retried transaction logs nothing twice.
-        for method, order_id, generation, order in dropped:
-            LOG.info('Dropped %s of order %s with stale token %d '
-                     '(order is %s)', method, order_id, generation,
-                     _describe(order))
-            self._observe_result('stale')
-        return claimed
+    def _claim(self, step, order_id, generation):
+        """Claim the order for ``step``; its view, or None if stale."""
+        view, order = self._claim_in_a_transaction(step, order_id,
+                                                   generation)
+        if view is None:
+            # Logged after the transaction: a retried one logs once.
+            self._drop(step, order_id, generation, order)
+        return view
 
     @_db_retry
-    def _claim_in_one_transaction(self, steps):
-        claimed, dropped = [], []
+    def _claim_in_a_transaction(self, step, order_id, generation):
         with self._database.session() as session, session.begin():
-            found = orders.get_many(session, {s[1] for s in steps})
-            now = self._clock()
-            for method, order_id, generation in steps:
-                order = found.get(order_id)
-                if (order is None or order.step != method or
-                        not orders.claim(session, order_id, generation, now,
-                                         self._service_name)):
-                    dropped.append((method, order_id, generation, order))
-                    continue
-                claimed.append((method, base.OrderView(
-                    id=order.id, type=order.type, attempt=order.attempt,
-                    token=generation + 1,
-                    meta=types.MappingProxyType(dict(order.meta or {})))))
-        return claimed, dropped
+            order = orders.get(session, order_id)
+            if (order is None or order.step != step or
+                    not orders.claim(session, order_id, generation,
+                                     self._clock(), self._service_name)):
+                return None, order
+            return base.OrderView(
+                id=order.id, type=order.type, attempt=order.attempt,
+                token=generation + 1,
+                meta=types.MappingProxyType(dict(order.meta or {}))), order
 
     @_db_retry
     def _apply(self, step, view, token, result):

@@ -14,6 +14,15 @@ from oslo_messaging import server as messaging_server
 #   1.1 - run_steps: several steps in one message (the retry scheduler's)
 RPC_API_VERSION = '1.1'
 
+# Generations are BIGINT columns.
+_MAX_GENERATION = 2 ** 63 - 1
+
+
+def is_generation(value):
+    """True if ``value`` can be an order's generation (fencing token)."""
+    # bool is an int to Python, not a token.
+    return type(value) is int and 0 <= value < _MAX_GENERATION
+
 
 def set_defaults():
     """Our defaults for oslo.messaging's options.
@@ -27,6 +36,14 @@ def set_defaults():
     cfg.set_defaults(amqp_driver.amqp_opts, amqp_durable_queues=True)
     cfg.set_defaults(messaging_server._pool_opts,
                      executor_thread_pool_size=16)
+
+
+def executor_threads(conf):
+    """How many messages a worker process runs at once
+    (``executor_thread_pool_size``, registered here if it is not yet)."""
+    set_defaults()
+    conf.register_opts(messaging_server._pool_opts)
+    return conf.executor_thread_pool_size
 
 
 def get_transport(conf, url=None):

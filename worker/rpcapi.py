@@ -20,8 +20,10 @@ RETRYABLE_METHODS = frozenset({
 })
 
 
-# The first version with run_steps: workers are upgraded before the retry
-# daemons (doc/install.md).
+# The version each cast needs (see worker.rpc.RPC_API_VERSION). run_steps
+# came with 1.1: workers are upgraded before the retry daemons
+# (doc/install.md).
+_BASE_VERSION = '1.0'
 RUN_STEPS_VERSION = '1.1'
 
 
@@ -55,7 +57,9 @@ class WorkerAPI:
         :param retry: reconnection attempts of one cast (oslo.messaging's
             ``retry``; -1 retries forever, which a scheduler must not do).
         """
-        target = messaging.Target(topic=topic, version=rpc.RPC_API_VERSION)
+        # A cast is stamped with the version it needs, so that a single
+        # step still reaches a 1.0 worker; run_steps prepares its own.
+        target = messaging.Target(topic=topic, version=_BASE_VERSION)
         return cls(messaging.get_rpc_client(transport, target, retry=retry))
 
     def _cast(self, method, **kwargs):
@@ -74,9 +78,10 @@ class WorkerAPI:
     def run_steps(self, steps):
         """Cast several steps (``Step``) in one message.
 
-        The worker claims them in one transaction and runs each as a
-        message of its own would; one message instead of one per step is
-        what lets a backlog drain at the broker's pace.
+        The worker drops the stale ones with one read and runs the others
+        concurrently, each as a message of its own would; one message
+        instead of one per step is what lets a backlog drain faster than
+        the broker confirms messages.
         """
         self._client.prepare(version=RUN_STEPS_VERSION).cast(
             {}, 'run_steps', steps=[list(step) for step in steps])
@@ -97,10 +102,13 @@ class WorkerAPI:
         except TypeError as exc:
             raise InvalidRetry('arguments do not fit %s: %s'
                                % (retry_task, exc))
-        step = Step(retry_task, **bound.arguments)
-        # bool is an int to Python, not a token.
-        if not isinstance(step.order_id, str) or \
-                type(step.generation) is not int:
+        try:
+            step = Step(retry_task, **bound.arguments)
+        except TypeError as exc:
+            raise InvalidRetry('%s does not take a step\'s arguments: %s'
+                               % (retry_task, exc))
+        if not (isinstance(step.order_id, str) and
+                rpc.is_generation(step.generation)):
             raise InvalidRetry('arguments of %s have the wrong types: %r'
                                % (retry_task, bound.arguments))
         return step

@@ -28,6 +28,7 @@ class WorkerService(service.Service):
         self._conf = conf
         self._transport = transport
         self._server = None
+        self._endpoint = None
         self._database = None
         self._heartbeat = None
 
@@ -47,11 +48,12 @@ class WorkerService(service.Service):
                           self._conf.metrics.worker_port,
                           tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
-        endpoint = manager.WorkerManager(
+        self._endpoint = manager.WorkerManager(
             self._conf, self._database, manager.plugin_factory(self._conf),
-            self._heartbeat.name, observe_result=observe_result)
+            self._heartbeat.name, observe_result=observe_result,
+            step_concurrency=rpc.executor_threads(self._conf))
         self._server = rpc.get_server(transport, self._conf.worker.topic,
-                                      self._conf.host, [endpoint])
+                                      self._conf.host, [self._endpoint])
         self._server.start()
         LOG.info('Worker %s serving topic %s', self._heartbeat.name,
                  self._conf.worker.topic)
@@ -60,6 +62,7 @@ class WorkerService(service.Service):
         """Stop taking messages, let the steps in progress finish, leave."""
         if self._server is not None:
             self._server.stop()
+            self._endpoint.cancel_queued_steps()
             self._server.wait()
             self._server = None
         # Timers first, so that no heartbeat re-creates the removed row.

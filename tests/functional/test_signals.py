@@ -186,10 +186,11 @@ def test_sighup_mid_pass_loses_and_duplicates_nothing(
     _wait_until_quiet(counter)
     assert daemon.stop(GRACEFUL_SHUTDOWN_TIMEOUT) == 0
 
-    # The reload came while the first pass was casting.
+    # The reload came while the first pass was casting; it waited for the
+    # end of that pass.
     log = daemon.log()
-    assert log.index('Configuration reloaded') < \
-        log.index('Pass dispatched'), 'the reload came after the pass'
+    assert log.index('Caught SIGHUP') < log.index('Pass dispatched') < \
+        log.index('Configuration reloaded'), log[-3000:]
     _assert_exactly_once(counter, all_ids, _remaining(sqlite_database))
     assert _remaining(sqlite_database) == set()
     assert _lock(sqlite_database) is None

@@ -1,6 +1,7 @@
 """Worker steps against a real database: results, retries and fencing."""
 
 import datetime
+import threading
 
 from tests import config
 from worker.db import models
@@ -191,3 +192,34 @@ def test_steps_of_one_message_are_each_fenced_and_run(database):
     order, [retry] = _state(database, stale)
     assert order.generation == 1 and retry.retry_kwargs == \
         '{"generation": 1}'
+
+
+class _Rendezvous(simple_certificate.SimpleCertificatePlugin):
+    """Every call waits until ``parties`` calls are under way at once."""
+
+    def __init__(self, parties):
+        super().__init__(5)
+        self._barrier = threading.Barrier(parties, timeout=10)
+
+    def issue_certificate_request(self, order):
+        self._barrier.wait()
+        return super().issue_certificate_request(order)
+
+
+def test_steps_of_one_message_run_concurrently(database):
+    conf = config.make_conf()
+    plugin = _Rendezvous(3)
+    worker = manager.WorkerManager(conf, database, lambda: plugin,
+                                   'worker-1@test', clock=_Clock(),
+                                   step_concurrency=3)
+    ids = [_order(database) for _ in range(3)]
+
+    # One after another, the first call would wait for the others in vain
+    # and its order would fail.
+    worker.run_steps({}, [['process_type_order', order_id, 0]
+                          for order_id in ids])
+
+    for order_id in ids:
+        order, [retry] = _state(database, order_id)
+        assert order.status == models.PENDING
+        assert order.step == 'check_certificate_status'

@@ -62,6 +62,14 @@ def test_one_daemon_with_jitter_waits_period_plus_or_minus_jitter():
     assert 12 - 1e-9 <= min(gaps) and max(gaps) <= 18 + 1e-9
 
 
+def test_a_long_pass_keeps_its_next_slot():
+    # Started at its slot (15 s) and ran 12 s: the next slot is at 30 s.
+    delay = slots.delay_to_slot(15, 15, 0, 1, 0.0, elapsed=12)
+    assert delay == pytest.approx(3)
+    # Past it: at once.
+    assert slots.delay_to_slot(15, 15, 0, 1, 0.0, elapsed=16) == 0
+
+
 def test_a_pass_just_before_its_slot_does_not_run_again_in_it():
     # Ran 0.1 s before its slot (at 15 s) because of the dither.
     delay = slots.delay_to_slot(14.95, 15, 0, 1, 0.0)
@@ -70,5 +78,7 @@ def test_a_pass_just_before_its_slot_does_not_run_again_in_it():
 
 def test_rank_is_the_place_among_the_live_daemons_by_name():
     assert slots.rank_of('2@b', ['1@a', '2@b', '3@c']) == (1, 3)
-    # Not heartbeating yet: it takes the place after the others.
+    # Not heartbeating yet: it takes the place after the others, whatever
+    # its name.
     assert slots.rank_of('9@z', ['1@a', '2@b']) == (2, 3)
+    assert slots.rank_of('0@a', ['1@b', '2@c']) == (2, 3)
