@@ -119,16 +119,16 @@ class WorkerManager:
             wanted.append((method, order_id, generation))
         if not wanted:
             return []
-        with self._database.reader() as session, session.begin():
-            found = orders.get_many(session, {s[1] for s in wanted})
-            current = {order_id: (order.step, order.generation, order.status)
-                       for order_id, order in found.items()}
+        found = self._read_orders({s[1] for s in wanted})
         live = []
         for method, order_id, generation in wanted:
-            if current.get(order_id) == (method, generation, models.PENDING):
+            order = found.get(order_id)
+            if order is not None and (order.step, order.generation,
+                                      order.status) == (method, generation,
+                                                        models.PENDING):
                 live.append((method, order_id, generation))
             else:
-                self._drop(method, order_id, generation, found.get(order_id))
+                self._drop(method, order_id, generation, order)
         return live
 
     def _run_step(self, step, order_id, generation):
@@ -162,6 +162,11 @@ class WorkerManager:
     _db_retry = oslo_db_api.wrap_db_retry(
         max_retries=5, retry_on_deadlock=True, retry_on_disconnect=True,
         inc_retry_interval=True)
+
+    @_db_retry
+    def _read_orders(self, order_ids):
+        with self._database.reader() as session, session.begin():
+            return orders.get_many(session, order_ids)
 
     def _claim(self, step, order_id, generation):
         """Claim the order for ``step``; its view, or None if stale."""
