@@ -255,7 +255,7 @@ class RetryManager:
             if reason:
                 LOG.error('Retry task %d (order %s, %s) set aside: %s',
                           row.id, row.order_id, row.retry_task, reason)
-                bad.append((row.id, reason))
+                bad.append((row, reason))
         casts = {ids: functools.partial(self._worker_api.run_steps,
                                         [steps[i] for i in ids])
                  for ids in self._chunks(list(steps))}
@@ -267,12 +267,13 @@ class RetryManager:
                           'cast (their duplicates will be dropped by the '
                           'workers)', len(sent))
                 return False
-            retry_tasks.delete(session, sent)
             by_id = {row.id: row for row in rows}
-            orders.mark_dispatched(
-                session, {by_id[task_id].order_id for task_id in sent}, now)
-            for task_id, reason in bad:
-                retry_tasks.park(session, task_id, reason)
+            # Only the orders whose rows are still as read: a worker may
+            # have moved one on (and replaced its row) in the meantime.
+            orders.mark_dispatched(session, retry_tasks.delete_as_read(
+                session, [by_id[task_id] for task_id in sent]), now)
+            for row, reason in bad:
+                retry_tasks.park(session, row, reason)
         result.dispatched += len(sent)
         result.parked += len(bad)
         for task_id in sent:

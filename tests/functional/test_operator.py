@@ -52,7 +52,8 @@ def test_retry_show_explain_requeue(deployment, database):
     assert explained['why'].startswith('not due until')
 
     with database.session() as session, session.begin():
-        retry_tasks.park(session, task_id, 'arguments do not fit')
+        retry_tasks.park(session, retry_tasks.get(session, task_id),
+                         'arguments do not fit')
     explained = cluster.manage_json('retry', 'explain', str(task_id))
     assert 'set aside' in explained['why']
     assert 'arguments do not fit' in explained['why']

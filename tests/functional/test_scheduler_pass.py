@@ -233,6 +233,56 @@ class _StealLockClient(fakes.RecordingRPCClient):
                 owner_token='thief', worker_host_name='thief-host'))
 
 
+class _FastWorkerClient(fakes.RecordingRPCClient):
+    """While the batch is cast, a worker moves the first order on.
+
+    It deletes that order's row and another order's new row takes its id
+    (SQLite reuses the highest id), as a fast worker can.
+    """
+
+    def __init__(self, database, moved, newcomer):
+        super().__init__()
+        self._database = database
+        self._moved, self._newcomer = moved, newcomer
+
+    def cast(self, ctxt, method, **kwargs):
+        super().cast(ctxt, method, **kwargs)
+        if self._moved is None:
+            return
+        with self._database.session() as session, session.begin():
+            [row] = retry_tasks.list_tasks(session, order_id=self._moved)
+            session.execute(sa.delete(models.OrderRetryTask).where(
+                models.OrderRetryTask.id == row.id))
+            session.execute(sa.insert(models.OrderRetryTask).values(
+                id=row.id, order_id=self._newcomer,
+                retry_task='check_certificate_status',
+                retry_at=NOW + datetime.timedelta(seconds=30),
+                retry_args=json.dumps([self._newcomer]),
+                retry_kwargs='{"generation": 0}', retry_count=0,
+                parked=False, created_at=NOW))
+        self._moved = None
+
+
+def test_a_row_that_took_a_cast_rows_id_is_kept(database):
+    [moved] = _make_orders(database, 1)
+    with database.session() as session, session.begin():
+        newcomer = orders.create(session, 'certificate', {}, NOW).id
+        # Both waiting, neither in flight.
+        session.execute(sa.update(models.Order).values(dispatched_at=None))
+    client = _FastWorkerClient(database, moved, newcomer)
+
+    result, _ = _run(database, client=client)
+
+    assert result.dispatched == 1
+    # The newcomer's row, under the cast row's id, is still there, and
+    # its order was not marked as dispatched for a cast it never had.
+    [kept] = _pending(database)
+    assert kept.order_id == newcomer
+    with database.session() as session:
+        assert orders.get(session, moved).dispatched_at is None
+        assert orders.get(session, newcomer).dispatched_at is None
+
+
 def test_lost_lock_stops_the_pass_without_deleting(database):
     _make_orders(database, 10)
     client = _StealLockClient(database)

@@ -121,11 +121,40 @@ def delete_for_order(session, order_id):
     delete(session, ids)
 
 
-def park(session, task_id, reason):
-    """Set a row aside: it is never due again until an operator acts."""
+def _as_read(rows):
+    """Match ``rows`` as they were read, not rows that took their ids since.
+
+    An id can come back: SQLite gives a new row the highest id plus one,
+    so once the row with the highest id is deleted (a worker replaced it
+    while the scheduler was casting it) the next insert, maybe another
+    order's, takes that id again.
+    """
+    task = models.OrderRetryTask
+    return sa.tuple_(task.id, task.order_id, task.retry_at).in_(
+        [(row.id, row.order_id, row.retry_at) for row in rows])
+
+
+def delete_as_read(session, rows):
+    """Delete these rows (``DueTask``) as the scheduler read them.
+
+    Returns the order ids of the rows deleted.
+    """
+    if not rows:
+        return set()
+    deleted = set(session.scalars(
+        sa.select(models.OrderRetryTask.order_id).where(_as_read(rows))))
+    session.execute(
+        sa.delete(models.OrderRetryTask).where(_as_read(rows))
+        .execution_options(synchronize_session=False))
+    return deleted
+
+
+def park(session, row, reason):
+    """Set a row (as it was read) aside: it is never due again until an
+    operator acts."""
     session.execute(
         sa.update(models.OrderRetryTask)
-        .where(models.OrderRetryTask.id == task_id)
+        .where(_as_read([row]))
         .values(parked=True, park_reason=reason)
         .execution_options(synchronize_session=False))
 
