@@ -130,8 +130,12 @@ def _as_read(rows):
     order's, takes that id again.
     """
     task = models.OrderRetryTask
-    return sa.tuple_(task.id, task.order_id, task.retry_at).in_(
-        [(row.id, row.order_id, row.retry_at) for row in rows])
+    # The id list first: it is what the databases plan the primary key
+    # lookup from (PostgreSQL does not, from the row values alone).
+    return sa.and_(
+        task.id.in_([row.id for row in rows]),
+        sa.tuple_(task.id, task.order_id, task.retry_at).in_(
+            [(row.id, row.order_id, row.retry_at) for row in rows]))
 
 
 def delete_as_read(session, rows):
