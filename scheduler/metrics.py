@@ -48,7 +48,7 @@ class SchedulerMetrics:
             'Retry rows due but not cast at the end of the last pass.',
             registry=registry)
 
-    def record_pass(self, result, duration, backlog):
+    def record_pass(self, result):
         """Count one pass that ran (``result`` is its PassResult)."""
         if result.stale_lock_cleared:
             self.stale_locks_cleared.inc()
@@ -58,13 +58,13 @@ class SchedulerMetrics:
             return
         self.passes.labels(outcome='ran').inc()
         self.lock_acquisitions.inc()
-        self.pass_duration.observe(duration)
+        self.pass_duration.observe(result.duration)
         self.dispatched.inc(result.dispatched)
         self.parked.inc(result.parked)
         self.cast_failures.inc(result.cast_failures)
         self.recovered.inc(result.recovered)
-        if backlog is not None:
-            self.due_backlog.set(backlog)
+        if result.backlog is not None:
+            self.due_backlog.set(result.backlog)
 
     def record_failure(self):
         """Count a pass that raised."""

@@ -4,4 +4,4 @@
 # and oslo.messaging asks on import; the default is still eventlet. Every
 # module of the project lives under this package or imports it, so
 # selecting the threading backend here happens before any of that.
-from worker import oslo_service_backend  # noqa: F401
+from worker.common import backend  # noqa: F401

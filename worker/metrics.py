@@ -1,40 +1,9 @@
-"""Prometheus metrics of a barbican-worker process, and the endpoint.
+"""Prometheus metrics of a barbican-worker process.
 
-Each process has a registry of its own and serves it on its own port
-(``[metrics]``): processes share nothing, so a killed one takes only its
-own counters with it.
+Served by ``worker.common.metrics_server``: one registry per process.
 """
 
-import errno
-
-from oslo_log import log as logging
 import prometheus_client
-
-LOG = logging.getLogger(__name__)
-
-
-def serve(conf, registry, first_port, tries=1):
-    """Serve ``registry`` on the first free port from ``first_port``.
-
-    Returns the port, or None when metrics are disabled or no port of the
-    range is free (logged; the process runs on without metrics).
-    """
-    if not conf.metrics.enabled:
-        return None
-    for port in range(first_port, first_port + tries):
-        try:
-            prometheus_client.start_http_server(
-                port, addr=conf.metrics.bind_host, registry=registry)
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
-            continue
-        LOG.info('Metrics served on http://%s:%d/metrics',
-                 conf.metrics.bind_host, port)
-        return port
-    LOG.error('No free metrics port in %d-%d; running without metrics',
-              first_port, first_port + tries - 1)
-    return None
 
 
 class WorkerMetrics:

@@ -3,9 +3,11 @@
 from oslo_log import log as logging
 from oslo_service import service
 
+from worker.common import backend
+from worker.common import heartbeat
+from worker.common import metrics_server
+from worker.db import models
 from worker.db import session as db_session
-from worker import heartbeat
-from worker import oslo_service_backend
 from worker import manager
 from worker import metrics
 from worker import rpc
@@ -34,19 +36,19 @@ class WorkerService(service.Service):
 
     def start(self):
         """Connect to the database and the broker, then serve."""
-        oslo_service_backend.require_threading()
+        backend.require_threading()
         super().start()
         self._database = db_session.Database.from_conf(self._conf)
-        self._heartbeat = heartbeat.Heartbeat(self._database, 'worker',
+        self._heartbeat = heartbeat.Heartbeat(self._database, models.WORKER,
                                               self._conf.host)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         observe_result = None
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
-            metrics.serve(self._conf, step_metrics.registry,
-                          self._conf.metrics.worker_port,
-                          tries=self._conf.worker.workers)
+            metrics_server.serve(self._conf, step_metrics.registry,
+                                 self._conf.metrics.worker_port,
+                                 tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
         self._endpoint = manager.WorkerManager(
             self._conf, self._database, manager.plugin_factory(self._conf),

@@ -7,26 +7,30 @@ from cliff import show
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
+from scheduler import liveness
+from scheduler import pass_lock
 from worker.db import locks
-from worker.db import models
 
-LOCK = models.ORDER_RETRY_TASK_LOCK
+LOCK = pass_lock.LOCK
 
 
 class ShowLock(show.ShowOne):
-    """Show who holds the OrderRetryTask lock, and since when."""
+    """Show who holds the OrderRetryTask lock, since when, and whether it
+    is stale (by the rule the daemons clear it by)."""
 
     def take_action(self, parsed_args):
         database = self.app.database
+        cutoffs = liveness.Cutoffs.at(timeutils.utcnow(), self.app.conf)
         with database.session() as session:
-            lock = locks.get(session, LOCK)
+            lock = pass_lock.judge(session, database.repositories, cutoffs)
         columns = ('entity_to_lock', 'held', 'worker_host_name',
-                   'created_at', 'age_seconds')
-        if lock is None:
-            return columns, (LOCK, False, None, None, None)
-        age = (timeutils.utcnow() - lock.created_at).total_seconds()
-        return columns, (lock.entity_to_lock, True, lock.worker_host_name,
-                         display.value(lock.created_at), round(age, 3))
+                   'created_at', 'age_seconds', 'stale', 'stale_reason')
+        if not lock.held:
+            return columns, (LOCK, False, None, None, None, False, None)
+        age = (cutoffs.now - lock.taken_at).total_seconds()
+        return columns, (LOCK, True, lock.holder,
+                         display.value(lock.taken_at), round(age, 3),
+                         lock.stale, lock.stale_reason)
 
 
 class ReleaseLock(command.Command):

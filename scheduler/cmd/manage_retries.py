@@ -6,11 +6,11 @@ from cliff import show
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
-from worker.db import locks
+from scheduler import liveness
+from scheduler import pass_lock
 from worker.db import models
 from worker.db import retry_tasks
 from worker.db import services
-from worker import liveness
 
 TASK_COLUMNS = ('id', 'order_id', 'retry_task', 'retry_at', 'retry_args',
                 'retry_kwargs', 'retry_count', 'parked', 'park_reason',
@@ -79,18 +79,16 @@ class ExplainRetry(_OneTask, show.ShowOne):
     """Say why a retry task has not fired yet."""
 
     def take_action(self, parsed_args):
-        now = timeutils.utcnow()
-        conf = self.app.conf
-        with self.app.database.session() as session:
+        cutoffs = liveness.Cutoffs.at(timeutils.utcnow(), self.app.conf)
+        now = cutoffs.now
+        database = self.app.database
+        with database.session() as session:
             task = self._get(session, parsed_args.task_id)
-            lock = locks.get(session, models.ORDER_RETRY_TASK_LOCK)
+            lock = pass_lock.judge(session, database.repositories, cutoffs)
             daemons = [d for d in services.list_services(session,
-                                                         'scheduler')
-                       if liveness.is_alive(d.heartbeat_at, now,
-                                            conf.service_down_time)]
+                                                         models.SCHEDULER)
+                       if cutoffs.is_alive(d.heartbeat_at)]
         next_passes = [d.next_pass_at for d in daemons if d.next_pass_at]
-        stale_before = liveness.lock_stale_before(
-            now, conf.scheduler.retry_lock_timeout_seconds)
         if task.parked:
             why = 'set aside, never cast until requeued: %s' % (
                 task.park_reason)
@@ -98,9 +96,9 @@ class ExplainRetry(_OneTask, show.ShowOne):
             why = 'not due until %s' % display.value(task.retry_at)
         elif not daemons:
             why = 'due, but no barbican-retry daemon is alive'
-        elif lock is not None and lock.created_at < stale_before:
-            why = ('due; the lock of %s is stale and will be cleared by '
-                   'the next pass' % lock.worker_host_name)
+        elif lock.stale:
+            why = ('due; the lock of %s is stale (%s) and will be cleared '
+                   'by the next pass' % (lock.holder, lock.stale_reason))
         else:
             why = 'due; the next pass casts it'
         columns = ('id', 'order_id', 'retry_task', 'retry_at', 'parked',
@@ -111,5 +109,4 @@ class ExplainRetry(_OneTask, show.ShowOne):
             display.value(task.retry_at), task.parked, task.park_reason,
             len(daemons),
             display.value(min(next_passes)) if next_passes else None,
-            lock.worker_host_name if lock else None,
-            display.value(lock.created_at) if lock else None, why)
+            lock.holder, display.value(lock.taken_at), why)

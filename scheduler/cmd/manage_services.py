@@ -4,8 +4,8 @@ from cliff import lister
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
+from scheduler import liveness
 from worker.db import services
-from worker import liveness
 
 
 class ListServices(lister.Lister):
@@ -15,11 +15,10 @@ class ListServices(lister.Lister):
         database = self.app.database
         with database.session() as session:
             rows = services.list_services(session)
-        now = timeutils.utcnow()
-        down_time = self.app.conf.service_down_time
+        cutoffs = liveness.Cutoffs.at(timeutils.utcnow(), self.app.conf)
         columns = ('name', 'kind', 'host', 'pid', 'started_at',
                    'heartbeat_at')
         return (columns + ('alive',),
                 [display.row(row, columns) +
-                 (liveness.is_alive(row.heartbeat_at, now, down_time),)
+                 (cutoffs.is_alive(row.heartbeat_at),)
                  for row in rows])

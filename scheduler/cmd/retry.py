@@ -2,8 +2,9 @@
 
 systemd runs it through ``bin/barbican-retry.sh``, which ``exec``s this
 console script so that signals reach it: SIGTERM stops it cleanly, SIGHUP
-reloads the mutable options. It runs in one process (``worker.in_process``):
-one service needs no launcher process beside it.
+reloads the mutable options. It runs in one process
+(``scheduler.in_process``): one service needs no launcher process beside
+it.
 """
 
 import sys
@@ -13,7 +14,7 @@ from oslo_config import cfg
 from scheduler import conf as scheduler_conf
 from scheduler import service as scheduler_service
 from worker import conf as worker_conf
-from worker import in_process
+from scheduler import in_process
 
 
 def main(argv=None):

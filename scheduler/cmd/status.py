@@ -12,13 +12,13 @@ from oslo_upgradecheck import upgradecheck
 from oslo_utils import timeutils
 
 from scheduler import conf as scheduler_conf
+from scheduler import liveness
+from scheduler import pass_lock
 from worker import conf as worker_conf
-from worker.db import locks
 from worker.db import migration
 from worker.db import models
 from worker.db import services
 from worker.db import session as db_session
-from worker import liveness
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -47,37 +47,39 @@ class Checks(upgradecheck.UpgradeCommands):
                       '"barbican-retry-manage db upgrade"'
                       % (current, ', '.join(heads)))
 
+    def _cutoffs(self):
+        return liveness.Cutoffs.at(timeutils.utcnow(), self._conf)
+
     def _check_lock(self):
-        now = timeutils.utcnow()
-        with self._db().session() as session:
-            lock = locks.get(session, models.ORDER_RETRY_TASK_LOCK)
-        if lock is None:
+        database = self._db()
+        with database.session() as session:
+            lock = pass_lock.judge(session, database.repositories,
+                                   self._cutoffs())
+        if not lock.held:
             return Result(Code.SUCCESS, 'not held')
-        stale_before = liveness.lock_stale_before(
-            now, self._conf.scheduler.retry_lock_timeout_seconds)
-        if lock.created_at < stale_before:
+        if lock.stale:
             return Result(Code.WARNING,
-                          'held by %s since %s, stale: the next pass clears '
-                          'it' % (lock.worker_host_name, lock.created_at))
-        return Result(Code.SUCCESS, 'held by %s' % lock.worker_host_name)
+                          'held by %s since %s, stale (%s): the next pass '
+                          'clears it' % (lock.holder, lock.taken_at,
+                                         lock.stale_reason))
+        return Result(Code.SUCCESS, 'held by %s' % lock.holder)
 
     def _check_live(self, kind, command_name):
-        now = timeutils.utcnow()
+        cutoffs = self._cutoffs()
         with self._db().session() as session:
             rows = services.list_services(session, kind)
         live = [row.name for row in rows
-                if liveness.is_alive(row.heartbeat_at, now,
-                                     self._conf.service_down_time)]
+                if cutoffs.is_alive(row.heartbeat_at)]
         if live:
             return Result(Code.SUCCESS, '%d alive: %s'
                           % (len(live), ', '.join(live)))
         return Result(Code.FAILURE, 'no live %s process' % command_name)
 
     def _check_retry_daemons(self):
-        return self._check_live('scheduler', 'barbican-retry')
+        return self._check_live(models.SCHEDULER, 'barbican-retry')
 
     def _check_workers(self):
-        return self._check_live('worker', 'barbican-worker')
+        return self._check_live(models.WORKER, 'barbican-worker')
 
     _upgrade_checks = (
         ('Database schema', _check_schema),

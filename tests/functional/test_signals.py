@@ -1,6 +1,6 @@
 """Signals as systemd sends them to a real barbican-retry, over RabbitMQ.
 
-barbican-retry is one process (``worker.in_process``):
+barbican-retry is one process (``scheduler.in_process``):
 
 - SIGHUP (``ExecReload=/bin/kill -HUP $MAINPID``): it re-reads the
   configuration files (``mutate``: only mutable options take the new

@@ -2,7 +2,8 @@
 
 import datetime
 
-from worker import liveness
+from scheduler import liveness
+from tests import config
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 
@@ -11,10 +12,15 @@ def _ago(seconds):
     return NOW - datetime.timedelta(seconds=seconds)
 
 
+def _cutoffs(**overrides):
+    return liveness.Cutoffs.at(NOW, config.make_conf(**overrides))
+
+
 def test_a_heartbeat_within_the_down_time_is_alive():
-    assert liveness.is_alive(_ago(59.9), NOW, 60)
-    assert liveness.is_alive(_ago(60), NOW, 60)
-    assert not liveness.is_alive(_ago(60.1), NOW, 60)
+    cutoffs = _cutoffs(service_down_time=60)
+    assert cutoffs.is_alive(_ago(59.9))
+    assert cutoffs.is_alive(_ago(60))
+    assert not cutoffs.is_alive(_ago(60.1))
 
 
 def test_only_a_fresh_heartbeat_keeps_an_order():
@@ -27,3 +33,12 @@ def test_only_a_fresh_heartbeat_keeps_an_order():
 def test_lock_and_dispatch_cut_offs():
     assert liveness.lock_stale_before(NOW, 300) == _ago(300)
     assert liveness.dispatch_lost_before(NOW, 15) == _ago(15)
+
+
+def test_cutoffs_apply_each_rule_at_one_moment():
+    cutoffs = _cutoffs(**{'service_down_time': 60,
+                          'scheduler.retry_lock_timeout_seconds': 300,
+                          'scheduler.dispatch_deadline_seconds': 15})
+    assert (cutoffs.now, cutoffs.alive_since, cutoffs.lock_stale_before,
+            cutoffs.dispatch_lost_before) == (NOW, _ago(60), _ago(300),
+                                              _ago(15))

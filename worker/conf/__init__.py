@@ -70,7 +70,7 @@ def refuse_invalid_reloads(conf, argv, prog, extra_register=(), checks=()):
     """Make SIGHUP keep the running configuration when the new one is bad.
 
     On SIGHUP the launcher (cotyledon's master for barbican-worker,
-    ``worker.in_process`` for barbican-retry) calls
+    ``scheduler.in_process`` for barbican-retry) calls
     ``conf.mutate_config_files()``, which takes the new values without
     converting them: an out-of-range value would crash every restarted
     child, or the running timer, while the unit looks healthy. The files

@@ -21,6 +21,10 @@ TERMINAL_STATUSES = (ACTIVE, ERROR)
 
 ORDER_RETRY_TASK_LOCK = 'OrderRetryTask'
 
+# The kinds of process in ``services``.
+WORKER = 'worker'
+SCHEDULER = 'scheduler'
+
 
 class Base(orm.DeclarativeBase):
     """Declarative base of every barbican-retry table."""

@@ -8,6 +8,8 @@ import sqlalchemy as sa
 from oslo_db.sqlalchemy import engines
 from sqlalchemy import orm
 
+from worker.db import repositories
+
 # NOTE: several processes share one SQLite file in the embedded setup.
 # WAL lets readers run beside the writer; the busy timeout makes a writer
 # wait for the lock instead of failing at once. Transactions begin
@@ -61,8 +63,11 @@ class Database:
     """An engine and its session factory.
 
     Use ``with database.session() as session, session.begin():`` for one
-    unit of work.
+    unit of work, and ``database.repositories`` for the queries on it.
     """
+
+    #: The repositories that work on this database's sessions.
+    repositories = repositories.SQL
 
     def __init__(self, engine):
         self.engine = engine

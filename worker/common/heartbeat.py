@@ -5,8 +5,6 @@ import os
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from worker.db import services
-
 LOG = logging.getLogger(__name__)
 
 
@@ -18,11 +16,12 @@ def service_name(host, pid=None):
 class Heartbeat:
     """Writes one process's heartbeat row; removes it on a clean stop.
 
-    :param kind: ``worker`` or ``scheduler``.
+    :param kind: ``models.WORKER`` or ``models.SCHEDULER``.
     """
 
     def __init__(self, database, kind, host, clock=timeutils.utcnow):
         self._database = database
+        self._services = database.repositories.services
         self.kind = kind
         self.host = host
         self.pid = os.getpid()
@@ -34,8 +33,8 @@ class Heartbeat:
         """Write the heartbeat; log (once per outage) when it cannot."""
         try:
             with self._database.session() as session, session.begin():
-                services.heartbeat(session, self.name, self.kind, self.host,
-                                   self.pid, self._clock())
+                self._services.heartbeat(session, self.name, self.kind,
+                                         self.host, self.pid, self._clock())
         except Exception as exc:
             if not self._failing:
                 LOG.error('Heartbeat of %s failed, will retry: %s',
@@ -50,7 +49,7 @@ class Heartbeat:
         """Delete this process's row (clean stop)."""
         try:
             with self._database.session() as session, session.begin():
-                services.remove(session, self.name)
+                self._services.remove(session, self.name)
         except Exception:
             LOG.exception('Could not remove service row %s; it will be '
                           'cleared once its heartbeat is stale', self.name)

@@ -1,0 +1,187 @@
+"""Dispatch: cast the due rows to the workers, then delete what was cast.
+
+The due rows are read in batches (oldest first, keyset paging), each batch
+is cast in messages of up to ``rows_per_cast`` rows, concurrently, and
+the rows of the casts that went out are deleted in one transaction that
+first renews our lock. Rows are cast *before* they are deleted, so a crash
+between the two re-sends them on a later pass (at-least-once); the
+workers' fencing tokens make such a duplicate harmless. A daemon whose
+lock was cleared as stale stops at its next batch and deletes nothing.
+A row that can never be cast is parked with its reason.
+"""
+
+import concurrent.futures
+import datetime
+import functools
+import time
+
+from oslo_log import log as logging
+
+from worker import rpcapi
+
+LOG = logging.getLogger(__name__)
+
+
+def chunks(task_ids, cast_concurrency, rows_per_cast):
+    """Split a batch into the rows of each message.
+
+    At most ``rows_per_cast`` rows each, in near-equal parts, and at least
+    ``cast_concurrency`` messages when there are that many rows: the casts
+    go out concurrently, and a small batch still reaches several worker
+    processes.
+    """
+    count = min(len(task_ids),
+                max(cast_concurrency, -(-len(task_ids) // rows_per_cast)))
+    if not count:
+        return []
+    size, bigger = divmod(len(task_ids), count)
+    parts, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < bigger else 0)
+        parts.append(tuple(task_ids[start:end]))
+        start = end
+    return parts
+
+
+class Dispatcher:
+    """Casts the due rows of one pass and deletes or parks them.
+
+    :param worker_api: a ``worker.rpcapi.WorkerAPI`` (or a fake with the
+        same ``parse_retry`` and ``run_steps``).
+    :param stop_event: once set, the pass stops after its current batch.
+    """
+
+    def __init__(self, conf, database, worker_api, pass_lock, stop_event):
+        self._conf = conf
+        self._database = database
+        self._repositories = database.repositories
+        self._worker_api = worker_api
+        self._pass_lock = pass_lock
+        self._stop_event = stop_event
+
+    def run(self, token, now, started, result):
+        """Dispatch every row due at ``now``, batch after batch.
+
+        Stops at the end of the rows, when ``stop_event`` is set, after
+        ``max_pass_seconds`` (counted from ``started``, a monotonic time),
+        or when our lock was lost (``result.lock_lost``).
+        """
+        group = self._conf.scheduler
+        # A new pool per pass: a cast stuck past cast_timeout_seconds is
+        # abandoned with its pool and cannot delay the next pass.
+        executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=group.cast_concurrency,
+            thread_name_prefix='retry-cast')
+        try:
+            self._batches(executor, token, now, started, result)
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def _batches(self, executor, token, now, started, result):
+        group = self._conf.scheduler
+        after = None
+        while not self._stop_event.is_set():
+            if time.monotonic() - started > group.max_pass_seconds:
+                LOG.info('Pass reached max_pass_seconds; the remaining due '
+                         'rows wait for the next pass')
+                return
+            with self._database.session() as session, session.begin():
+                rows = self._repositories.retry_tasks.due(
+                    session, now, group.batch_size, after)
+            if not rows:
+                return
+            after = (rows[-1].retry_at, rows[-1].id)
+            elapsed = datetime.timedelta(seconds=time.monotonic() - started)
+            if not self._batch(executor, rows, token, now + elapsed,
+                               result):
+                result.lock_lost = True
+                return
+            if len(rows) < group.batch_size:
+                return
+
+    def _parse(self, rows):
+        """Split rows into ``{id: step}`` to cast and ``[(row, reason)]``
+        to park."""
+        steps, bad = {}, []
+        for row in rows:
+            reason = None
+            if not row.order_exists:
+                reason = 'order %s no longer exists' % row.order_id
+            else:
+                try:
+                    steps[row.id] = self._worker_api.parse_retry(
+                        row.retry_task, row.retry_args, row.retry_kwargs)
+                except rpcapi.InvalidRetry as exc:
+                    reason = str(exc)
+            if reason:
+                LOG.error('Retry task %d (order %s, %s) set aside: %s',
+                          row.id, row.order_id, row.retry_task, reason)
+                bad.append((row, reason))
+        return steps, bad
+
+    def _batch(self, executor, rows, token, now, result):
+        """Cast one batch, then delete and park in one fenced transaction.
+
+        Returns False if our lock was lost (nothing deleted then).
+        """
+        group = self._conf.scheduler
+        steps, bad = self._parse(rows)
+        casts = {ids: functools.partial(self._worker_api.run_steps,
+                                        [steps[i] for i in ids])
+                 for ids in chunks(list(steps), group.cast_concurrency,
+                                   group.rows_per_cast)}
+        sent = self._cast_all(executor, casts, result)
+        by_id = {row.id: row for row in rows}
+        with self._database.session() as session, session.begin():
+            if not self._pass_lock.renew(session, token, now):
+                LOG.error('Lost the OrderRetryTask lock during a pass; '
+                          'stopping it without deleting the %d rows just '
+                          'cast (their duplicates will be dropped by the '
+                          'workers)', len(sent))
+                return False
+            self._delete_and_park(session, [by_id[i] for i in sent], bad,
+                                  now)
+        result.dispatched += len(sent)
+        result.parked += len(bad)
+        for task_id in sent:
+            result.lateness.add(
+                (now - by_id[task_id].retry_at).total_seconds())
+        return True
+
+    def _delete_and_park(self, session, sent, bad, now):
+        repositories = self._repositories
+        # Only the orders whose rows are still as read: a worker may have
+        # moved one on (and replaced its row) in the meantime.
+        repositories.orders.mark_dispatched(
+            session, repositories.retry_tasks.delete_as_read(session, sent),
+            now)
+        for row, reason in bad:
+            repositories.retry_tasks.park(session, row, reason)
+
+    def _cast_all(self, executor, casts, result):
+        """Run the casts concurrently; return the row ids that were sent.
+
+        :param casts: ``{row ids: cast}``; a failed cast keeps its rows.
+        """
+        if not casts:
+            return []
+        futures = {executor.submit(cast): task_ids
+                   for task_ids, cast in casts.items()}
+        done, not_done = concurrent.futures.wait(
+            futures, timeout=self._conf.scheduler.cast_timeout_seconds)
+        sent, failed, first_error = [], 0, None
+        for future in futures:
+            if future in done and future.exception() is None:
+                sent.extend(futures[future])
+                continue
+            failed += 1
+            if first_error is None and future in done:
+                first_error = future.exception()
+        if failed:
+            kept = sum(len(task_ids) for task_ids in casts) - len(sent)
+            result.cast_failures += kept
+            LOG.warning('%d of %d casts failed or timed out (%d timed out); '
+                        'their %d rows stay for the next pass. First '
+                        'error: %s', failed, len(casts), len(not_done),
+                        kept, first_error)
+        return sent

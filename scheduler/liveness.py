@@ -1,0 +1,68 @@
+"""Pure rules of liveness and lock staleness; time is a parameter.
+
+The database queries apply these rules to many rows at once; the
+functions here are the same rules for one value, for the scheduler's
+decisions, the operator commands and the tests. ``Cutoffs`` computes
+them once for one moment.
+"""
+
+import dataclasses
+import datetime
+
+
+def alive_since(now, service_down_time):
+    """Heartbeats at or after this moment belong to live processes."""
+    return now - datetime.timedelta(seconds=service_down_time)
+
+
+def dead_owners(owners, live_names):
+    """Owners of claimed orders that are not among the live services.
+
+    A process never seen, or whose row was removed, is as dead as one
+    whose heartbeat is old: only a fresh heartbeat keeps an order.
+    """
+    return set(owners) - set(live_names)
+
+
+def lock_stale_before(now, retry_lock_timeout_seconds):
+    """A lock taken (or last renewed) before this moment is stale."""
+    return now - datetime.timedelta(seconds=retry_lock_timeout_seconds)
+
+
+def dispatch_lost_before(now, dispatch_deadline_seconds):
+    """A dispatch made before this moment and not taken up is lost."""
+    return now - datetime.timedelta(seconds=dispatch_deadline_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cutoffs:
+    """The moments one pass compares rows against, computed once.
+
+    Every rule above, applied at the same ``now``: a pass (and an operator
+    command) reads its cut-offs from one of these instead of computing
+    them again where each is needed.
+    """
+
+    now: datetime.datetime
+    #: Heartbeats at or after this belong to live processes.
+    alive_since: datetime.datetime
+    #: A lock taken (or last renewed) before this is stale by age.
+    lock_stale_before: datetime.datetime
+    #: A dispatch made before this and not taken up is lost.
+    dispatch_lost_before: datetime.datetime
+
+    def is_alive(self, heartbeat_at):
+        """True if a process that last beat at ``heartbeat_at`` is alive."""
+        return heartbeat_at >= self.alive_since
+
+    @classmethod
+    def at(cls, now, conf):
+        """The cut-offs as of ``now`` under ``conf``'s options."""
+        group = conf.scheduler
+        return cls(
+            now=now,
+            alive_since=alive_since(now, conf.service_down_time),
+            lock_stale_before=lock_stale_before(
+                now, group.retry_lock_timeout_seconds),
+            dispatch_lost_before=dispatch_lost_before(
+                now, group.dispatch_deadline_seconds))
