@@ -24,8 +24,6 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from worker.db import models
-from worker.db import orders
-from worker.db import retry_tasks
 from worker import plugins
 from worker.plugins import base
 from worker import retry_policy
@@ -54,6 +52,8 @@ class WorkerManager:
                  step_concurrency=1):
         self._conf = conf
         self._database = database
+        self._orders = database.repositories.orders
+        self._retry_tasks = database.repositories.retry_tasks
         self._plugin_factory = plugin_factory
         self._service_name = service_name
         self._clock = clock
@@ -166,7 +166,7 @@ class WorkerManager:
     @_db_retry
     def _read_orders(self, order_ids):
         with self._database.reader() as session, session.begin():
-            return orders.get_many(session, order_ids)
+            return self._orders.get_many(session, order_ids)
 
     def _claim(self, step, order_id, generation):
         """Claim the order for ``step``; its view, or None if stale."""
@@ -180,10 +180,11 @@ class WorkerManager:
     @_db_retry
     def _claim_in_a_transaction(self, step, order_id, generation):
         with self._database.session() as session, session.begin():
-            order = orders.get(session, order_id)
+            order = self._orders.get(session, order_id)
             if (order is None or order.step != step or
-                    not orders.claim(session, order_id, generation,
-                                     self._clock(), self._service_name)):
+                    not self._orders.claim(session, order_id, generation,
+                                           self._clock(),
+                                           self._service_name)):
                 return None, order
             return base.OrderView(
                 id=order.id, type=order.type, attempt=order.attempt,
@@ -225,7 +226,7 @@ class WorkerManager:
                                   retry_at, now)
         if isinstance(result, base.Completed):
             return self._finish(session, view.id, token, now,
-                                orders.complete, result.meta,
+                                self._orders.complete, result.meta,
                                 ('active', 'ACTIVE'))
         if isinstance(result, base.Failed):
             return self._fail(session, view.id, token, now, result.reason)
@@ -249,27 +250,27 @@ class WorkerManager:
         return 'retry', '%s (%s, retry %d)' % (outcome[1], result.reason,
                                                attempt)
 
-    @staticmethod
-    def _schedule(session, order_id, token, method, attempt, retry_at, now):
-        if not orders.schedule_step(session, order_id, token, now,
-                                    step=method, attempt=attempt):
+    def _schedule(self, session, order_id, token, method, attempt, retry_at,
+                  now):
+        if not self._orders.schedule_step(session, order_id, token, now,
+                                          step=method, attempt=attempt):
             return None
-        retry_tasks.delete_for_order(session, order_id)
-        retry_tasks.add(session, order_id, method, retry_at,
-                        args=[order_id], kwargs={'generation': token},
-                        retry_count=attempt, now=now)
+        self._retry_tasks.delete_for_order(session, order_id)
+        self._retry_tasks.add(session, order_id, method, retry_at,
+                              args=[order_id], kwargs={'generation': token},
+                              retry_count=attempt, now=now)
         return 'retry', 'PENDING, %s scheduled at %s' % (method,
                                                          retry_at.isoformat())
 
     def _fail(self, session, order_id, token, now, reason):
-        return self._finish(session, order_id, token, now, orders.fail,
+        return self._finish(session, order_id, token, now, self._orders.fail,
                             reason, ('error', 'ERROR: %s' % reason))
 
-    @staticmethod
-    def _finish(session, order_id, token, now, transition, detail, outcome):
+    def _finish(self, session, order_id, token, now, transition, detail,
+                outcome):
         if not transition(session, order_id, token, now, detail):
             return None
-        retry_tasks.delete_for_order(session, order_id)
+        self._retry_tasks.delete_for_order(session, order_id)
         return outcome
 
 

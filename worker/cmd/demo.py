@@ -4,8 +4,9 @@ Runs the worker and the retry scheduler side by side in this process, on
 a SQLite file and oslo.messaging's in-process ``fake://`` transport, and
 creates certificate orders the way an API server would. It prints each
 order's progress (PENDING, retry scheduled for T, ACTIVE) as it happens.
-This is the one module that composes both services; neither side imports
-the other.
+This is the one module that imports both sides (the one exception named
+in ``tests/unit/test_boundaries.py``): the worker never imports the
+scheduler, and the scheduler imports only the layer the two share.
 """
 
 import argparse

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 WRAPPER = ROOT / 'bin' / 'barbican-retry.sh'
 
 _STUB = '''#!/bin/sh

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 UNITS = ROOT / 'etc' / 'systemd'
 SAMPLE = ROOT / 'etc' / 'barbican-retry' / 'barbican-retry.conf.sample'
 SYSUSERS = UNITS / 'sysusers.d' / 'barbican-retry.conf'

@@ -9,6 +9,7 @@ import configparser
 import difflib
 import importlib.metadata
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -17,8 +18,7 @@ from oslo_config import cfg
 from oslo_config import types
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 GENERATOR_CONFIG = 'etc/oslo-config-generator/barbican-retry.conf'
 SAMPLE = 'etc/barbican-retry/barbican-retry.conf.sample'
 GENERATOR = os.path.join(os.path.dirname(sys.executable),
