@@ -1,0 +1,357 @@
+"""One retry pass against the in-memory database: every decision of a pass,
+with time as a parameter and no server.
+
+``tests/functional/test_scheduler_pass.py`` runs the same pass on the real
+databases; these tests are the quick ones to run on every save.
+"""
+
+import datetime
+import threading
+
+import pytest
+
+from scheduler import manager
+from scheduler import pass_lock
+from tests import config
+from tests import fakes
+from worker.db import memory
+from worker.db import models
+from worker import rpcapi
+
+NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+LOCK = pass_lock.LOCK
+DAEMON = '1@scheduler-host'
+
+
+def _seconds(value):
+    return datetime.timedelta(seconds=value)
+
+
+def _conf(**overrides):
+    defaults = {'scheduler.batch_size': 7, 'host': 'test-host',
+                'service_down_time': 60, 'report_interval': 10,
+                'scheduler.schedule_jitter': 0.0}
+    defaults.update(overrides)
+    return config.make_conf(**defaults)
+
+
+@pytest.fixture
+def database():
+    return memory.InMemoryDatabase()
+
+
+def _write(database, action):
+    with database.session() as session, session.begin():
+        return action(database.repositories, session)
+
+
+def _read(database, action):
+    with database.reader() as session, session.begin():
+        return action(database.repositories, session)
+
+
+def _make_orders(database, count, due_in=-1, step='check_certificate_status'):
+    """PENDING orders, each with one retry row due at NOW + due_in."""
+    def make(repos, session):
+        ids = []
+        for i in range(count):
+            order = repos.orders.create(session, 'certificate', {}, NOW)
+            repos.orders.schedule_step(session, order.id, 0, NOW, step, 0)
+            repos.retry_tasks.add(
+                session, order.id, step,
+                NOW + _seconds(due_in) + datetime.timedelta(milliseconds=i),
+                args=[order.id], kwargs={'generation': 0}, now=NOW)
+            ids.append(order.id)
+        return ids
+    return _write(database, make)
+
+
+def _manager(database, conf=None, client=None, **kwargs):
+    client = client or fakes.RecordingRPCClient()
+    return manager.RetryManager(conf or _conf(), database,
+                                rpcapi.WorkerAPI(client), **kwargs), client
+
+
+def _run(database, conf=None, client=None, now=NOW):
+    retry_manager, client = _manager(database, conf, client)
+    return retry_manager.run_once(now), client
+
+
+def _rows(database, parked=False):
+    return _read(database, lambda repos, session:
+                 repos.retry_tasks.list_tasks(session, parked=parked))
+
+
+def _lock(database):
+    return _read(database, lambda repos, session:
+                 repos.locks.get(session, LOCK))
+
+
+def _order(database, order_id):
+    return _read(database, lambda repos, session:
+                 repos.orders.get(session, order_id))
+
+
+def _heartbeat(database, name, at, kind=models.WORKER):
+    _write(database, lambda repos, session: repos.services.heartbeat(
+        session, name, kind, 'host', 1, at))
+
+
+def test_due_rows_are_cast_once_deleted_and_marked_dispatched(database):
+    due = _make_orders(database, 20)
+    later = _make_orders(database, 3, due_in=60)
+
+    result, client = _run(database)
+
+    assert result.locked and not result.idle and result.dispatched == 20
+    assert client.count_by_order() == {order_id: 1 for order_id in due}
+    assert {row.order_id for row in _rows(database)} == set(later)
+    # Marked at the time of the cast: the pass's start plus its progress.
+    assert _order(database, due[0]).dispatched_at == pytest.approx(
+        NOW, abs=_seconds(1))
+    assert _lock(database) is None
+
+
+def test_a_pass_with_nothing_due_writes_nothing(database):
+    _make_orders(database, 3, due_in=60)
+
+    def no_writes(*args, **kwargs):
+        raise AssertionError('an idle pass wrote')
+    retry_manager, client = _manager(
+        database, _conf(**{'scheduler.schedule_period_seconds': 600}))
+    database.session = no_writes
+
+    result = retry_manager.run_once(NOW)
+
+    assert result.idle and not result.locked and client.casts == []
+    # The next pass is planned for when the first row falls due.
+    assert result.next_pass_in == pytest.approx(60, abs=0.01)
+
+
+def test_fresh_lock_of_another_daemon_makes_the_pass_skip(database):
+    _make_orders(database, 5)
+    _write(database, lambda repos, session: repos.locks.insert(
+        session, LOCK, 'other-host', 'other-token', NOW - _seconds(10)))
+
+    result, client = _run(database)
+
+    assert not result.locked and not result.idle and client.casts == []
+    assert _lock(database).owner_token == 'other-token'
+    assert len(_rows(database)) == 5
+
+
+def test_lock_older_than_the_timeout_is_cleared_and_the_pass_runs(database):
+    _make_orders(database, 5)
+    _heartbeat(database, 'old-daemon', NOW, models.SCHEDULER)   # alive
+    _write(database, lambda repos, session: repos.locks.insert(
+        session, LOCK, 'old-daemon', 'old-token', NOW - _seconds(301)))
+
+    result, _ = _run(database,
+                     _conf(**{'scheduler.retry_lock_timeout_seconds': 300}))
+
+    assert result.stale_lock_cleared and result.locked
+    assert result.dispatched == 5 and _lock(database) is None
+
+
+@pytest.mark.parametrize('holder_beat_ago, cleared', [(61, True),
+                                                      (59, False)])
+def test_young_lock_is_cleared_only_when_its_holder_died(
+        database, holder_beat_ago, cleared):
+    _make_orders(database, 3)
+    _heartbeat(database, '7@holder', NOW - _seconds(holder_beat_ago),
+               models.SCHEDULER)
+    _write(database, lambda repos, session: repos.locks.insert(
+        session, LOCK, '7@holder', 'holder-token', NOW - _seconds(61)))
+
+    result, client = _run(database)
+
+    assert result.stale_lock_cleared is cleared
+    assert result.locked is cleared
+    assert bool(client.casts) is cleared
+
+
+def _claimed(database, owner, at):
+    """A PENDING order claimed by ``owner`` at ``at`` (generation 1)."""
+    def make(repos, session):
+        order = repos.orders.create(session, 'certificate', {}, at)
+        repos.orders.claim(session, order.id, 0, at, owner)
+        return order.id
+    return _write(database, make)
+
+
+def test_an_order_of_a_dead_owner_is_taken_back_and_cast_at_once(database):
+    _heartbeat(database, '5@live', NOW)
+    _heartbeat(database, '6@dead', NOW - _seconds(61))
+    kept = _claimed(database, '5@live', NOW - _seconds(3600))
+    lost = _claimed(database, '6@dead', NOW - _seconds(120))
+
+    result, client = _run(database)
+
+    assert result.recovered == 1 and result.dead_services == ['6@dead']
+    # Its new token is in the cast; the old one (1) is stale.
+    assert client.casts == [('process_type_order',
+                             {'order_id': lost, 'generation': 2})]
+    assert _order(database, lost).owner is None
+    # An order whose owner is alive is never taken, however long its step.
+    assert _order(database, kept).owner == '5@live'
+
+
+def test_a_dispatch_no_worker_took_up_is_taken_back(database):
+    conf = _conf(**{'scheduler.dispatch_deadline_seconds': 30})
+    order_id = _write(database, lambda repos, session: repos.orders.create(
+        session, 'certificate', {}, NOW - _seconds(31)).id)
+    waiting = _write(database, lambda repos, session: repos.orders.create(
+        session, 'certificate', {}, NOW - _seconds(29)).id)
+
+    result, client = _run(database, conf)
+
+    assert result.recovered == 1
+    assert client.count_by_order() == {order_id: 1}
+    assert _order(database, order_id).generation == 1
+    assert _order(database, waiting).generation == 0
+
+
+def test_recovery_looks_once_per_report_interval(database):
+    retry_manager, client = _manager(database)
+    assert retry_manager.run_once(NOW).idle      # looked: nothing lost
+    _heartbeat(database, '6@dead', NOW - _seconds(61))
+    lost = _claimed(database, '6@dead', NOW - _seconds(120))
+
+    assert retry_manager.run_once(NOW + _seconds(9)).idle
+    result = retry_manager.run_once(NOW + _seconds(10))
+
+    assert result.recovered == 1
+    assert client.count_by_order() == {lost: 1}
+
+
+def test_bad_rows_are_parked_and_the_rows_behind_them_cast(database):
+    victims = _make_orders(database, 2, due_in=-100)
+    good = _make_orders(database, 10)
+
+    def spoil(repos, session):
+        repos.retry_tasks.delete_for_order(session, victims[0])
+        repos.retry_tasks.add(session, victims[0], 'format_hard_disk',
+                              NOW - _seconds(100), args=[victims[0]],
+                              now=NOW)
+        repos.retry_tasks.delete_for_order(session, victims[1])
+        repos.retry_tasks.add(session, victims[1],
+                              'check_certificate_status',
+                              NOW - _seconds(100), args=[victims[1]],
+                              kwargs={'bogus': 1}, now=NOW)
+    _write(database, spoil)
+
+    result, client = _run(database)
+
+    assert result.parked == 2 and result.dispatched == 10
+    assert set(client.count_by_order()) == set(good)
+    reasons = sorted(row.park_reason for row in _rows(database, True))
+    assert 'not retryable' in reasons[1] and 'do not fit' in reasons[0]
+    # Parked rows are never due again.
+    result, client = _run(database)
+    assert result.idle and client.casts == []
+
+
+def test_a_failed_cast_keeps_its_rows_for_the_next_pass(database):
+    due = _make_orders(database, 10)
+    unlucky = set(due[2:4])
+    client = fakes.RecordingRPCClient(
+        fail=lambda method, kwargs: kwargs['order_id'] in unlucky)
+
+    result, _ = _run(database, _conf(**{'scheduler.rows_per_cast': 1}),
+                     client)
+
+    assert result.dispatched == 8 and result.cast_failures == 2
+    assert {row.order_id for row in _rows(database)} == unlucky
+    # Kept rows wait for the slot: no pass sooner than min_pass_gap.
+    assert result.next_pass_in > 0
+
+
+class _LockThief(fakes.RecordingRPCClient):
+    """Casts, then lets another daemon take the lock as if ours were
+    cleared as stale."""
+
+    def __init__(self, database):
+        super().__init__()
+        self._database = database
+
+    def cast(self, ctxt, method, **kwargs):
+        super().cast(ctxt, method, **kwargs)
+
+        def steal(repos, session):
+            repos.locks.force_release(session, LOCK)
+            repos.locks.insert(session, LOCK, 'thief', 'thief', NOW)
+        _write(self._database, steal)
+
+
+def test_a_lost_lock_stops_the_pass_without_deleting(database):
+    _make_orders(database, 10)
+    client = _LockThief(database)
+
+    result, _ = _run(database, _conf(**{'scheduler.cast_concurrency': 1}),
+                     client)
+
+    assert result.lock_lost and result.dispatched == 0
+    assert len(client.casts) == 7          # one batch, no second one
+    assert len(_rows(database)) == 10
+    assert _lock(database).owner_token == 'thief'
+
+
+def test_a_stopping_daemon_ends_its_pass_after_the_current_batch(database):
+    _make_orders(database, 20)
+    stop = threading.Event()
+
+    class StopAfterFirst(fakes.RecordingRPCClient):
+        def cast(self, ctxt, method, **kwargs):
+            super().cast(ctxt, method, **kwargs)
+            stop.set()
+
+    retry_manager, client = _manager(
+        database, _conf(**{'scheduler.cast_concurrency': 1}),
+        StopAfterFirst(), stop_event=stop)
+    result = retry_manager.run_once(NOW)
+
+    assert result.dispatched == 7 and len(_rows(database)) == 13
+    assert _lock(database) is None
+
+
+def test_the_next_pass_comes_when_a_waiting_row_falls_due(database):
+    _make_orders(database, 1, due_in=4)
+    conf = _conf(**{'scheduler.schedule_period_seconds': 600})
+
+    result, _ = _run(database, conf)
+
+    assert result.idle
+    assert result.next_pass_in == pytest.approx(4, abs=0.01)
+
+
+def test_a_pass_records_when_it_ran_and_will_run_again(database):
+    _heartbeat(database, DAEMON, NOW, models.SCHEDULER)
+    _make_orders(database, 2)
+    retry_manager, _ = _manager(database, holder_name=DAEMON,
+                                measure_backlog=True)
+
+    result = retry_manager.run_once(NOW)
+
+    [daemon] = _read(database, lambda repos, session:
+                     repos.services.list_services(session))
+    assert result.dispatched == 2 and result.backlog == 0
+    assert daemon.last_pass_at == NOW
+    assert daemon.next_pass_at == pytest.approx(
+        NOW + _seconds(result.duration + result.next_pass_in),
+        abs=_seconds(0.01))
+
+
+def test_an_idle_pass_records_only_once_per_report_interval(database):
+    _heartbeat(database, DAEMON, NOW, models.SCHEDULER)
+    retry_manager, _ = _manager(database, holder_name=DAEMON)
+
+    def last_pass():
+        [daemon] = _read(database, lambda repos, session:
+                         repos.services.list_services(session))
+        return daemon.last_pass_at
+
+    retry_manager.run_once(NOW)
+    retry_manager.run_once(NOW + _seconds(5))
+    assert last_pass() == NOW
+    retry_manager.run_once(NOW + _seconds(11))
+    assert last_pass() == NOW + _seconds(11)
