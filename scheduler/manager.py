@@ -148,8 +148,8 @@ class RetryManager:
             return Outlook.OLD_LOCK, self._recovery.due(cutoffs.now)
         if self._recovery.needed(session, cutoffs):
             return Outlook.WORK, True
-        if self._database.repositories.retry_tasks.any_due(session,
-                                                          cutoffs.now):
+        if self._database.repositories.retry_tasks.any_due(
+                session, cutoffs.now):
             return Outlook.WORK, False
         return Outlook.IDLE, False
 
@@ -190,8 +190,8 @@ class RetryManager:
     @staticmethod
     def _log(result):
         # The "found nothing due" line's format is read by the benchmark.
-        if not (result.dispatched or result.parked or result.cast_failures
-                or result.recovered):
+        if not (result.dispatched or result.parked or
+                result.cast_failures or result.recovered):
             LOG.debug('Pass found nothing due (%.3fs)', result.duration)
             return
         p99 = result.lateness.p99()

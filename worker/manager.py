@@ -19,8 +19,8 @@ import datetime
 import types
 
 from oslo_db import api as oslo_db_api
-import oslo_messaging as messaging
 from oslo_log import log as logging
+import oslo_messaging as messaging
 from oslo_utils import timeutils
 
 from worker.db import models

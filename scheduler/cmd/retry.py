@@ -12,9 +12,9 @@ import sys
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
+from scheduler import in_process
 from scheduler import service as scheduler_service
 from worker import conf as worker_conf
-from scheduler import in_process
 
 
 def main(argv=None):

@@ -51,7 +51,6 @@ class _Arrivals:
             else:
                 self.at[order_id] = now
 
-
     def run_steps(self, ctxt, steps):
         """Record each step of a message of several (RPC 1.1)."""
         for _, order_id, generation in steps:

@@ -5,8 +5,8 @@ import contextlib
 import datetime
 import threading
 
-import oslo_messaging as messaging
 from oslo_config import cfg
+import oslo_messaging as messaging
 
 from worker.db import orders
 from worker.db import retry_tasks

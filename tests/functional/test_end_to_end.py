@@ -125,6 +125,7 @@ def test_two_daemons_take_turns_each_in_its_slot(deployment):
     # every period / 2. Timers independent of each other would pass at
     # random points of the period.
     assert all(a[1] != b[1] for a, b in zip(passes, passes[1:])), passes
+
     def slot_of(index):
         """The half of the period all passes of ``index`` start in."""
         phases = [(at - _EPOCH).total_seconds() % period

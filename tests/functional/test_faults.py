@@ -214,9 +214,10 @@ def test_queued_casts_survive_a_broker_restart(deployment, database,
     start_broker()
     # No retry daemon: only the queued casts can move the orders on.
     workers = cluster.start('barbican-worker', 'worker-2')
-    _wait_for(lambda: sum(1 for call in test_plugin.read_log(
-        cluster.plugin_log) if call['step'] == 'issue_certificate_request')
-        == 20, 30, 'the 20 queued casts to reach a worker')
+    _wait_for(lambda: sum(
+        1 for call in test_plugin.read_log(cluster.plugin_log)
+        if call['step'] == 'issue_certificate_request') == 20,
+        30, 'the 20 queued casts to reach a worker')
     assert workers.stop() == 0
 
 

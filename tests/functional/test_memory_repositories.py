@@ -64,8 +64,8 @@ def _claimed(db, owner, at=NOW):
 
 def _public_functions(module):
     return {name: function for name, function in vars(module).items()
-            if inspect.isfunction(function) and not name.startswith('_')
-            and function.__module__ == module.__name__}
+            if inspect.isfunction(function) and not name.startswith('_') and
+            function.__module__ == module.__name__}
 
 
 @pytest.mark.parametrize('aggregate', ('locks', 'orders', 'retry_tasks',

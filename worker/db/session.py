@@ -4,8 +4,8 @@ There is no global session: a service builds one ``Database`` in its
 ``start()`` (after any fork) and hands sessions to repository functions.
 """
 
-import sqlalchemy as sa
 from oslo_db.sqlalchemy import engines
+import sqlalchemy as sa
 from sqlalchemy import orm
 
 from worker.db import repositories
