@@ -6,16 +6,22 @@ decisions, the operator commands and the tests. ``Cutoffs`` computes
 them once for one moment.
 """
 
+import collections.abc
 import dataclasses
 import datetime
+import typing
+
+from oslo_config import cfg
 
 
-def alive_since(now, service_down_time):
+def alive_since(now: datetime.datetime,
+                service_down_time: float) -> datetime.datetime:
     """Heartbeats at or after this moment belong to live processes."""
     return now - datetime.timedelta(seconds=service_down_time)
 
 
-def dead_owners(owners, live_names):
+def dead_owners(owners: collections.abc.Iterable[str],
+                live_names: collections.abc.Iterable[str]) -> set[str]:
     """Owners of claimed orders that are not among the live services.
 
     A process never seen, or whose row was removed, is as dead as one
@@ -24,12 +30,15 @@ def dead_owners(owners, live_names):
     return set(owners) - set(live_names)
 
 
-def lock_stale_before(now, retry_lock_timeout_seconds):
+def lock_stale_before(now: datetime.datetime,
+                      retry_lock_timeout_seconds: float) -> datetime.datetime:
     """A lock taken (or last renewed) before this moment is stale."""
     return now - datetime.timedelta(seconds=retry_lock_timeout_seconds)
 
 
-def dispatch_lost_before(now, dispatch_deadline_seconds):
+def dispatch_lost_before(now: datetime.datetime,
+                         dispatch_deadline_seconds: float
+                         ) -> datetime.datetime:
     """A dispatch made before this moment and not taken up is lost."""
     return now - datetime.timedelta(seconds=dispatch_deadline_seconds)
 
@@ -51,12 +60,12 @@ class Cutoffs:
     #: A dispatch made before this and not taken up is lost.
     dispatch_lost_before: datetime.datetime
 
-    def is_alive(self, heartbeat_at):
+    def is_alive(self, heartbeat_at: datetime.datetime) -> bool:
         """True if a process that last beat at ``heartbeat_at`` is alive."""
         return heartbeat_at >= self.alive_since
 
     @classmethod
-    def at(cls, now, conf):
+    def at(cls, now: datetime.datetime, conf: cfg.ConfigOpts) -> typing.Self:
         """The cut-offs as of ``now`` under ``conf``'s options."""
         group = conf.scheduler
         return cls(

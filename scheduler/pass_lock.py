@@ -18,7 +18,9 @@ import uuid
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from scheduler import liveness
 from worker.db import models
+from worker.db import repositories as repos
 
 LOG = logging.getLogger(__name__)
 
@@ -48,17 +50,19 @@ class LockState:
     stale_reason: str | None = None
 
     @property
-    def held(self):
+    def held(self) -> bool:
         """True if some process holds the lock."""
         return self.holder is not None
 
     @property
-    def stale(self):
+    def stale(self) -> bool:
         """True if the lock is held and stale."""
         return self.stale_reason is not None
 
 
-def glance(session, repositories, cutoffs):
+def glance(session: repos.Session,
+           repositories: repos.Repositories,
+           cutoffs: liveness.Cutoffs) -> Glance:
     """Look at the lock, reading only one row; returns a ``Glance``.
 
     A lock taken at or after both cut-offs cannot be stale by either rule,
@@ -72,7 +76,9 @@ def glance(session, repositories, cutoffs):
     return Glance.OLD
 
 
-def judge(session, repositories, cutoffs):
+def judge(session: repos.Session,
+          repositories: repos.Repositories,
+          cutoffs: liveness.Cutoffs) -> LockState:
     """Return the ``LockState``: who holds the lock, and whether it is stale.
 
     :param cutoffs: a ``scheduler.liveness.Cutoffs``.
@@ -101,16 +107,18 @@ class PassLock:
         whether it is alive.
     """
 
-    def __init__(self, database, holder_name):
+    def __init__(self, database: repos.Database,
+                 holder_name: str) -> None:
         self._database = database
         self._locks = database.repositories.locks
         self._holder_name = holder_name
 
-    def glance(self, session, cutoffs):
+    def glance(self, session: repos.Session,
+               cutoffs: liveness.Cutoffs) -> Glance:
         """``glance`` on this daemon's database."""
         return glance(session, self._database.repositories, cutoffs)
 
-    def acquire(self, now):
+    def acquire(self, now: datetime.datetime) -> str | None:
         """Take the lock; returns its owner token, or None if it is held."""
         token = str(uuid.uuid4())
         try:
@@ -121,15 +129,17 @@ class PassLock:
             return None
         return token
 
-    def renew(self, session, token, now):
+    def renew(self, session: repos.Session, token: str,
+              now: datetime.datetime) -> bool:
         """Renew our lock in the caller's transaction.
 
         Returns False if it is no longer ours (cleared as stale): the
         caller must then write nothing.
         """
-        return self._locks.renew(session, LOCK, token, now)
+        renewed: bool = self._locks.renew(session, LOCK, token, now)
+        return renewed
 
-    def release(self, token):
+    def release(self, token: str) -> None:
         """Release our lock; never raises (a stale lock is cleared later)."""
         try:
             with self._database.session() as session, session.begin():
@@ -142,7 +152,7 @@ class PassLock:
             LOG.warning('The OrderRetryTask lock was no longer ours at the '
                         'end of the pass')
 
-    def clear_if_stale(self, cutoffs):
+    def clear_if_stale(self, cutoffs: liveness.Cutoffs) -> bool:
         """Clear the lock if it is stale; returns True if it was cleared.
 
         Only the lock that was judged is deleted (by its owner token),
@@ -152,7 +162,8 @@ class PassLock:
             state = judge(session, self._database.repositories, cutoffs)
             if not state.stale:
                 return False
-            cleared = self._locks.release(session, LOCK, state.owner_token)
+            cleared: bool = self._locks.release(session, LOCK,
+                                                state.owner_token)
         if cleared:
             LOG.warning('Cleared the stale OrderRetryTask lock of %s: %s',
                         state.holder, state.stale_reason)

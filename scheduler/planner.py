@@ -10,12 +10,14 @@ import dataclasses
 import datetime
 import random
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler import liveness
 from scheduler import slots
 from worker.db import models
+from worker.db import repositories
 
 LOG = logging.getLogger(__name__)
 
@@ -40,14 +42,16 @@ class Planner:
         the live daemons.
     """
 
-    def __init__(self, conf, database, name):
+    def __init__(self, conf: cfg.ConfigOpts,
+                 database: repositories.Database, name: str) -> None:
         self._conf = conf
         self._database = database
         self._repositories = database.repositories
         self._name = name
-        self._recorded_at = None
+        self._recorded_at: datetime.datetime | None = None
 
-    def plan(self, session, cutoffs, elapsed=None):
+    def plan(self, session: repositories.Session, cutoffs: liveness.Cutoffs,
+             elapsed: float | None = None) -> NextPass:
         """Plan this daemon's next pass; returns a ``NextPass``.
 
         Its slot of the period (see ``scheduler.slots``), or sooner when a
@@ -79,7 +83,7 @@ class Planner:
             delay = min(delay, max(0.0, wake))
         return NextPass(delay=delay, listed=self._name in live)
 
-    def first_delay(self, now):
+    def first_delay(self, now: datetime.datetime) -> float:
         """Seconds to the next pass, planned outside a pass (at start, on
         reload)."""
         try:
@@ -94,7 +98,8 @@ class Planner:
             return random.uniform(  # nosec B311
                 0, self._conf.scheduler.schedule_period_seconds)
 
-    def record(self, next_pass, worked, started, ended):
+    def record(self, next_pass: NextPass, worked: bool,
+               started: datetime.datetime, ended: datetime.datetime) -> None:
         """Write when this daemon passed and will pass, for operators.
 
         After a pass that did work, and otherwise once per
@@ -114,7 +119,7 @@ class Planner:
                 session, self._name, started, next_pass_at)
         self._recorded_at = ended
 
-    def _recorded_recently(self, now):
+    def _recorded_recently(self, now: datetime.datetime) -> bool:
         if self._recorded_at is None:
             return False
         interval = datetime.timedelta(seconds=self._conf.report_interval)

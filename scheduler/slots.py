@@ -11,12 +11,23 @@ rely on it too); when a daemon starts or dies the others take their new
 ranks at their next pass.
 """
 
+import collections.abc
 import math
 import random
+import typing
 
 
-def delay_to_slot(now, period, rank, count, jitter, rng=random,
-                  elapsed=0.0):
+class Uniform(typing.Protocol):
+    """A source of randomness: the ``random`` module or a ``Random``."""
+
+    def uniform(self, a: float, b: float) -> float:
+        """A random number between ``a`` and ``b``."""
+        ...
+
+
+def delay_to_slot(now: float, period: float, rank: int, count: int,
+                  jitter: float, rng: Uniform = random,
+                  elapsed: float = 0.0) -> float:
     """Return the seconds to this daemon's next pass.
 
     :param now: the start of the pass that just ran (or the present, when
@@ -39,7 +50,8 @@ def delay_to_slot(now, period, rank, count, jitter, rng=random,
     return max(0.0, start + dither - now - elapsed)
 
 
-def rank_of(name, live_names):
+def rank_of(name: str,
+            live_names: collections.abc.Collection[str]) -> tuple[int, int]:
     """Return ``(rank, count)`` of ``name`` among the live daemons.
 
     A daemon not (or no longer) among them, whose heartbeat has not been

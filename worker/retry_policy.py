@@ -1,14 +1,24 @@
 """Back-off after a remote service was unavailable (R-2)."""
 
 import random
+import typing
 
 
-def backoff_seconds(attempt, base, cap, rng=random):
+class Uniform(typing.Protocol):
+    """A source of randomness: the ``random`` module or a ``Random``."""
+
+    def uniform(self, a: float, b: float) -> float:
+        """A random number between ``a`` and ``b``."""
+        ...
+
+
+def backoff_seconds(attempt: int, base: float, cap: float,
+                    rng: Uniform = random) -> float:
     """Return the delay before retry number ``attempt`` (1, 2, …).
 
     Exponential with "equal jitter": half of ``base * 2**(attempt-1)``
     (capped at ``cap``) is kept, the other half is random, so the delay
     grows with every attempt while concurrent retries spread out.
     """
-    ceiling = min(cap, base * 2 ** (attempt - 1))
+    ceiling: float = min(cap, base * 2 ** (attempt - 1))
     return ceiling / 2 + rng.uniform(0, ceiling / 2)

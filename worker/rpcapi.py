@@ -5,10 +5,11 @@ commands use to reach the workers. ``RETRYABLE_METHODS`` declares, in one
 place, which methods a retry row may name.
 """
 
-import collections
+import collections.abc
 import functools
 import inspect
 import json
+import typing
 
 import oslo_messaging as messaging
 
@@ -31,10 +32,25 @@ class InvalidRetry(ValueError):
     """A retry row that can never be cast; the message says why."""
 
 
-class Step(collections.namedtuple('Step', 'method order_id generation')):
+class Step(typing.NamedTuple):
     """One step of an order, as a retry row names it and a worker runs it."""
 
-    __slots__ = ()
+    method: str
+    order_id: str
+    generation: int
+
+
+class Client(typing.Protocol):
+    """What ``WorkerAPI`` uses of an ``oslo_messaging.RPCClient``."""
+
+    def cast(self, ctxt: dict[str, typing.Any], method: str,
+             **kwargs: typing.Any) -> None:
+        """Send ``method`` with ``kwargs``; do not wait for an answer."""
+        ...
+
+    def prepare(self, *, version: str) -> 'Client':
+        """The same client, stamping its messages with ``version``."""
+        ...
 
 
 class WorkerAPI:
@@ -47,11 +63,12 @@ class WorkerAPI:
         a fake with the same ``cast(ctxt, method, **kwargs)``.
     """
 
-    def __init__(self, client):
+    def __init__(self, client: Client) -> None:
         self._client = client
 
     @classmethod
-    def from_transport(cls, transport, topic, retry=1):
+    def from_transport(cls, transport: typing.Any, topic: str,
+                       retry: int = 1) -> typing.Self:
         """Build the client of ``topic`` on ``transport``.
 
         :param retry: reconnection attempts of one cast (oslo.messaging's
@@ -62,20 +79,21 @@ class WorkerAPI:
         target = messaging.Target(topic=topic, version=_BASE_VERSION)
         return cls(messaging.get_rpc_client(transport, target, retry=retry))
 
-    def _cast(self, method, **kwargs):
+    def _cast(self, method: str, **kwargs: typing.Any) -> None:
         self._client.cast({}, method, **kwargs)
 
-    def process_type_order(self, order_id, generation):
+    def process_type_order(self, order_id: str, generation: int) -> None:
         """Start processing a PENDING order."""
         self._cast('process_type_order', order_id=order_id,
                    generation=generation)
 
-    def check_certificate_status(self, order_id, generation):
+    def check_certificate_status(self, order_id: str,
+                                 generation: int) -> None:
         """Check whether the certificate of an order has been issued."""
         self._cast('check_certificate_status', order_id=order_id,
                    generation=generation)
 
-    def run_steps(self, steps):
+    def run_steps(self, steps: collections.abc.Iterable[Step]) -> None:
         """Cast several steps (``Step``) in one message.
 
         The worker drops the stale ones with one read and runs the others
@@ -86,7 +104,8 @@ class WorkerAPI:
         self._client.prepare(version=RUN_STEPS_VERSION).cast(
             {}, 'run_steps', steps=[list(step) for step in steps])
 
-    def parse_retry(self, retry_task, retry_args, retry_kwargs):
+    def parse_retry(self, retry_task: str, retry_args: str,
+                    retry_kwargs: str) -> Step:
         """Validate a retry row; return the ``Step`` it names.
 
         :param retry_args: the row's JSON text of a list.
@@ -114,15 +133,18 @@ class WorkerAPI:
         return step
 
 
+_T = typing.TypeVar('_T')
+
+
 @functools.lru_cache(maxsize=None)
-def _signature(method_name):
+def _signature(method_name: str) -> inspect.Signature:
     # Read once per method (it cost more than a cast's SQL, per row), from
     # the class: the parameters after ``self``.
     parameters = inspect.signature(getattr(WorkerAPI, method_name)).parameters
     return inspect.Signature(list(parameters.values())[1:])
 
 
-def _decode(text, expected_type, column):
+def _decode(text: str, expected_type: type[_T], column: str) -> _T:
     try:
         value = json.loads(text)
     except (TypeError, ValueError) as exc:

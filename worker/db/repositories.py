@@ -10,8 +10,10 @@ reads them from the database it was given (``database.repositories``),
 so sessions and repositories of two kinds are never mixed.
 """
 
+import contextlib
 import dataclasses
 import types
+import typing
 
 from worker.db import locks
 from worker.db import orders
@@ -31,3 +33,43 @@ class Repositories:
 
 SQL = Repositories(locks=locks, orders=orders, retry_tasks=retry_tasks,
                    services=services)
+
+
+class Session(typing.Protocol):
+    """What a unit of work uses of a session.
+
+    A SQLAlchemy ``orm.Session`` or a ``worker.db.memory.InMemorySession``.
+    """
+
+    def __enter__(self) -> typing.Self:
+        ...
+
+    def __exit__(self, exc_type: type[BaseException] | None,
+                 exc: BaseException | None,
+                 traceback: types.TracebackType | None) -> object:
+        ...
+
+    def begin(self) -> contextlib.AbstractContextManager[object]:
+        """Open a transaction, committed at the end of the block."""
+        ...
+
+
+class Database(typing.Protocol):
+    """What a unit of work uses of a database.
+
+    A ``worker.db.session.Database`` or a
+    ``worker.db.memory.InMemoryDatabase``.
+    """
+
+    @property
+    def repositories(self) -> Repositories:
+        """The repositories that work on this database's sessions."""
+        ...
+
+    def session(self) -> Session:
+        """A new session for transactions that may write."""
+        ...
+
+    def reader(self) -> Session:
+        """A new session for transactions that only read."""
+        ...

@@ -9,6 +9,7 @@ state change and retry rows, in one transaction.
 import abc
 import dataclasses
 import types
+import typing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +25,7 @@ class OrderView:
 
     id: str
     type: str
-    meta: types.MappingProxyType
+    meta: types.MappingProxyType[str, typing.Any]
     attempt: int = 0
     token: int = 0
 
@@ -33,7 +34,7 @@ class OrderView:
 class Completed:
     """The order is done; ``meta`` is merged into the order's metadata."""
 
-    meta: dict = dataclasses.field(default_factory=dict)
+    meta: dict[str, typing.Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +67,10 @@ class RemoteUnavailable:
     reason: str
 
 
+#: What a plugin's step returns.
+Result = Completed | Failed | RetryLater | RemoteUnavailable
+
+
 class CertificatePluginBase(abc.ABC):
     """A certificate authority back-end.
 
@@ -74,13 +79,13 @@ class CertificatePluginBase(abc.ABC):
     read global configuration themselves.
     """
 
-    option_group = None
-    option_names = ()
+    option_group: str | None = None
+    option_names: tuple[str, ...] = ()
 
     @abc.abstractmethod
-    def issue_certificate_request(self, order):
+    def issue_certificate_request(self, order: OrderView) -> Result:
         """Start issuing the certificate of ``order`` (an ``OrderView``)."""
 
     @abc.abstractmethod
-    def check_certificate_status(self, order):
+    def check_certificate_status(self, order: OrderView) -> Result:
         """Check whether the certificate of ``order`` has been issued."""
