@@ -1,0 +1,161 @@
+"""oslo.messaging internals that worker/rpc.py relies on.
+
+oslo.messaging has no public way to change the default of one of its
+options for every ConfigOpts and for oslo-config-generator alike, so
+``set_defaults()`` changes the private option lists themselves:
+``oslo_messaging._drivers.amqp.amqp_opts`` (``amqp_durable_queues``) and
+``oslo_messaging.server._pool_opts`` (``executor_thread_pool_size``), which
+``executor_threads()`` also registers and reads.
+
+Each test checks one of these by behaviour and names, when it fails, the
+library change and the code that depends on it. The versions they were
+checked on are written beside the bounds in requirements.txt.
+"""
+
+import importlib
+
+import futurist
+from oslo_config import cfg
+import oslo_messaging as messaging
+import pytest
+
+_SET_DEFAULTS = 'worker/rpc.py set_defaults()'
+_EXECUTOR_THREADS = 'worker/rpc.py executor_threads()'
+
+# A broker nobody listens on: building the rabbit driver connects nowhere.
+_RABBIT_URL = 'rabbit://guest:guest@127.0.0.1:1/'
+
+
+def _internal(module_name, attribute, option, users):
+    """Return the option list ``module_name.attribute`` and its ``option``.
+
+    Fails with a message naming the change and ``users`` (``'... relies'``)
+    otherwise.
+    """
+    where = '%s.%s' % (module_name, attribute)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        pytest.fail('oslo.messaging no longer has the module %s (%s): %s '
+                    'on %s' % (module_name, exc, users, where))
+    opts = getattr(module, attribute, None)
+    if opts is None:
+        pytest.fail('oslo.messaging no longer has %s: %s on it'
+                    % (where, users))
+    names = [getattr(opt, 'dest', None) for opt in opts]
+    if option not in names:
+        pytest.fail('oslo.messaging no longer has %s in %s (it holds %s): '
+                    '%s on it' % (option, where, names, users))
+    return opts, opts[names.index(option)]
+
+
+def _amqp_opts():
+    return _internal('oslo_messaging._drivers.amqp', 'amqp_opts',
+                     'amqp_durable_queues', _SET_DEFAULTS + ' relies')
+
+
+def _pool_opts():
+    return _internal('oslo_messaging.server', '_pool_opts',
+                     'executor_thread_pool_size',
+                     '%s and %s rely' % (_SET_DEFAULTS, _EXECUTOR_THREADS))
+
+
+def _rpc():
+    """worker.rpc, once the internals it uses are known to be there."""
+    _amqp_opts()
+    _pool_opts()
+    try:
+        return importlib.import_module('worker.rpc')
+    except (ImportError, AttributeError) as exc:
+        pytest.fail('worker/rpc.py no longer imports: oslo.messaging '
+                    'changed _drivers.amqp or server, which it imports for '
+                    'amqp_opts and _pool_opts: %s' % exc)
+
+
+@pytest.fixture
+def conf():
+    conf = cfg.ConfigOpts()
+    conf([], default_config_files=[])
+    return conf
+
+
+def test_amqp_opts_hold_amqp_durable_queues():
+    """The list set_defaults() changes still holds the boolean option."""
+    _, opt = _amqp_opts()
+    assert isinstance(opt, cfg.BoolOpt), (
+        'oslo.messaging: _drivers.amqp.amqp_opts amqp_durable_queues is no '
+        'longer a BoolOpt (%r): %s sets it to True'
+        % (opt, _SET_DEFAULTS))
+
+
+def test_the_rabbit_driver_reads_the_durable_queues_default(conf):
+    """The rabbit driver registers those very options, default included."""
+    rpc = _rpc()
+    transport = rpc.get_transport(conf, url=_RABBIT_URL)
+    try:
+        durable = conf.oslo_messaging_rabbit.amqp_durable_queues
+    finally:
+        transport.cleanup()
+    assert durable is True, (
+        "oslo.messaging's rabbit driver no longer registers "
+        '_drivers.amqp.amqp_opts: [oslo_messaging_rabbit] '
+        'amqp_durable_queues reads %r after %s set its default to True, '
+        'so queues are no longer durable' % (durable, _SET_DEFAULTS))
+
+
+def test_the_sample_config_shows_durable_queues():
+    """oslo-config-generator lists the changed default."""
+    rpc = _rpc()
+    rpc.set_defaults()
+    messaging_opts = importlib.import_module('oslo_messaging.opts')
+    listed = dict(messaging_opts.list_opts())
+    opts = {opt.dest: opt for opt in listed['oslo_messaging_rabbit']}
+    opt = opts.get('amqp_durable_queues')
+    assert opt is not None and opt.default is True, (
+        'oslo.messaging list_opts() no longer lists the default %s sets '
+        'on _drivers.amqp.amqp_opts (amqp_durable_queues=True): '
+        'oslo-config-generator reads it (it lists %r)'
+        % (_SET_DEFAULTS, opt))
+
+
+def test_pool_opts_hold_executor_thread_pool_size():
+    """The list set_defaults() changes and executor_threads() registers."""
+    _, opt = _pool_opts()
+    assert isinstance(opt, cfg.IntOpt), (
+        'oslo.messaging: server._pool_opts executor_thread_pool_size is no '
+        'longer an IntOpt (%r): %s sets it to 16 and %s returns it'
+        % (opt, _SET_DEFAULTS, _EXECUTOR_THREADS))
+
+
+def test_the_rpc_server_runs_as_many_threads_as_executor_threads(
+        conf, monkeypatch):
+    """The server's executor has executor_threads() workers (16)."""
+    rpc = _rpc()
+    sizes = []
+    init = futurist.ThreadPoolExecutor.__init__
+
+    def recording_init(self, max_workers=None, *args, **kwargs):
+        sizes.append(max_workers)
+        init(self, max_workers, *args, **kwargs)
+
+    monkeypatch.setattr(futurist.ThreadPoolExecutor, '__init__',
+                        recording_init)
+    transport = messaging.get_rpc_transport(conf, url='fake:')
+    server = rpc.get_server(transport, 'library-internals', 'host-a',
+                            [object()])
+    server.start()
+    server.stop()
+    server.wait()
+    transport.cleanup()
+    threads = rpc.executor_threads(conf)
+    assert threads == 16, (
+        '%s returns %r, not the default 16 that %s sets on '
+        'oslo_messaging.server._pool_opts'
+        % (_EXECUTOR_THREADS, threads, _SET_DEFAULTS))
+    assert sizes == [threads], (
+        "oslo.messaging's RPC server no longer sizes its threading "
+        'executor (futurist.ThreadPoolExecutor) from [DEFAULT] '
+        'executor_thread_pool_size of server._pool_opts (executors asked '
+        'for: %r): %s counts on it for the '
+        "number of steps a worker runs at once (worker/service.py), and %s "
+        'sets its default' % (sizes, _EXECUTOR_THREADS, _SET_DEFAULTS))
