@@ -162,8 +162,8 @@ def test_sighup_calls_mutate_config_files_through_the_instance(tmp_path,
     started = called = False
     try:
         started = _wait_for(
-            lambda: len(_marks(marks, 'started')) >= workers
-            or launcher.poll() is not None) and launcher.poll() is None
+            lambda: len(_marks(marks, 'started')) >= workers or
+            launcher.poll() is not None) and launcher.poll() is None
         if started:
             os.kill(launcher.pid, signal.SIGHUP)
             called = _wait_for(
