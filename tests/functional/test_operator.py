@@ -14,6 +14,7 @@ from worker.db import locks
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import services
 
 # The commands read the database through the same repositories on every
 # backend (tested on all three elsewhere); SQLite keeps these tests quick.
@@ -85,6 +86,48 @@ def test_lock_release_needs_force_and_warns(deployment, database):
     assert 'WARNING' in released.stderr and 'lock released' in \
         released.stdout
     assert cluster.manage_json('lock', 'show')['held'] is False
+
+
+def test_lock_show_explain_and_status_judge_the_lock_as_the_daemon_does(
+        deployment, database):
+    cluster = deployment(FAST)
+    now = datetime.datetime.utcnow()
+    _, task_id = _order_with_retry(database, now)
+    with database.session() as session, session.begin():
+        # A live daemon, and a lock younger than retry_lock_timeout_seconds
+        # whose holder stopped heartbeating (service_down_time is 3 s).
+        services.heartbeat(session, '1@live', models.SCHEDULER, 'live', 1,
+                           now)
+        services.heartbeat(session, '2@gone', models.SCHEDULER, 'gone', 2,
+                           now - datetime.timedelta(seconds=10))
+        locks.insert(session, models.ORDER_RETRY_TASK_LOCK, '2@gone', 't',
+                     now - datetime.timedelta(seconds=10))
+
+    shown = cluster.manage_json('lock', 'show')
+    assert (shown['held'], shown['stale'], shown['stale_reason']) == (
+        True, True, 'its holder stopped heartbeating')
+    with database.session() as session, session.begin():
+        # Commands take a while to start: the live daemon beats again.
+        services.heartbeat(session, '1@live', models.SCHEDULER, 'live', 1,
+                           datetime.datetime.utcnow())
+    explained = cluster.manage_json('retry', 'explain', str(task_id))
+    assert explained['why'] == (
+        'due; the lock of 2@gone is stale (its holder stopped heartbeating) '
+        'and will be cleared by the next pass')
+    checked = subprocess.run(
+        [processes.BIN_DIR + '/barbican-retry-status', '--config-file',
+         cluster.config, 'upgrade', 'check'],
+        capture_output=True, text=True, timeout=60)
+    # The result table wraps its lines.
+    text = ' '.join(checked.stdout.replace('|', ' ').split())
+    assert 'held by 2@gone since' in text
+    assert 'stale (its holder stopped heartbeating)' in text
+
+    with database.session() as session, session.begin():
+        services.heartbeat(session, '2@gone', models.SCHEDULER, 'gone', 2,
+                           datetime.datetime.utcnow())
+    shown = cluster.manage_json('lock', 'show')
+    assert (shown['stale'], shown['stale_reason']) == (False, None)
 
 
 def test_cancel_stops_a_running_step_and_removes_retries(
