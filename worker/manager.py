@@ -35,6 +35,9 @@ LOG = logging.getLogger(__name__)
 class WorkerManager:
     """RPC endpoint of the worker pool.
 
+    Only the methods marked ``@messaging.expose`` are served (see
+    ``worker.rpc.get_server``).
+
     :param plugin_factory: returns a certificate plugin for one step;
         called per step so reloaded options apply.
     :param service_name: this process's name (``pid@host``), recorded as
@@ -72,14 +75,17 @@ class WorkerManager:
             lambda plugin, view: plugin.check_certificate_status(view),
     }
 
+    @messaging.expose
     def process_type_order(self, ctxt, order_id, generation):
         """Step 1 of an order: ask the plugin to issue its certificate."""
         self._run_step('process_type_order', order_id, generation)
 
+    @messaging.expose
     def check_certificate_status(self, ctxt, order_id, generation):
         """Later step: ask the plugin whether the certificate is issued."""
         self._run_step('check_certificate_status', order_id, generation)
 
+    @messaging.expose
     def run_steps(self, ctxt, steps):
         """Several steps in one message (RPC 1.1, the retry scheduler's).
 

@@ -59,11 +59,13 @@ def get_transport(conf, url=None):
 def get_server(transport, topic, server_name, endpoints):
     """Return an RPC server on ``topic`` with the threading executor.
 
-    ``DefaultRPCAccessPolicy`` keeps private methods (``_name``) of the
-    endpoints out of reach of a message.
+    ``ExplicitRPCAccessPolicy``: a message reaches only the methods an
+    endpoint declares with ``@messaging.expose``, never its other public
+    methods (the service's own ``cancel_queued_steps``, say); anything
+    else is refused (``NoSuchMethod``) and logged by oslo.messaging.
     """
     target = messaging.Target(topic=topic, server=server_name,
                               version=RPC_API_VERSION)
     return messaging.get_rpc_server(
         transport, target, endpoints, executor='threading',
-        access_policy=dispatcher.DefaultRPCAccessPolicy)
+        access_policy=dispatcher.ExplicitRPCAccessPolicy)
