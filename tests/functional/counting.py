@@ -22,11 +22,13 @@ class CountingEndpoint:
         self.received = collections.Counter()
         self._lock = threading.Lock()
 
+    @messaging.expose
     def check_certificate_status(self, ctxt, order_id, generation):
         """Count one cast (the worker's method, doing nothing else)."""
         with self._lock:
             self.received[order_id] += 1
 
+    @messaging.expose
     def run_steps(self, ctxt, steps):
         """Count each step of a message of several (RPC 1.1)."""
         for _, order_id, generation in steps:
