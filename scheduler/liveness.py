@@ -1,9 +1,9 @@
 """Pure rules of liveness and lock staleness; time is a parameter.
 
 The database queries apply these rules to many rows at once; the
-functions here are the same rules for one value, for the scheduler's
-decisions, the operator commands and the tests. ``Cutoffs`` computes
-them once for one moment.
+functions here are the same rules for one value. ``Cutoffs`` applies them
+once, at one moment: a pass and the operator commands read their
+cut-offs from it rather than computing them where each is needed.
 """
 
 import collections.abc

@@ -2,7 +2,9 @@
 
 A pass first looks, in one read-only transaction, whether it has anything
 to do: a due row, a lock to judge, or recovery to run. A pass with nothing
-to do ends there, without writing. Otherwise it takes the pass lock
+to do plans its next pass in that same transaction and ends there; the only
+write it may make is the daemon's pass record, once per ``report_interval``
+(``scheduler.planner``). Otherwise it takes the pass lock
 (``scheduler.pass_lock``), takes back lost orders (``scheduler.recovery``),
 casts the due rows and deletes what it cast (``scheduler.dispatch``), and
 releases the lock. Last it plans its next pass (``scheduler.planner``):
@@ -104,7 +106,8 @@ class RetryManager:
 
         A pass with nothing to do (or whose lock is held by a daemon on
         it) plans its next pass in the same read-only transaction as its
-        look; one that worked plans it after its work.
+        look; one that worked plans it after its work, and after its log
+        line, which a failure to plan cannot take away.
         """
         started = time.monotonic()
         cutoffs = liveness.Cutoffs.at(now, self._conf)
@@ -112,20 +115,19 @@ class RetryManager:
             lateness=lateness_stats.LatenessTracker(self._observe_lateness))
         with self._database.reader() as session, session.begin():
             outlook, recover = self._look(session, cutoffs)
-            if outlook in _NOTHING_TO_DO:
-                next_pass = self._planner.plan(
-                    session, cutoffs, time.monotonic() - started)
+            quiet = outlook in _NOTHING_TO_DO
+            if quiet:
+                result.duration = time.monotonic() - started
+                next_pass = self._planner.plan(session, cutoffs,
+                                               result.duration)
         result.idle = outlook is Outlook.IDLE
-        if outlook is Outlook.HELD:
-            LOG.debug('OrderRetryTask lock held by another process; '
-                      'skipping this pass')
-        elif outlook is not Outlook.IDLE:
+        if not quiet:
             self._work(outlook, recover, cutoffs, started, result)
-            next_pass = self._plan_after_work(cutoffs, started, result)
-        result.duration = time.monotonic() - started
+            result.duration = time.monotonic() - started
+        self._log(result)
+        if not quiet:
+            next_pass = self._plan_after_work(cutoffs, result)
         result.next_pass_in = next_pass.delay
-        if result.idle or result.locked:
-            self._log(result)
         ended = cutoffs.now + datetime.timedelta(seconds=result.duration)
         self._planner.record(next_pass, result.locked, cutoffs.now, ended)
         return result
@@ -159,8 +161,6 @@ class RetryManager:
             result.stale_lock_cleared = self._lock.clear_if_stale(cutoffs)
         token = self._lock.acquire(cutoffs.now)
         if token is None:
-            LOG.debug('OrderRetryTask lock held by another process; '
-                      'skipping this pass')
             return
         result.locked = True
         try:
@@ -175,20 +175,23 @@ class RetryManager:
         finally:
             self._lock.release(token)
 
-    def _plan_after_work(self, cutoffs, started, result):
+    def _plan_after_work(self, cutoffs, result):
         """Plan the next pass once the work is done; count the backlog."""
-        elapsed = time.monotonic() - started
         with self._database.reader() as session, session.begin():
-            next_pass = self._planner.plan(session, cutoffs, elapsed)
+            next_pass = self._planner.plan(session, cutoffs, result.duration)
             if self._measure_backlog and result.locked:
                 result.backlog = \
                     self._database.repositories.retry_tasks.count_due(
-                        session,
-                        cutoffs.now + datetime.timedelta(seconds=elapsed))
+                        session, cutoffs.now + datetime.timedelta(
+                            seconds=result.duration))
         return next_pass
 
     @staticmethod
     def _log(result):
+        if not (result.idle or result.locked):
+            LOG.debug('OrderRetryTask lock held by another process; '
+                      'skipping this pass')
+            return
         # The "found nothing due" line's format is read by the benchmark.
         if not (result.dispatched or result.parked or
                 result.cast_failures or result.recovered):

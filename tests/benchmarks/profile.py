@@ -52,10 +52,12 @@ _CAST_THREAD_RULES = (
 )
 _MAIN_THREAD_RULES = (
     ('main: SQL, reading a batch (due)', ('due (worker/db/retry_tasks',), ()),
-    ('main: SQL, recovery queries', ('_recover (scheduler',), ()),
+    ('main: SQL, recovery queries', ('run (scheduler/recovery.py',), ()),
     ('main: SQL, renew + delete + mark dispatched',
-     ('_dispatch_batch (scheduler',), ('sqlalchemy/', 'sqlite3',
-                                       'psycopg2')),
+     ('_batch (scheduler/dispatch.py',), ('sqlalchemy/', 'sqlite3',
+                                          'psycopg2')),
+    ('main: SQL, planning the next pass', ('plan (scheduler/planner.py',),
+     ()),
     ('main: SQL, lock take/release', ('sqlalchemy/', 'sqlite3',
                                       'psycopg2'), ()),
     ('main: parse_retry, JSON decode', ('parse_retry',), ('json/',)),
