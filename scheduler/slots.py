@@ -14,19 +14,12 @@ ranks at their next pass.
 import collections.abc
 import math
 import random
-import typing
 
-
-class Uniform(typing.Protocol):
-    """A source of randomness: the ``random`` module or a ``Random``."""
-
-    def uniform(self, a: float, b: float) -> float:
-        """A random number between ``a`` and ``b``."""
-        ...
+from worker.common import randomness
 
 
 def delay_to_slot(now: float, period: float, rank: int, count: int,
-                  jitter: float, rng: Uniform = random,
+                  jitter: float, rng: randomness.Uniform = random,
                   elapsed: float = 0.0) -> float:
     """Return the seconds to this daemon's next pass.
 

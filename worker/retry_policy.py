@@ -1,19 +1,12 @@
 """Back-off after a remote service was unavailable (R-2)."""
 
 import random
-import typing
 
-
-class Uniform(typing.Protocol):
-    """A source of randomness: the ``random`` module or a ``Random``."""
-
-    def uniform(self, a: float, b: float) -> float:
-        """A random number between ``a`` and ``b``."""
-        ...
+from worker.common import randomness
 
 
 def backoff_seconds(attempt: int, base: float, cap: float,
-                    rng: Uniform = random) -> float:
+                    rng: randomness.Uniform = random) -> float:
     """Return the delay before retry number ``attempt`` (1, 2, …).
 
     Exponential with "equal jitter": half of ``base * 2**(attempt-1)``
