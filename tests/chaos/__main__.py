@@ -1,6 +1,7 @@
 """``python -m tests.chaos``: see tests/chaos/__init__.py."""
 
 import argparse
+import os
 import sys
 import tempfile
 
@@ -23,6 +24,9 @@ def main(argv=None):
                              'temporary directory, kept).')
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
+    # mkdtemp makes it private; the database servers, started as root,
+    # run as their own users and must reach their data directories in it.
+    os.chmod(workdir, 0o755)
     print('chaos: logs in %s' % workdir, flush=True)
     services = chaos_services.Services(workdir)
     try:
