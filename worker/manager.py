@@ -16,6 +16,7 @@ One step is three moves:
 
 import concurrent.futures
 import datetime
+import threading
 import types
 
 from oslo_db import api as oslo_db_api
@@ -66,6 +67,9 @@ class WorkerManager:
         # order in which to run them.
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
+        # Results the database refused: (step, view, result).
+        self._deferred = []
+        self._deferred_lock = threading.Lock()
 
     # What each step asks of the plugin.
     _PLUGIN_CALLS = {
@@ -149,12 +153,46 @@ class WorkerManager:
                 LOG.exception('Plugin failed on order %s, step %s',
                               order_id, step)
                 result = base.Failed('plugin error in %s: %s' % (step, exc))
-            self._apply(step, view, view.token, result)
         except Exception:
             # One step's trouble is its own; the others of its message go
-            # on. An order claimed and not released is its owner's until
-            # that process stops heartbeating.
+            # on. A claim that failed took nothing.
             LOG.exception('Step %s of order %s failed', step, order_id)
+            return
+        self._apply_or_defer(step, view, result)
+
+    def _apply_or_defer(self, step, view, result):
+        try:
+            self._apply(step, view, view.token, result)
+        except Exception:
+            # The order is ours (claimed) and nothing else takes it back
+            # while this process heartbeats: keep the result and write it
+            # once the database answers again (apply_deferred_results).
+            LOG.exception('Could not write the result of %s of order %s; '
+                          'it is kept and written again every '
+                          'report_interval', step, view.id)
+            with self._deferred_lock:
+                self._deferred.append((step, view, result))
+
+    def apply_deferred_results(self):
+        """Write again the results that the database refused (an outage).
+
+        Called every ``report_interval`` by the service. A result still
+        refused stays for the next call; one whose order moved on is
+        discarded by the apply's fencing.
+        """
+        with self._deferred_lock:
+            deferred, self._deferred = self._deferred, []
+        for step, view, result in deferred:
+            try:
+                self._apply(step, view, view.token, result)
+            except Exception as exc:
+                LOG.warning('Result of %s of order %s still not written: '
+                            '%s', step, view.id, exc)
+                with self._deferred_lock:
+                    self._deferred.append((step, view, result))
+            else:
+                LOG.info('Result of %s of order %s written after the '
+                         'database came back', step, view.id)
 
     def _drop(self, step, order_id, generation, order):
         LOG.info('Dropped %s of order %s with stale token %d '

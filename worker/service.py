@@ -54,6 +54,10 @@ class WorkerService(service.Service):
             self._conf, self._database, manager.plugin_factory(self._conf),
             self._heartbeat.name, observe_result=observe_result,
             step_concurrency=rpc.executor_threads(self._conf))
+        self.tg.add_timer_args(self._conf.report_interval,
+                               self._endpoint.apply_deferred_results,
+                               initial_delay=self._conf.report_interval,
+                               stop_on_exception=False)
         self._server = rpc.get_server(transport, self._conf.worker.topic,
                                       self._conf.host, [self._endpoint])
         self._server.start()

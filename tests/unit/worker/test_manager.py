@@ -181,3 +181,32 @@ def test_run_steps_drops_malformed_and_stale_steps_and_runs_the_rest(
     assert [view.id for view in plugin.views] == [current]
     assert _state(database, current)[0].status == models.ACTIVE
     assert _state(database, stale)[0].generation == 0
+
+
+def test_a_result_the_database_refused_is_written_once_it_answers(
+        database):
+    order_id = _order(database)
+    worker = _worker(database, ScriptedPlugin(base.Completed()))
+    session = database.session
+    refusing = []
+
+    def down_after_the_claim():
+        # The claim's session goes through; the apply's finds the
+        # database gone.
+        if refusing:
+            raise RuntimeError('database gone')
+        refusing.append(True)
+        return session()
+    database.session = down_after_the_claim
+
+    worker.process_type_order({}, order_id, 0)
+
+    order, _ = _state(database, order_id)
+    assert (order.status, order.owner) == (models.PENDING, OWNER)
+    worker.apply_deferred_results()          # still down: kept
+    database.session = session
+    worker.apply_deferred_results()
+    order, _ = _state(database, order_id)
+    assert (order.status, order.owner) == (models.ACTIVE, None)
+    worker.apply_deferred_results()          # written once only
+    assert _state(database, order_id)[0].status == models.ACTIVE
