@@ -13,6 +13,9 @@ import sys
 import time
 import uuid
 
+from worker.db import models
+from worker.db import orders
+
 BIN_DIR = os.path.dirname(sys.executable)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -200,3 +203,24 @@ class Deployment:
         """SIGKILL whatever is still running."""
         for daemon in self.daemons:
             daemon.kill()
+
+
+def wait_for(predicate, timeout, what):
+    """Poll ``predicate`` until it returns a true value; return it.
+
+    :raises AssertionError: naming ``what`` after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError('timed out after %ss waiting for %s' % (timeout,
+                                                                 what))
+
+
+def all_active(database, total):
+    """True if the database holds exactly ``total`` orders, all ACTIVE."""
+    with database.session() as session:
+        return orders.count_by_status(session) == {models.ACTIVE: total}

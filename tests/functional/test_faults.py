@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from tests.functional import processes
 from tests import plugin as test_plugin
-from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
 
@@ -28,15 +28,7 @@ FAST = {
 }
 
 
-def _wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError('timed out after %ss waiting for %s' % (timeout,
-                                                                 what))
+_wait_for = processes.wait_for
 
 
 def _counts(database):
@@ -44,8 +36,7 @@ def _counts(database):
         return orders.count_by_status(session)
 
 
-def _all_active(database, total):
-    return _counts(database) == {models.ACTIVE: total}
+_all_active = processes.all_active
 
 
 def _assert_tokens_only_move_forward(plugin_log):

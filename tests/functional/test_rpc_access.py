@@ -1,13 +1,10 @@
 """Workers serve only their declared endpoints, over a real RabbitMQ."""
 
-import time
-
 from oslo_config import cfg
 import oslo_messaging as messaging
 import pytest
 
-from worker.db import models
-from worker.db import orders
+from tests.functional import processes
 from worker import rpc
 
 # The access policy is the broker side's; one database is enough.
@@ -52,11 +49,5 @@ def test_a_public_method_that_is_not_an_endpoint_is_refused_and_logged(
     cluster.start('barbican-retry', 'retry')
     cluster.manage_json('order', 'create', '--type', 'certificate',
                         '--count', '3')
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with database.session() as session:
-            if orders.count_by_status(session) == {models.ACTIVE: 3}:
-                break
-        time.sleep(0.2)
-    with database.session() as session:
-        assert orders.count_by_status(session) == {models.ACTIVE: 3}
+    processes.wait_for(lambda: processes.all_active(database, 3), 60,
+                       'every order ACTIVE')
