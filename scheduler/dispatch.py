@@ -105,8 +105,9 @@ class Dispatcher:
         steps, bad = {}, []
         for row in rows:
             reason = None
-            if not row.order_exists:
-                reason = 'order %s no longer exists' % row.order_id
+            if not row.step_exists:
+                reason = ('order %s has no step %s (or no longer exists)'
+                          % (row.order_id, row.retry_task))
             else:
                 try:
                     steps[row.id] = self._worker_api.parse_retry(
@@ -150,9 +151,9 @@ class Dispatcher:
 
     def _delete_and_park(self, session, sent, bad, now):
         repositories = self._repositories
-        # Only the orders whose rows are still as read: a worker may have
+        # Only the steps whose rows are still as read: a worker may have
         # moved one on (and replaced its row) in the meantime.
-        repositories.orders.mark_dispatched(
+        repositories.steps.mark_dispatched(
             session, repositories.retry_tasks.delete_as_read(session, sent),
             now)
         for row, reason in bad:

@@ -169,7 +169,7 @@ class RetryManager:
                 if recovered is None:
                     result.lock_lost = True
                     return
-                result.recovered = recovered.orders
+                result.recovered = recovered.steps
                 result.dead_services = list(recovered.dead_services)
             self._dispatcher.run(token, cutoffs.now, started, result)
         finally:

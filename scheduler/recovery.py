@@ -1,13 +1,14 @@
-"""Recovery: take back the orders whose dispatch or owner was lost.
+"""Recovery: take back the steps whose dispatch, owner or lease was lost.
 
 oslo.messaging acknowledges a message before it runs it, so a worker
 killed in the middle of a step loses its cast for good, and a cast can be
-lost on its way. The database tells: an order claimed by a process that
-stopped heartbeating, or dispatched and not taken up within
-``dispatch_deadline_seconds``. Each one found gets a new generation (the
-old token becomes stale) and a retry row due now, which the same pass
-then casts like any other. An order whose owner is alive is never taken,
-however long its step runs.
+lost on its way. The database tells: a step claimed by a process that
+stopped heartbeating, dispatched and not taken up within
+``dispatch_deadline_seconds``, or running past the lease its policy gave
+it (a hung call on a live worker). Each one found gets a new generation
+(the old token becomes stale) and a retry row due now, which the same pass
+then casts like any other. A lease that ended counts as a failed run: the
+worker that runs the step next applies the step's policy to it.
 """
 
 import dataclasses
@@ -24,14 +25,14 @@ LOG = logging.getLogger(__name__)
 class Recovered:
     """What one recovery did."""
 
-    #: Orders taken back and given a retry row due now.
-    orders: int
+    #: Steps taken back and given a retry row due now.
+    steps: int
     #: Services removed because they stopped heartbeating.
     dead_services: tuple
 
 
 class Recovery:
-    """Finds and takes back lost orders, once per ``report_interval``.
+    """Finds and takes back lost steps, once per ``report_interval``.
 
     A process is declared dead ``service_down_time`` after its last
     heartbeat, and heartbeats come every ``report_interval``: looking more
@@ -53,7 +54,7 @@ class Recovery:
                 now < self._done_at)  # the clock went back
 
     def needed(self, session, cutoffs):
-        """In a read-only look: True if this pass must take orders back.
+        """In a read-only look: True if this pass must take steps back.
 
         When recovery is due and nothing is lost, that counts as done.
         """
@@ -67,7 +68,7 @@ class Recovery:
         return False
 
     def run(self, token, cutoffs):
-        """Take lost orders back under our lock; returns ``Recovered``.
+        """Take lost steps back under our lock; returns ``Recovered``.
 
         Returns None, changing nothing, if the lock is no longer ours.
         """
@@ -80,35 +81,47 @@ class Recovery:
             if len(lost) < limit:
                 # All found; with more, the next pass goes on.
                 self._done_at = cutoffs.now
-            taken = sum(self._take_back(session, order, cutoffs.now)
-                        for order in lost)
+            taken = sum(self._take_back(session, step, cutoffs.now)
+                        for step in lost)
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
         for name in dead:
             LOG.warning('Service %s stopped heartbeating; removed', name)
-        return Recovered(orders=taken, dead_services=tuple(dead))
+        return Recovered(steps=taken, dead_services=tuple(dead))
 
     def _lost(self, session, cutoffs, limit):
-        """Orders whose dispatch or owner was lost, up to ``limit`` each."""
-        orders = self._repositories.orders
+        """Steps whose dispatch, owner or lease was lost, up to ``limit``
+        each, as ``(step, why)``."""
+        steps = self._repositories.steps
         live = self._repositories.services.live_names(session,
                                                       cutoffs.alive_since)
-        dead_owners = liveness.dead_owners(orders.owners(session), live)
-        return (orders.lost_dispatches(session, cutoffs.dispatch_lost_before,
-                                       limit) +
-                orders.owned_by(session, dead_owners, limit))
+        dead_owners = liveness.dead_owners(steps.owners(session), live)
+        lost = [(step, None) for step in
+                steps.lost_dispatches(session, cutoffs.dispatch_lost_before,
+                                      limit) +
+                steps.owned_by(session, dead_owners, limit)]
+        taken = {(step.order_id, step.name) for step, _ in lost}
+        lost.extend((step, 'its lease ended on %s' % step.owner)
+                    for step in steps.expired_leases(session, cutoffs.now,
+                                                     limit)
+                    if (step.order_id, step.name) not in taken)
+        return lost
 
-    def _take_back(self, session, order, now):
-        """Give ``order`` a new token and a retry row due ``now``."""
-        if not self._repositories.orders.take_back(
-                session, order.id, order.generation, now):
+    def _take_back(self, session, lost, now):
+        """Give a lost step a new token and a retry row due ``now``."""
+        step, lease_ended = lost
+        if not self._repositories.steps.take_back(
+                session, step.order_id, step.name, step.generation, now,
+                failed=lease_ended):
             return False
+        failures = step.failures + (1 if lease_ended else 0)
         self._repositories.retry_tasks.add(
-            session, order.id, order.step, now, args=[order.id],
-            kwargs={'generation': order.generation + 1},
-            retry_count=order.attempt, now=now)
-        LOG.warning('Order %s taken back and dispatched again (%s): %s',
-                    order.id, order.step,
-                    'its owner %s stopped heartbeating' % order.owner
-                    if order.owner else 'no worker took up its dispatch')
+            session, step.order_id, step.name, now, args=[step.order_id],
+            kwargs={'generation': step.generation + 1},
+            retry_count=failures, now=now)
+        LOG.warning('Step %s of order %s taken back and dispatched again: '
+                    '%s', step.name, step.order_id, lease_ended or (
+                        'its owner %s stopped heartbeating' % step.owner
+                        if step.owner else
+                        'no worker took up its dispatch'))
         return True

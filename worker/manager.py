@@ -1,36 +1,50 @@
 """The worker's RPC endpoints: run steps of orders, fenced.
 
-A message carries one step (``process_type_order``, as an API server
-casts it) or several (``run_steps``, as the retry scheduler casts them).
-One step is three moves:
+A message carries one step (``process_type_order``, as a 1.0 client casts
+it) or several (``run_steps``). One step is three moves:
 
-1. Claim: in one transaction, move the order's generation from the token
-   the message carries to the next one. A step whose token is stale (a
-   duplicate, or one overtaken by later work) claims nothing and is dropped.
-   For a message of several steps, one read drops the stale ones first.
-2. Run the plugin, outside any transaction. Plugins are pure.
-3. Apply: in one transaction, turn the plugin's answer into the order's new
-   state and, when it asked for it, a retry row carrying the new token.
-   Every write is conditional on the token taken in step 1.
+1. Claim: in one transaction, move the step's generation from the token
+   the message carries to the next one, and take a lease on it for the
+   step policy's ``timeout_seconds``. A step whose token is stale (a
+   duplicate, or one overtaken by later work) claims nothing and is
+   dropped. For a message of several steps, one read drops the stale ones
+   first.
+2. Run the order type's step, outside any transaction. Steps are pure.
+3. Apply: in one transaction, turn the step's answer into the new state of
+   the step, of its order and of the steps after it (``worker.outcomes``).
+   Every write is conditional on the token taken in step 1. The steps it
+   made ready are cast once it committed.
 """
 
 import concurrent.futures
 import datetime
 import threading
 import types
+import uuid
 
 from oslo_db import api as oslo_db_api
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from worker.conf import order_types as type_options
 from worker.db import models
-from worker import plugins
+from worker import order_types
+from worker import outcomes
+from worker import policy as policy_module
 from worker.plugins import base
-from worker import retry_policy
 from worker import rpc
+from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
+
+# The namespace of idempotency keys: uuid5(namespace, "order/step").
+_KEYS = uuid.UUID('5f0c1d2e-8a7b-4c3d-9e6f-0a1b2c3d4e5f')
+
+
+def idempotency_key(order_id, step):
+    """The stable idempotency key of one step of one order."""
+    return str(uuid.uuid5(_KEYS, '%s/%s' % (order_id, step)))
 
 
 class WorkerManager:
@@ -39,27 +53,28 @@ class WorkerManager:
     Only the methods marked ``@messaging.expose`` are served (see
     ``worker.rpc.get_server``).
 
-    :param plugin_factory: returns a certificate plugin for one step;
-        called per step so reloaded options apply.
     :param service_name: this process's name (``pid@host``), recorded as
-        the owner of the orders it works on.
+        the owner of the steps it runs.
+    :param worker_api: a ``worker.rpcapi.WorkerAPI`` on the workers' own
+        topic, to cast the steps a result makes ready; None leaves them to
+        the retry scheduler's recovery.
     :param clock: returns the current UTC time (naive); a parameter so
         tests control time.
-    :param observe_result: called with each step's result (``active``,
-        ``error``, ``retry``, ``stale``, ``superseded``), or None.
+    :param observe_result: called with each step's result (``done``,
+        ``active``, ``error``, ``retry``, ``cancelled``, ``stale``,
+        ``superseded``), or None.
     """
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
-    def __init__(self, conf, database, plugin_factory, service_name,
+    def __init__(self, conf, database, service_name, worker_api=None,
                  clock=timeutils.utcnow, observe_result=None,
                  step_concurrency=1):
         self._conf = conf
         self._database = database
-        self._orders = database.repositories.orders
-        self._retry_tasks = database.repositories.retry_tasks
-        self._plugin_factory = plugin_factory
+        self._repositories = database.repositories
         self._service_name = service_name
+        self._worker_api = worker_api
         self._clock = clock
         self._observe_result = observe_result or (lambda result: None)
         # The steps of a run_steps message run here, as many at once as a
@@ -67,38 +82,31 @@ class WorkerManager:
         # order in which to run them.
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
-        # Results the database refused: (step, view, result).
+        # Results the database refused: (run, result).
         self._deferred = []
         self._deferred_lock = threading.Lock()
 
-    # What each step asks of the plugin.
-    _PLUGIN_CALLS = {
-        'process_type_order':
-            lambda plugin, view: plugin.issue_certificate_request(view),
-        'check_certificate_status':
-            lambda plugin, view: plugin.check_certificate_status(view),
-    }
-
     @messaging.expose
     def process_type_order(self, ctxt, order_id, generation):
-        """Step 1 of an order: ask the plugin to issue its certificate."""
-        self._run_step('process_type_order', order_id, generation)
+        """Run the first step of a certificate order (RPC 1.0)."""
+        self.run_steps(ctxt, [['process_type_order', order_id, generation]])
 
     @messaging.expose
     def check_certificate_status(self, ctxt, order_id, generation):
-        """Later step: ask the plugin whether the certificate is issued."""
-        self._run_step('check_certificate_status', order_id, generation)
+        """Run the status check of a certificate order (RPC 1.0)."""
+        self.run_steps(ctxt, [['check_certificate_status', order_id,
+                               generation]])
 
     @messaging.expose
     def run_steps(self, ctxt, steps):
-        """Several steps in one message (RPC 1.1, the retry scheduler's).
+        """Several steps in one message (RPC 1.1).
 
         One read drops the steps that are malformed or whose token is
-        already stale; the others run concurrently, each exactly as the
-        message of its own would. The message returns when its steps are
-        done, so a busy process takes no more messages than it can run.
+        already stale; the others run concurrently, each under its own
+        claim. The message returns when its steps are done, so a busy
+        process takes no more messages than it can run.
 
-        :param steps: ``[[method, order_id, generation], ...]``.
+        :param steps: ``[[step, order_id, generation], ...]``.
         """
         futures = [self._steps.submit(self._run_step, *step)
                    for step in self._fence(steps)]
@@ -115,89 +123,117 @@ class WorkerManager:
     def _fence(self, steps):
         """The well-formed steps of a message whose token is current."""
         wanted = []
-        for step in steps:
+        for step in steps if isinstance(steps, list) else [steps]:
             try:
-                method, order_id, generation = step
-                if method not in self._PLUGIN_CALLS:
-                    raise ValueError('no such step')
-                if not (isinstance(order_id, str) and
+                name, order_id, generation = step
+                if not (isinstance(name, str) and
+                        isinstance(order_id, str) and
                         rpc.is_generation(generation)):
                     raise TypeError('wrong types')
             except (TypeError, ValueError) as exc:
                 LOG.error('Dropped malformed step %r: %s', step, exc)
                 continue
-            wanted.append((method, order_id, generation))
+            wanted.append(rpcapi.Step(name, order_id, generation))
         if not wanted:
             return []
-        found = self._read_orders({s[1] for s in wanted})
+        found = self._read_steps({(s.order_id, s.step) for s in wanted})
         live = []
-        for method, order_id, generation in wanted:
-            order = found.get(order_id)
-            if order is not None and (order.step, order.generation,
-                                      order.status) == (method, generation,
-                                                        models.PENDING):
-                live.append((method, order_id, generation))
+        for step in wanted:
+            row = found.get((step.order_id, step.step))
+            if row is not None and (row.generation, row.status) == (
+                    step.generation, models.STEP_PENDING):
+                live.append(step)
             else:
-                self._drop(method, order_id, generation, order)
+                self._drop(step, row)
         return live
 
-    def _run_step(self, step, order_id, generation):
+    def _run_step(self, name, order_id, generation):
+        step = rpcapi.Step(name, order_id, generation)
         try:
-            view = self._claim(step, order_id, generation)
-            if view is None:
+            claimed = self._claim(step)
+            if claimed is None:
                 return
-            try:
-                result = self._PLUGIN_CALLS[step](self._plugin_factory(),
-                                                  view)
-            except Exception as exc:
-                LOG.exception('Plugin failed on order %s, step %s',
-                              order_id, step)
-                result = base.Failed('plugin error in %s: %s' % (step, exc))
+            run, view = claimed
+            result = self._precheck(run, view) or self._call(run, view)
         except Exception:
             # One step's trouble is its own; the others of its message go
             # on. A claim that failed took nothing.
-            LOG.exception('Step %s of order %s failed', step, order_id)
+            LOG.exception('Step %s of order %s failed', name, order_id)
             return
-        self._apply_or_defer(step, view, result)
+        self._apply_or_defer(run, result)
 
-    def _apply_or_defer(self, step, view, result):
+    def _call(self, run, view):
         try:
-            self._apply(step, view, view.token, result)
+            instance = order_types.instantiate(run.workflow, self._conf)
+            return instance.run(run.step, view)
+        except Exception as exc:
+            LOG.exception('Step %s of order %s raised', run.step,
+                          run.order_id)
+            return outcomes.StepError.of(exc)
+
+    def _precheck(self, run, view):
+        """A result that ends the run before it starts, or None.
+
+        A lost lease counts as a failed run that the retry scheduler took
+        back: the policy may have run out; and deadlines pass while a step
+        waits.
+        """
+        if view is None:
+            return base.Failed('%s is not a step of order type %s'
+                               % (run.step, run.workflow.type_name))
+        now = self._clock()
+        deadline = type_options.order_deadline_seconds(self._conf,
+                                                       run.workflow)
+        if deadline and run.order_created_at is not None and \
+                (now - run.order_created_at).total_seconds() > deadline:
+            return base.Failed('order deadline of %gs passed' % deadline)
+        if run.failures >= run.policy.max_attempts:
+            return base.Failed('gave up after %d attempts; last error: %s'
+                               % (run.failures, run.last_error))
+        if policy_module.past_deadline(run.policy, run.started_at, now):
+            return base.Failed('reached its deadline of %gs; last error: '
+                               '%s' % (run.policy.deadline_seconds,
+                                       run.last_error))
+        return None
+
+    def _apply_or_defer(self, run, result):
+        try:
+            self._apply(run, result)
         except Exception:
-            # The order is ours (claimed) and nothing else takes it back
-            # while this process heartbeats: keep the result and write it
-            # once the database answers again (apply_deferred_results).
+            # The step is ours (claimed) until its lease ends: keep the
+            # result and write it once the database answers again
+            # (apply_deferred_results). Past the lease, the fencing
+            # discards it.
             LOG.exception('Could not write the result of %s of order %s; '
                           'it is kept and written again every '
-                          'report_interval', step, view.id)
+                          'report_interval', run.step, run.order_id)
             with self._deferred_lock:
-                self._deferred.append((step, view, result))
+                self._deferred.append((run, result))
 
     def apply_deferred_results(self):
         """Write again the results that the database refused (an outage).
 
         Called every ``report_interval`` by the service. A result still
-        refused stays for the next call; one whose order moved on is
+        refused stays for the next call; one whose step moved on is
         discarded by the apply's fencing.
         """
         with self._deferred_lock:
             deferred, self._deferred = self._deferred, []
-        for step, view, result in deferred:
+        for run, result in deferred:
             try:
-                self._apply(step, view, view.token, result)
+                self._apply(run, result)
             except Exception as exc:
                 LOG.warning('Result of %s of order %s still not written: '
-                            '%s', step, view.id, exc)
+                            '%s', run.step, run.order_id, exc)
                 with self._deferred_lock:
-                    self._deferred.append((step, view, result))
+                    self._deferred.append((run, result))
             else:
                 LOG.info('Result of %s of order %s written after the '
-                         'database came back', step, view.id)
+                         'database came back', run.step, run.order_id)
 
-    def _drop(self, step, order_id, generation, order):
-        LOG.info('Dropped %s of order %s with stale token %d '
-                 '(order is %s)', step, order_id, generation,
-                 _describe(order))
+    def _drop(self, step, row):
+        LOG.info('Dropped %s of order %s with stale token %d (step is %s)',
+                 step.step, step.order_id, step.generation, _describe(row))
         self._observe_result('stale')
 
     # Deadlocks and lost connections roll the transaction back whole, so
@@ -208,132 +244,110 @@ class WorkerManager:
         inc_retry_interval=True)
 
     @_db_retry
-    def _read_orders(self, order_ids):
+    def _read_steps(self, keys):
         with self._database.reader() as session, session.begin():
-            return self._orders.get_many(session, order_ids)
+            return self._repositories.steps.get_many(session, keys)
 
-    def _claim(self, step, order_id, generation):
-        """Claim the order for ``step``; its view, or None if stale."""
-        view, order = self._claim_in_a_transaction(step, order_id,
-                                                   generation)
-        if view is None:
+    def _claim(self, step):
+        """Claim ``step``; ``(Run, OrderView)``, or None if stale."""
+        claimed, row = self._claim_in_a_transaction(step)
+        if claimed is None and row is not _UNKNOWN_TYPE:
             # Logged after the transaction: a retried one logs once.
-            self._drop(step, order_id, generation, order)
-        return view
+            self._drop(step, row)
+        return claimed
 
     @_db_retry
-    def _claim_in_a_transaction(self, step, order_id, generation):
+    def _claim_in_a_transaction(self, step):
+        repositories = self._repositories
+        now = self._clock()
         with self._database.session() as session, session.begin():
-            order = self._orders.get(session, order_id)
-            if (order is None or order.step != step or
-                    not self._orders.claim(session, order_id, generation,
-                                           self._clock(),
-                                           self._service_name)):
-                return None, order
-            return base.OrderView(
-                id=order.id, type=order.type, attempt=order.attempt,
-                token=generation + 1,
-                meta=types.MappingProxyType(dict(order.meta or {}))), order
+            order = repositories.orders.get(session, step.order_id)
+            if order is None:
+                return None, None
+            try:
+                workflow = order_types.get(order.type)
+            except order_types.UnknownOrderType as exc:
+                # Not claimed: a worker that knows the type takes it once
+                # the dispatch deadline passes.
+                LOG.error('Cannot run %s of order %s: %s', step.step,
+                          order.id, exc)
+                return None, _UNKNOWN_TYPE
+            if workflow.has_step(step.step):
+                step_policy = type_options.step_policy(
+                    self._conf, workflow, step.step)
+            else:
+                # Claimed and failed: the type no longer has this step.
+                step_policy = policy_module.StepPolicy()
+            lease_until = now + _seconds(step_policy.timeout_seconds)
+            if not repositories.steps.claim(
+                    session, step.order_id, step.step, step.generation, now,
+                    self._service_name, lease_until):
+                return None, repositories.steps.get_many(
+                    session, [(step.order_id, step.step)]).get(
+                        (step.order_id, step.step))
+            steps = repositories.steps.for_order(session, step.order_id)
+        row = steps[step.step]
+        run = outcomes.Run(order_id=order.id, step=step.step,
+                  token=step.generation + 1, failures=row.failures,
+                  polls=row.polls, started_at=row.started_at,
+                  last_error=row.last_error, order_created_at=order.created_at,
+                  workflow=workflow, policy=step_policy)
+        if not workflow.has_step(step.step):
+            return (run, None), row
+        meta = dict(order.meta or {})
+        for name in workflow.names:
+            if steps.get(name) is not None and \
+                    steps[name].status == models.STEP_DONE:
+                meta.update(steps[name].output or {})
+        view = base.OrderView(
+            id=order.id, type=order.type,
+            meta=types.MappingProxyType(meta), attempt=row.failures,
+            token=run.token, polls=row.polls, step=step.step,
+            idempotency_key=idempotency_key(order.id, step.step),
+            steps=types.MappingProxyType(
+                {name: s.status for name, s in steps.items()}))
+        return (run, view), row
 
     @_db_retry
-    def _apply(self, step, view, token, result):
+    def _apply(self, run, result):
         now = self._clock()
         try:
             with self._database.session() as session, session.begin():
-                outcome = self._write_result(session, step, view, token,
-                                             result, now)
-                if outcome is None:
-                    raise _Superseded()
-        except _Superseded:
-            LOG.warning('Order %s moved past token %d while %s ran; its '
-                        'result was discarded', view.id, token, step)
+                outcome = outcomes.write(session, self._repositories,
+                                         run, result, now)
+        except outcomes.Superseded:
+            LOG.warning('Step %s of order %s moved past token %d while it '
+                        'ran; its result was discarded', run.step,
+                        run.order_id, run.token)
             self._observe_result('superseded')
             return
-        kind, description = outcome
         # Logged after the commit: one such line per state change.
-        LOG.info('Order %s (token %d): %s', view.id, token, description)
-        self._observe_result(kind)
+        LOG.info('Order %s (%s, token %d): %s', run.order_id, run.step,
+                 run.token, outcome.description)
+        self._observe_result(outcome.kind)
+        self._cast(outcome.casts)
 
-    def _write_result(self, session, step, view, token, result, now):
-        """Write ``result``.
-
-        Returns ``(kind, description)`` of what happened (kind is
-        ``active``, ``error`` or ``retry``), or None if superseded.
-        """
-        if isinstance(result, base.RemoteUnavailable):
-            return self._retry_unavailable(session, step, view, token,
-                                           result, now)
-        if isinstance(result, base.RetryLater):
-            method = result.method or step
-            retry_at = now + _seconds(result.delay_seconds)
-            return self._schedule(session, view.id, token, method, 0,
-                                  retry_at, now)
-        if isinstance(result, base.Completed):
-            return self._finish(session, view.id, token, now,
-                                self._orders.complete, result.meta,
-                                ('active', 'ACTIVE'))
-        if isinstance(result, base.Failed):
-            return self._fail(session, view.id, token, now, result.reason)
-        return self._fail(session, view.id, token, now,
-                          'plugin returned %r' % (result,))
-
-    def _retry_unavailable(self, session, step, view, token, result, now):
-        group = self._conf.worker
-        attempt = view.attempt + 1
-        if attempt > group.max_unavailable_retries:
-            reason = ('%s: remote service unavailable after %d retries: %s'
-                      % (step, view.attempt, result.reason))
-            return self._fail(session, view.id, token, now, reason)
-        delay = retry_policy.backoff_seconds(
-            attempt, group.unavailable_backoff_base_seconds,
-            group.unavailable_backoff_max_seconds)
-        outcome = self._schedule(session, view.id, token, step, attempt,
-                                 now + _seconds(delay), now)
-        if outcome is None:
-            return None
-        return 'retry', '%s (%s, retry %d)' % (outcome[1], result.reason,
-                                               attempt)
-
-    def _schedule(self, session, order_id, token, method, attempt, retry_at,
-                  now):
-        if not self._orders.schedule_step(session, order_id, token, now,
-                                          step=method, attempt=attempt):
-            return None
-        self._retry_tasks.delete_for_order(session, order_id)
-        self._retry_tasks.add(session, order_id, method, retry_at,
-                              args=[order_id], kwargs={'generation': token},
-                              retry_count=attempt, now=now)
-        return 'retry', 'PENDING, %s scheduled at %s' % (method,
-                                                         retry_at.isoformat())
-
-    def _fail(self, session, order_id, token, now, reason):
-        return self._finish(session, order_id, token, now, self._orders.fail,
-                            reason, ('error', 'ERROR: %s' % reason))
-
-    def _finish(self, session, order_id, token, now, transition, detail,
-                outcome):
-        if not transition(session, order_id, token, now, detail):
-            return None
-        self._retry_tasks.delete_for_order(session, order_id)
-        return outcome
+    def _cast(self, steps):
+        if not steps or self._worker_api is None:
+            return
+        try:
+            self._worker_api.run_steps(steps)
+        except Exception as exc:
+            # Committed as dispatched: the retry daemon casts them again
+            # after dispatch_deadline_seconds.
+            LOG.warning('Could not cast %d ready step(s) (%s); the retry '
+                        'daemon will dispatch them: %s', len(steps),
+                        ', '.join(s.step for s in steps), exc)
 
 
-class _Superseded(Exception):
-    """Raised to roll back a result whose token is no longer current."""
+_UNKNOWN_TYPE = object()
 
 
 def _seconds(value):
     return datetime.timedelta(seconds=value)
 
 
-def _describe(order):
-    if order is None:
+def _describe(row):
+    if row is None:
         return 'gone'
-    return '%s at generation %d, step %s' % (order.status, order.generation,
-                                             order.step)
-
-
-def plugin_factory(conf):
-    """Return a callable building the configured certificate plugin."""
-    plugin_class = plugins.load_class(conf.worker.certificate_plugin)
-    return lambda: plugins.instantiate(plugin_class, conf)
+    return '%s at generation %d' % (row.status, row.generation)

@@ -1,12 +1,12 @@
 """Client side of the worker's RPC interface.
 
 This is the only worker module the retry scheduler and the operator
-commands use to reach the workers. ``RETRYABLE_METHODS`` declares, in one
-place, which methods a retry row may name.
+commands use to reach the workers. Which steps exist is declared by the
+order types alone (``worker.order_types``): a retry row names a step of
+its order, and the retry scheduler checks that the order has that step.
 """
 
 import collections.abc
-import functools
 import inspect
 import json
 import typing
@@ -14,12 +14,6 @@ import typing
 import oslo_messaging as messaging
 
 from worker import rpc
-
-RETRYABLE_METHODS = frozenset({
-    'process_type_order',
-    'check_certificate_status',
-})
-
 
 # The version each cast needs (see worker.rpc.RPC_API_VERSION). run_steps
 # came with 1.1: workers are upgraded before the retry daemons
@@ -33,9 +27,12 @@ class InvalidRetry(ValueError):
 
 
 class Step(typing.NamedTuple):
-    """One step of an order, as a retry row names it and a worker runs it."""
+    """One step of an order, as a retry row names it and a worker runs it.
 
-    method: str
+    ``generation`` is the step's fencing token at the time of the cast.
+    """
+
+    step: str
     order_id: str
     generation: int
 
@@ -79,20 +76,6 @@ class WorkerAPI:
         target = messaging.Target(topic=topic, version=_BASE_VERSION)
         return cls(messaging.get_rpc_client(transport, target, retry=retry))
 
-    def _cast(self, method: str, **kwargs: typing.Any) -> None:
-        self._client.cast({}, method, **kwargs)
-
-    def process_type_order(self, order_id: str, generation: int) -> None:
-        """Start processing a PENDING order."""
-        self._cast('process_type_order', order_id=order_id,
-                   generation=generation)
-
-    def check_certificate_status(self, order_id: str,
-                                 generation: int) -> None:
-        """Check whether the certificate of an order has been issued."""
-        self._cast('check_certificate_status', order_id=order_id,
-                   generation=generation)
-
     def run_steps(self, steps: collections.abc.Iterable[Step]) -> None:
         """Cast several steps (``Step``) in one message.
 
@@ -108,24 +91,18 @@ class WorkerAPI:
                     retry_kwargs: str) -> Step:
         """Validate a retry row; return the ``Step`` it names.
 
+        :param retry_task: the step's name.
         :param retry_args: the row's JSON text of a list.
         :param retry_kwargs: the row's JSON text of an object.
         :raises InvalidRetry: the row can never be cast.
         """
-        if retry_task not in RETRYABLE_METHODS:
-            raise InvalidRetry('method %r is not retryable' % retry_task)
         args = _decode(retry_args, list, 'retry_args')
         kwargs = _decode(retry_kwargs, dict, 'retry_kwargs')
         try:
-            bound = _signature(retry_task).bind(*args, **kwargs)
+            bound = _STEP_ARGUMENTS.bind(*args, **kwargs)
         except TypeError as exc:
-            raise InvalidRetry('arguments do not fit %s: %s'
-                               % (retry_task, exc))
-        try:
-            step = Step(retry_task, **bound.arguments)
-        except TypeError as exc:
-            raise InvalidRetry('%s does not take a step\'s arguments: %s'
-                               % (retry_task, exc))
+            raise InvalidRetry('arguments do not fit a step: %s' % exc)
+        step = Step(retry_task, **bound.arguments)
         if not (isinstance(step.order_id, str) and
                 rpc.is_generation(step.generation)):
             raise InvalidRetry('arguments of %s have the wrong types: %r'
@@ -133,15 +110,15 @@ class WorkerAPI:
         return step
 
 
+# What a retry row's arguments must bind to: ``[order_id]`` and
+# ``{"generation": token}``, as the worker writes them.
+_STEP_ARGUMENTS = inspect.Signature([
+    inspect.Parameter('order_id', inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    inspect.Parameter('generation', inspect.Parameter.POSITIONAL_OR_KEYWORD),
+])
+
+
 _T = typing.TypeVar('_T')
-
-
-@functools.lru_cache(maxsize=None)
-def _signature(method_name: str) -> inspect.Signature:
-    # Read once per method (it cost more than a cast's SQL, per row), from
-    # the class: the parameters after ``self``.
-    parameters = inspect.signature(getattr(WorkerAPI, method_name)).parameters
-    return inspect.Signature(list(parameters.values())[1:])
 
 
 def _decode(text: str, expected_type: type[_T], column: str) -> _T:

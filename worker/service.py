@@ -11,6 +11,7 @@ from worker.db import session as db_session
 from worker import manager
 from worker import metrics
 from worker import rpc
+from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -50,9 +51,12 @@ class WorkerService(service.Service):
                                  self._conf.metrics.worker_port,
                                  tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
+        # Ready steps are cast on our own topic, to any worker.
+        worker_api = rpcapi.WorkerAPI.from_transport(
+            transport, self._conf.worker.topic)
         self._endpoint = manager.WorkerManager(
-            self._conf, self._database, manager.plugin_factory(self._conf),
-            self._heartbeat.name, observe_result=observe_result,
+            self._conf, self._database, self._heartbeat.name,
+            worker_api=worker_api, observe_result=observe_result,
             step_concurrency=rpc.executor_threads(self._conf))
         self.tg.add_timer_args(self._conf.report_interval,
                                self._endpoint.apply_deferred_results,

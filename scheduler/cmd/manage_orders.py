@@ -1,37 +1,92 @@
-"""``barbican-retry-manage order …``: create and inspect orders."""
+"""``barbican-retry-manage order …``: create, inspect and cancel orders."""
 
 import json
 
+from cliff import columns as cliff_columns
 from cliff import command
 from cliff import lister
 from cliff import show
-from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
-
+from scheduler import explain
+from worker.common import order_actions
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import steps as order_steps
+from worker import order_types
 
-LOG = logging.getLogger(__name__)
+ORDER_COLUMNS = ('id', 'type', 'status', 'error_reason', 'meta',
+                 'created_at', 'updated_at')
 
-ORDER_COLUMNS = ('id', 'type', 'status', 'step', 'generation', 'attempt',
-                 'error_reason', 'meta', 'created_at', 'updated_at')
+STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
+               'finished_at', 'next_retry_at', 'last_error')
+
+
+class StepsColumn(cliff_columns.FormattableColumn):
+    """An order's steps: one line each in a table, a list in JSON."""
+
+    def human_readable(self):
+        """One line per step."""
+        return '\n'.join(
+            '%s: %s%s%s' % (
+                step['name'], step['status'],
+                ' (after %s)' % ', '.join(step['after'])
+                if step['after'] else '',
+                ', attempt %d' % step['attempt'] if step['attempt'] else '')
+            for step in self._value)
+
+    def machine_readable(self):
+        """The list of steps, each a dict of ``STEP_FIELDS``."""
+        return self._value
+
+
+def describe_steps(workflow, rows, retries):
+    """The ``steps`` list of ``order show``: one dict per step.
+
+    :param rows: ``{name: OrderStep}`` of the order.
+    :param retries: ``{name: OrderRetryTask}`` of the order.
+    """
+    declared = list(workflow.steps) if workflow else []
+    if workflow and workflow.compensation and \
+            workflow.compensation.name in rows:
+        declared.append(workflow.compensation)
+    after = {step.name: list(step.after) for step in declared}
+    names = [step.name for step in declared] + sorted(
+        set(rows) - set(after))
+    result = []
+    for name in names:
+        row = rows.get(name)
+        retry = retries.get(name)
+        result.append({
+            'name': name,
+            'after': after.get(name, []),
+            'status': (order_actions.step_status(row, retry) if row
+                       else 'NOT CREATED'),
+            'attempt': row.attempt if row else 0,
+            'owner': row.owner if row else None,
+            'started_at': display.value(row.started_at) if row else None,
+            'finished_at': display.value(row.finished_at) if row else None,
+            'next_retry_at': (display.value(retry.retry_at)
+                              if retry and not retry.parked else None),
+            'last_error': row.last_error if row else None,
+        })
+    return result
 
 
 class CreateOrders(lister.Lister):
-    """Create PENDING orders and cast them to the worker pool.
+    """Create PENDING orders and cast their first steps to the workers.
 
     Does what an API server does: the orders are committed first, then
-    each one's first step is cast.
+    their first steps are cast, in messages of up to ``[scheduler]
+    rows_per_cast`` steps.
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('--type', required=True,
-                            choices=['certificate'],
-                            help='Order type.')
+                            help='Order type (see "order type list").')
         parser.add_argument('--count', type=int, default=1,
                             help='How many orders to create (default 1).')
         parser.add_argument('--meta', default='{}', type=json.loads,
@@ -44,37 +99,23 @@ class CreateOrders(lister.Lister):
             raise ValueError('--count must be at least 1')
         if not isinstance(parsed_args.meta, dict):
             raise ValueError('--meta must be a JSON object')
-        now = timeutils.utcnow()
-        database = self.app.database
-        with database.session() as session, session.begin():
-            created = [orders.create(session, parsed_args.type,
-                                     parsed_args.meta, now)
-                       for _ in range(parsed_args.count)]
-        self._dispatch(created)
-        return (('id', 'status'),
-                [(order.id, order.status) for order in created])
-
-    def _dispatch(self, created):
-        # The orders are committed: a cast that fails loses nothing, the
-        # retry daemon dispatches them after dispatch_deadline_seconds.
-        failed = 0
+        workflow = order_types.get(parsed_args.type)
         try:
             api = self.app.worker_api()
-            for order in created:
-                try:
-                    api.process_type_order(order.id, order.generation)
-                except Exception:
-                    failed += 1
-        except Exception:
-            failed = len(created)
-        if failed:
-            LOG.warning('%d of %d casts failed; the retry daemon will '
-                        'dispatch those orders after [scheduler] '
-                        'dispatch_deadline_seconds', failed, len(created))
+        except Exception as exc:
+            self.log.warning('No RPC client (%s); the retry daemon will '
+                             'dispatch the orders', exc)
+            api = None
+        created = order_actions.create_orders(
+            self.app.database, api, workflow, parsed_args.meta,
+            parsed_args.count, timeutils.utcnow(),
+            rows_per_cast=self.app.conf.scheduler.rows_per_cast)
+        return (('id', 'type', 'status'),
+                [(order.id, order.type, order.status) for order in created])
 
 
 class ShowOrder(show.ShowOne):
-    """Show one order."""
+    """Show one order and its steps."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -85,9 +126,63 @@ class ShowOrder(show.ShowOne):
         database = self.app.database
         with database.session() as session:
             order = orders.get(session, parsed_args.order_id)
-        if order is None:
-            raise LookupError('no order %s' % parsed_args.order_id)
-        return ORDER_COLUMNS, display.row(order, ORDER_COLUMNS)
+            if order is None:
+                raise LookupError('no order %s' % parsed_args.order_id)
+            rows = order_steps.for_order(session, order.id)
+            retries = {task.retry_task: task for task in
+                       retry_tasks.list_tasks(session, order_id=order.id)}
+        try:
+            workflow = order_types.get(order.type)
+        except order_types.UnknownOrderType:
+            workflow = None
+        columns = ORDER_COLUMNS + ('steps',)
+        return columns, display.row(order, ORDER_COLUMNS) + (
+            StepsColumn(describe_steps(workflow, rows, retries)),)
+
+
+class ExplainOrder(show.ShowOne):
+    """Say in one sentence why an order has not moved."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('order_id', help='Order id.')
+        return parser
+
+    def take_action(self, parsed_args):
+        why = explain.explain_order(self.app.database, self.app.conf,
+                                    parsed_args.order_id,
+                                    timeutils.utcnow())
+        return ('id', 'status', 'why'), (parsed_args.order_id, why.status,
+                                         why.sentence)
+
+
+class ListOrderTypes(lister.Lister):
+    """List the installed order types and their steps."""
+
+    def take_action(self, parsed_args):
+        rows = []
+        for name, workflow in order_types.installed().items():
+            rows.append((name, StepsOfType(
+                [{'name': step.name, 'after': list(step.after)}
+                 for step in workflow.steps]),
+                workflow.compensation.name if workflow.compensation
+                else None))
+        return ('name', 'steps', 'compensation'), rows
+
+
+class StepsOfType(cliff_columns.FormattableColumn):
+    """A type's declared steps: ``a, b <- a`` in a table, a list in JSON."""
+
+    def human_readable(self):
+        """The steps in declaration order, each with what it comes after.
+        """
+        return ', '.join(
+            '%s <- %s' % (step['name'], '+'.join(step['after']))
+            if step['after'] else step['name'] for step in self._value)
+
+    def machine_readable(self):
+        """The list of steps, each with ``name`` and ``after``."""
+        return self._value
 
 
 class ListOrders(lister.Lister):
@@ -106,30 +201,44 @@ class ListOrders(lister.Lister):
         with database.session() as session:
             found = orders.list_orders(session, parsed_args.status,
                                        parsed_args.limit)
-        columns = ('id', 'type', 'status', 'step', 'error_reason')
+        columns = ('id', 'type', 'status', 'error_reason')
         return columns, [display.row(order, columns) for order in found]
 
 
 class CancelOrder(command.Command):
-    """Cancel a PENDING order: it goes to ERROR, its retries are removed.
+    """Cancel a PENDING order.
 
-    A step of the order still running on a worker finds its token stale
-    when it finishes, and its result has no effect.
+    Its pending steps never start, the claims of its running steps are
+    revoked (their results are discarded) and its retry rows are removed.
+    The order is CANCELLED, or CANCELLING until its type's compensation
+    step has run.
     """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('order_id', help='Order id.')
         parser.add_argument('--reason', default='cancelled by an operator',
-                            help='Recorded as the error reason.')
+                            help='Recorded as the order\'s error reason.')
         return parser
 
     def take_action(self, parsed_args):
         database = self.app.database
-        with database.session() as session, session.begin():
-            if not orders.cancel(session, parsed_args.order_id,
-                                 timeutils.utcnow(), parsed_args.reason):
-                raise LookupError('no PENDING order %s'
-                                  % parsed_args.order_id)
-            retry_tasks.delete_for_order(session, parsed_args.order_id)
-        self.app.stdout.write('order %s cancelled\n' % parsed_args.order_id)
+        with database.session() as session:
+            order = orders.get(session, parsed_args.order_id)
+        if order is None or order.status != models.PENDING:
+            raise LookupError('no PENDING order %s' % parsed_args.order_id)
+        try:
+            api = self.app.worker_api()
+        except Exception as exc:
+            self.log.warning('No RPC client (%s); the retry daemon will '
+                             'dispatch the compensation step', exc)
+            api = None
+        cancelled = order_actions.cancel_order(
+            database, api, order_types.get(order.type), order.id,
+            parsed_args.reason, timeutils.utcnow())
+        if cancelled is None:
+            raise LookupError('no PENDING order %s' % parsed_args.order_id)
+        self.app.stdout.write('order %s %s\n' % (
+            order.id, 'cancelling: compensation %s started'
+            % cancelled.compensation.step if cancelled.compensation
+            else 'cancelled'))

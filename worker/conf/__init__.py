@@ -11,12 +11,14 @@ from oslo_log import log as logging
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
+from worker.conf import order_types
 from worker.conf import simple_certificate
 from worker.conf import worker
 
 LOG = logging.getLogger(__name__)
 
-_MODULES = (default, database, worker, simple_certificate, metrics)
+_MODULES = (default, database, worker, simple_certificate, metrics,
+            order_types)
 
 
 def register_opts(conf):

@@ -30,21 +30,28 @@ worker_opts = [
     cfg.IntOpt('max_unavailable_retries',
                default=10, min=0, max=1000,
                mutable=True,
+               deprecated_for_removal=True,
+               deprecated_reason='Replaced by [step:TYPE.STEP] '
+                                 'max_attempts; while set, applied to '
+                                 'every step as max_attempts = value + 1.',
                help='How many times in a row a step is retried after its '
-                    'plugin reports the remote service unavailable. Past '
-                    'this count the order goes to ERROR with a reason.'),
+                    'plugin reports the remote service unavailable.'),
     cfg.FloatOpt('unavailable_backoff_base_seconds',
                  default=2.0, min=0.0, max=3600.0,
                  mutable=True,
-                 help='Base of the exponential back-off after a remote '
-                      'service was unavailable: the n-th retry waits a '
-                      'random time up to base * 2**(n-1) seconds, capped '
-                      'by unavailable_backoff_max_seconds.'),
+                 deprecated_for_removal=True,
+                 deprecated_reason='Replaced by [step:TYPE.STEP] '
+                                   'backoff_base_seconds; while set, '
+                                   'applied to every step.',
+                 help='Base of the back-off between retries of a step.'),
     cfg.FloatOpt('unavailable_backoff_max_seconds',
                  default=600.0, min=0.0, max=86400.0,
                  mutable=True,
-                 help='Upper bound of one back-off delay after a remote '
-                      'service was unavailable.'),
+                 deprecated_for_removal=True,
+                 deprecated_reason='Replaced by [step:TYPE.STEP] '
+                                   'backoff_max_seconds; while set, '
+                                   'applied to every step.',
+                 help='Upper bound of one back-off delay.'),
 ]
 
 

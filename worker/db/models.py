@@ -1,4 +1,4 @@
-"""SQLAlchemy models: orders, order retry tasks and entity locks."""
+"""SQLAlchemy models: orders, their steps, retry tasks and entity locks."""
 
 import datetime
 
@@ -16,8 +16,23 @@ BigId = sa.BigInteger().with_variant(sa.Integer(), 'sqlite')
 PENDING = 'PENDING'
 ACTIVE = 'ACTIVE'
 ERROR = 'ERROR'
-ORDER_STATUSES = (PENDING, ACTIVE, ERROR)
-TERMINAL_STATUSES = (ACTIVE, ERROR)
+#: Cancelled; its order type's compensation step has not finished yet.
+CANCELLING = 'CANCELLING'
+CANCELLED = 'CANCELLED'
+ORDER_STATUSES = (PENDING, ACTIVE, ERROR, CANCELLING, CANCELLED)
+TERMINAL_STATUSES = (ACTIVE, ERROR, CANCELLED)
+
+# The statuses of one step of an order.
+#: Some step it comes after is not DONE yet.
+STEP_WAITING = 'WAITING'
+#: Runnable: cast and not taken up, running on a worker, or waiting for a
+#: retry row (the step's row tells which).
+STEP_PENDING = 'PENDING'
+STEP_DONE = 'DONE'
+STEP_FAILED = 'FAILED'
+STEP_CANCELLED = 'CANCELLED'
+STEP_STATUSES = (STEP_WAITING, STEP_PENDING, STEP_DONE, STEP_FAILED,
+                 STEP_CANCELLED)
 
 ORDER_RETRY_TASK_LOCK = 'OrderRetryTask'
 
@@ -39,21 +54,12 @@ class Base(orm.DeclarativeBase):
 
 
 class Order(Base):
-    """A long-running request tracked from PENDING to ACTIVE or ERROR.
+    """A long-running request tracked from PENDING to a terminal status.
 
-    ``generation`` is the order's fencing token: every dispatch carries the
-    generation it was made for, a worker takes the order by moving the
-    generation forward, and every later write is conditional on it. A
-    duplicate or stale message therefore finds a newer generation and has
-    no effect.
-
-    A PENDING order is in one of three places, which the retry scheduler
-    reads to find work that was lost:
-
-    - waiting: it has a retry row; ``owner`` and ``dispatched_at`` are NULL;
-    - dispatched: its step was cast at ``dispatched_at`` and no worker has
-      taken it yet (``owner`` NULL, no retry row);
-    - claimed: ``owner`` (a service name, ``pid@host``) runs its step.
+    ``type`` names its order type, which declares the order's steps; their
+    state is in ``order_steps``. The order turns ACTIVE when every step is
+    DONE, ERROR when one step fails for good, and CANCELLING then CANCELLED
+    when an operator cancels it.
     """
 
     __tablename__ = 'orders'
@@ -63,21 +69,67 @@ class Order(Base):
     status: orm.Mapped[str] = orm.mapped_column(sa.String(16), index=True)
     meta: orm.Mapped[dict] = orm.mapped_column(sa.JSON, default=dict)
     error_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class OrderStep(Base):
+    """One step of one order, and its fencing token.
+
+    ``generation`` is the step's fencing token: every dispatch of the step
+    carries the generation it was made for, a worker takes the step by
+    moving the generation forward, and every later write is conditional on
+    it. A duplicate or stale message therefore finds a newer generation
+    and has no effect. Parallel steps of one order have tokens of their
+    own, so they never overwrite each other.
+
+    A PENDING step is in one of three places, which the retry scheduler
+    reads to find work that was lost:
+
+    - waiting: it has a retry row; ``owner`` and ``dispatched_at`` are NULL;
+    - dispatched: it was cast at ``dispatched_at`` and no worker has taken
+      it yet (``owner`` NULL, no retry row);
+    - claimed: ``owner`` (a service name, ``pid@host``) runs it until
+      ``lease_expires_at`` at the latest.
+    """
+
+    __tablename__ = 'order_steps'
+
+    order_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'),
+        primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64),
+                                              primary_key=True)
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))
     generation: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
-    step: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    #: Runs started (claims).
     attempt: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    #: Runs that failed and were retried, or lost their lease.
+    failures: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    #: Times the step asked to be polled again (R-1).
+    polls: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
     owner: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255), index=True)
     claimed_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         Timestamp)
+    lease_expires_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(Timestamp, index=True)
     dispatched_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         Timestamp, index=True)
-    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    started_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    last_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    #: What the step returned (``Completed.meta``), for the steps after it.
+    output: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
 
 class OrderRetryTask(Base):
     """A task to cast again to the workers at or after ``retry_at``.
+
+    ``retry_task`` names the step of the order to run again.
 
     ``retry_args`` and ``retry_kwargs`` are stored as JSON text and decoded
     by the scheduler row by row, so that one malformed row is set aside

@@ -2,7 +2,8 @@
 another implementation of them.
 
 Each aggregate's repository is a module of functions that take the
-session first (``locks``, ``orders``, ``retry_tasks``, ``services``). A
+session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
+``services``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -19,6 +20,7 @@ from worker.db import locks
 from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
+from worker.db import steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,12 +29,13 @@ class Repositories:
 
     locks: types.ModuleType
     orders: types.ModuleType
+    steps: types.ModuleType
     retry_tasks: types.ModuleType
     services: types.ModuleType
 
 
-SQL = Repositories(locks=locks, orders=orders, retry_tasks=retry_tasks,
-                   services=services)
+SQL = Repositories(locks=locks, orders=orders, steps=steps,
+                   retry_tasks=retry_tasks, services=services)
 
 
 class Session(typing.Protocol):

@@ -20,7 +20,8 @@ class DueTask:
     retry_args: str
     retry_kwargs: str
     retry_count: int
-    order_exists: bool
+    #: The row's order has a step named ``retry_task``.
+    step_exists: bool
 
 
 def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
@@ -40,7 +41,8 @@ def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
 def due(session, now, limit, after=None):
     """Return up to ``limit`` unparked rows with ``retry_at <= now``.
 
-    Rows come in (retry_at, id) order. ``after`` is the (retry_at, id) key
+    Rows come in (retry_at, id) order, each with whether its order has
+    the step it names. ``after`` is the (retry_at, id) key
     of the last row of the previous batch, so a batch never sees a row again
     (keyset paging: a row kept after a failed cast does not come back in
     the same pass). The cost is that of the rows returned, through
@@ -50,8 +52,10 @@ def due(session, now, limit, after=None):
     query = (
         sa.select(task.id, task.order_id, task.retry_task, task.retry_at,
                   task.retry_args, task.retry_kwargs, task.retry_count,
-                  models.Order.id.is_not(None))
-        .outerjoin(models.Order, models.Order.id == task.order_id)
+                  models.OrderStep.name.is_not(None))
+        .outerjoin(models.OrderStep,
+                   sa.and_(models.OrderStep.order_id == task.order_id,
+                           models.OrderStep.name == task.retry_task))
         .where(task.parked == sa.false(), task.retry_at <= now)
         .order_by(task.retry_at, task.id)
         .limit(limit))
@@ -108,17 +112,18 @@ def delete(session, task_ids):
     return result.rowcount
 
 
-def delete_for_order(session, order_id):
-    """Delete every retry row of one order.
+def delete_for_order(session, order_id, step=None):
+    """Delete every retry row of one order, or of one of its steps.
 
     Reads the ids first and deletes by primary key: on MySQL/MariaDB a
     DELETE by the secondary ``order_id`` index takes gap locks that
     deadlock with concurrent inserts of other orders' rows.
     """
-    ids = list(session.scalars(
-        sa.select(models.OrderRetryTask.id)
-        .where(models.OrderRetryTask.order_id == order_id)))
-    delete(session, ids)
+    query = sa.select(models.OrderRetryTask.id).where(
+        models.OrderRetryTask.order_id == order_id)
+    if step is not None:
+        query = query.where(models.OrderRetryTask.retry_task == step)
+    delete(session, list(session.scalars(query)))
 
 
 def _as_read(rows):
@@ -141,12 +146,13 @@ def _as_read(rows):
 def delete_as_read(session, rows):
     """Delete these rows (``DueTask``) as the scheduler read them.
 
-    Returns the order ids of the rows deleted.
+    Returns the ``(order_id, step)`` of the rows deleted.
     """
     if not rows:
         return set()
-    deleted = set(session.scalars(
-        sa.select(models.OrderRetryTask.order_id).where(_as_read(rows))))
+    task = models.OrderRetryTask
+    deleted = {tuple(row) for row in session.execute(
+        sa.select(task.order_id, task.retry_task).where(_as_read(rows)))}
     session.execute(
         sa.delete(models.OrderRetryTask).where(_as_read(rows))
         .execution_options(synchronize_session=False))

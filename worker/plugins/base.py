@@ -1,9 +1,10 @@
-"""What a plugin sees and what it answers.
+"""What a step sees and what it answers.
 
-Plugins are pure: they take an immutable view of the order and return one
-of the result values below. They never touch the database, RPC or global
-configuration; the worker's manager turns their answer into the order's
-state change and retry rows, in one transaction.
+Order types' steps and certificate plugins are pure: they take an
+immutable view of the order and return one of the result values below.
+They never touch the database, RPC or global configuration; the worker
+turns their answer into the step's and the order's state change and
+retry rows, in one transaction.
 """
 
 import abc
@@ -14,13 +15,22 @@ import typing
 
 @dataclasses.dataclass(frozen=True)
 class OrderView:
-    """The read-only facts about an order that a plugin may use.
+    """The read-only facts about an order that a step may use.
 
-    :param attempt: how many times in a row this step found the remote
-        service unavailable before (0 on the first try).
-    :param token: the fencing token this step runs under; unique per step
-        run, so a plugin may use it as an idempotency key with its remote
-        service.
+    :param meta: the order's metadata, with the outputs of its DONE steps
+        merged in (in declaration order).
+    :param attempt: how many runs of this step failed in a row before
+        (0 on the first try).
+    :param token: the fencing token this run holds; it changes on every
+        run, so it is *not* an idempotency key.
+    :param polls: how many times this step asked to be polled again.
+    :param step: the step being run.
+    :param idempotency_key: the same for every run of this step of this
+        order (after a crash, a takeover, a lease expiry, a retry) and
+        different between steps and orders: send it to the remote service
+        so that it does a repeated request once.
+    :param steps: ``{name: status}`` of every step of the order (what a
+        compensation step reads to know what to undo).
     """
 
     id: str
@@ -28,28 +38,44 @@ class OrderView:
     meta: types.MappingProxyType[str, typing.Any]
     attempt: int = 0
     token: int = 0
+    polls: int = 0
+    step: str = ''
+    idempotency_key: str = ''
+    steps: types.MappingProxyType[str, str] = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({}))
 
 
 @dataclasses.dataclass(frozen=True)
 class Completed:
-    """The order is done; ``meta`` is merged into the order's metadata."""
+    """The step is done; ``meta`` is its output.
+
+    The output is given to the steps after it, and merged into the
+    order's metadata when the order turns ACTIVE.
+
+    :param then_after_seconds: start the steps that this one makes ready
+        only after this delay (a remote side that needs time, such as a
+        certificate authority before the first status check).
+    """
 
     meta: dict[str, typing.Any] = dataclasses.field(default_factory=dict)
+    then_after_seconds: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Failed:
-    """The order cannot succeed; it goes to ERROR with ``reason``."""
+    """The step cannot succeed: the order goes to ERROR with ``reason``."""
 
     reason: str
 
 
 @dataclasses.dataclass(frozen=True)
 class RetryLater:
-    """Run ``method`` (a step name) again after ``delay_seconds``.
+    """Not done yet: poll this step again after ``delay_seconds``.
 
-    This is the blueprint's R-1: a long workflow polls its remote side.
-    ``method=None`` retries the same step.
+    This is the blueprint's R-1: a long workflow polls its remote side,
+    up to the step policy's ``max_polls``. ``method`` is for certificate
+    plugins, whose ``issue_certificate_request`` names the status check
+    that follows; an order type's step leaves it None.
     """
 
     delay_seconds: float
@@ -60,11 +86,16 @@ class RetryLater:
 class RemoteUnavailable:
     """The remote service is down; retry the same step later (R-2).
 
-    The manager chooses the delay (exponential back-off with jitter) and
-    fails the order once the step has been retried too many times.
+    The step's policy chooses the delay (back-off with jitter) and fails
+    the order once the step has failed too many times.
+
+    :param retry_after_seconds: the delay the remote side asked for (a
+        Retry-After header); used instead of the back-off, capped by the
+        policy's ``backoff_max_seconds``.
     """
 
     reason: str
+    retry_after_seconds: float | None = None
 
 
 #: What a plugin's step returns.

@@ -1,0 +1,110 @@
+"""Create and cancel orders, as an API server would.
+
+Shared by the operator commands, the demo and the benchmarks: the orders
+are committed first, then their first steps are cast. A cast that fails
+loses nothing: the steps are recorded as dispatched, and the retry daemon
+dispatches them again after ``[scheduler] dispatch_deadline_seconds``.
+"""
+
+import dataclasses
+
+from oslo_log import log as logging
+
+from worker.db import models
+from worker import rpcapi
+
+LOG = logging.getLogger(__name__)
+
+
+def create_orders(database, worker_api, workflow, meta, count, now,
+                  rows_per_cast=50):
+    """Create ``count`` PENDING orders of ``workflow``; cast their roots.
+
+    The casts go in messages of up to ``rows_per_cast`` steps.
+
+    :param worker_api: a ``worker.rpcapi.WorkerAPI``, or None to leave the
+        first casts to the retry daemon.
+    :returns: the orders created.
+    """
+    repositories = database.repositories
+    with database.session() as session, session.begin():
+        created = [repositories.orders.create(session, workflow, meta, now)
+                   for _ in range(count)]
+    steps = [rpcapi.Step(name, order.id, 0)
+             for order in created for name in workflow.roots()]
+    cast_steps(worker_api, steps, rows_per_cast)
+    return created
+
+
+def cast_steps(worker_api, steps, rows_per_cast=50):
+    """Cast ``steps`` in messages of up to ``rows_per_cast``.
+
+    Returns how many steps could not be cast (logged; the retry daemon
+    dispatches them after their dispatch deadline).
+    """
+    failed = 0
+    for start in range(0, len(steps), rows_per_cast):
+        chunk = steps[start:start + rows_per_cast]
+        try:
+            if worker_api is None:
+                raise RuntimeError('no RPC client')
+            worker_api.run_steps(chunk)
+        except Exception as exc:
+            failed += len(chunk)
+            error = exc
+    if failed:
+        LOG.warning('%d of %d steps could not be cast (%s); the retry '
+                    'daemon dispatches them after [scheduler] '
+                    'dispatch_deadline_seconds', failed, len(steps), error)
+    return failed
+
+
+@dataclasses.dataclass(frozen=True)
+class Cancelled:
+    """What cancelling one order did."""
+
+    #: Steps whose claims were revoked or that will never start.
+    revoked: tuple[str, ...]
+    #: The compensation step cast, or None.
+    compensation: rpcapi.Step | None
+
+
+def cancel_order(database, worker_api, workflow, order_id, reason, now):
+    """Cancel a PENDING order; start its type's compensation step, if any.
+
+    Every open step is cancelled and its token moved forward, so a run
+    still going elsewhere has no effect; its retry rows are deleted. The
+    order is CANCELLED at once, or CANCELLING until its compensation step
+    ends.
+
+    :returns: a ``Cancelled``, or None if the order is not PENDING.
+    """
+    repositories = database.repositories
+    compensation = workflow.compensation
+    with database.session() as session, session.begin():
+        if not repositories.orders.cancel(session, order_id, now, reason,
+                                          compensating=bool(compensation)):
+            return None
+        revoked = repositories.steps.revoke_open(session, order_id, now,
+                                                 'order cancelled')
+        repositories.retry_tasks.delete_for_order(session, order_id)
+        if compensation:
+            repositories.steps.add(session, order_id, compensation.name, now)
+    step = (rpcapi.Step(compensation.name, order_id, 0) if compensation
+            else None)
+    if step:
+        cast_steps(worker_api, [step])
+    return Cancelled(revoked=tuple(revoked), compensation=step)
+
+
+def step_status(step, retry_row):
+    """What one step is doing, for people: ``WAITING``, ``QUEUED``
+    (cast, not taken up), ``RUNNING``, ``RETRYING`` (a retry row waits),
+    ``PARKED``, or its final status."""
+    if step.status != models.STEP_PENDING:
+        return step.status
+    if step.owner:
+        return 'RUNNING'
+    if retry_row is not None:
+        return 'PARKED' if retry_row.parked else 'RETRYING'
+    return 'QUEUED'

@@ -1,0 +1,159 @@
+"""Options of the installed order types: their policies, overridable.
+
+For each installed order type ``TYPE``:
+
+- ``[order_type:TYPE] deadline_seconds``: the whole order's deadline;
+- ``[step:TYPE.STEP]``: every field of ``worker.policy.StepPolicy`` for
+  that step (and for the type's compensation step). Unset, a field keeps
+  the value the order type declares.
+
+The fan-out demonstration type also has ``[fanout]``.
+"""
+
+import dataclasses
+
+from oslo_config import cfg
+
+from worker.conf import groups
+from worker import order_types
+from worker import policy
+
+fanout_group = cfg.OptGroup(
+    'fanout', title='fanout order type options',
+    help='Options of the fanout demonstration order type.')
+
+fanout_opts = [
+    cfg.FloatOpt('poll_interval_seconds',
+                 default=1.0, min=0.0, max=86400.0, mutable=True,
+                 help='Seconds between the issue step and the first poll, '
+                      'and between polls, of a fanout order.'),
+]
+
+# [worker] options of the release before per-step policies: still honoured
+# for every step when an operator set them (and no [step:...] override
+# says otherwise).
+_DEPRECATED = {
+    'max_unavailable_retries': ('max_attempts', lambda value: value + 1),
+    'unavailable_backoff_base_seconds': ('backoff_base_seconds', float),
+    'unavailable_backoff_max_seconds': ('backoff_max_seconds', float),
+}
+
+
+def _policy_opts():
+    defaults = policy.StepPolicy()
+    unset = ' Unset: as the order type declares.'
+    return [
+        cfg.ListOpt('retry_on', mutable=True,
+                    help='Exception class names (short or qualified) that '
+                         'retry the step; "*" retries every unexpected '
+                         'exception. A remote service unavailable always '
+                         'retries.' + unset),
+        cfg.ListOpt('never_retry', mutable=True,
+                    help='Exception class names that never retry the step, '
+                         'even if retry_on matches them.' + unset),
+        cfg.StrOpt('backoff', choices=policy.BACKOFFS, mutable=True,
+                   help='How the delay between retries grows.' + unset),
+        cfg.FloatOpt('backoff_base_seconds', min=0.0, max=86400.0,
+                     mutable=True,
+                     help='First delay between retries (default %g).%s'
+                          % (defaults.backoff_base_seconds, unset)),
+        cfg.FloatOpt('backoff_max_seconds', min=0.0, max=604800.0,
+                     mutable=True,
+                     help='Cap of one delay, also of a delay the remote '
+                          'side asks for (default %g).%s'
+                          % (defaults.backoff_max_seconds, unset)),
+        cfg.BoolOpt('jitter', mutable=True,
+                    help='Draw half of each delay at random.' + unset),
+        cfg.IntOpt('max_attempts', min=1, max=100000, mutable=True,
+                   help='Runs that may fail (a failure or a lost lease) '
+                        'before the order goes to ERROR (default %d).%s'
+                        % (defaults.max_attempts, unset)),
+        cfg.FloatOpt('timeout_seconds', min=0.001, max=604800.0,
+                     mutable=True,
+                     help='Lease of one run: a run still going after this '
+                          'long loses its claim, even on a live worker, '
+                          'and the step is retried (default %g).%s'
+                          % (defaults.timeout_seconds, unset)),
+        cfg.FloatOpt('deadline_seconds', min=0.0, mutable=True,
+                     help='The step gives up this long after its first '
+                          'run; 0 for none.' + unset),
+        cfg.IntOpt('max_polls', min=0, mutable=True,
+                   help='Times the step may ask to be polled again before '
+                        'the order goes to ERROR; 0 for no limit '
+                        '(default %d).%s' % (defaults.max_polls, unset)),
+    ]
+
+
+def _type_opts():
+    return [
+        cfg.FloatOpt('deadline_seconds', min=0.0, mutable=True,
+                     help='An order of this type still PENDING this long '
+                          'after its creation goes to ERROR at its next '
+                          'step; 0 for none. Unset: as the order type '
+                          'declares.'),
+    ]
+
+
+def type_group(type_name):
+    """The option group of the order type ``type_name``."""
+    return 'order_type:%s' % type_name
+
+
+def step_group(type_name, step_name):
+    """The option group of one step's policy."""
+    return 'step:%s.%s' % (type_name, step_name)
+
+
+def _groups():
+    """``[(OptGroup, [opts])]`` of the installed order types."""
+    result = []
+    for name, workflow in order_types.installed().items():
+        result.append((cfg.OptGroup(
+            type_group(name), title='Order type %s' % name,
+            help='Options of the %s order type.' % name), _type_opts()))
+        declared = list(workflow.steps) + (
+            [workflow.compensation] if workflow.compensation else [])
+        for step in declared:
+            result.append((cfg.OptGroup(
+                step_group(name, step.name),
+                title='Step %s of order type %s' % (step.name, name),
+                help='Retry policy of step %s of the %s order type.'
+                     % (step.name, name)), _policy_opts()))
+    return result
+
+
+def register_opts(conf):
+    """Register ``[fanout]`` and the groups of every installed type."""
+    groups.register_group_opts(conf, fanout_group, fanout_opts)
+    for group, opts in _groups():
+        groups.register_group_opts(conf, group, opts)
+
+
+def list_opts():
+    """Return the options of this module for the sample config."""
+    result = {fanout_group: fanout_opts}
+    result.update(_groups())
+    return result
+
+
+def step_policy(conf, workflow, step_name):
+    """The policy of one step: declared, then what the operator set."""
+    declared = workflow.step(step_name).policy
+    changes = {}
+    for old, (field, convert) in _DEPRECATED.items():
+        if conf.get_location(old, 'worker').location != \
+                cfg.Locations.opt_default:
+            changes[field] = convert(conf.worker[old])
+    group = conf[step_group(workflow.type_name, step_name)]
+    for field in dataclasses.fields(policy.StepPolicy):
+        value = group[field.name]
+        if value is not None:
+            changes[field.name] = (tuple(value) if field.name in
+                                   ('retry_on', 'never_retry') else value)
+    return dataclasses.replace(declared, **changes) if changes else declared
+
+
+def order_deadline_seconds(conf, workflow):
+    """The whole order's deadline in seconds (0 for none)."""
+    value = conf[type_group(workflow.type_name)].deadline_seconds
+    return workflow.deadline_seconds if value is None else value

@@ -1,0 +1,256 @@
+"""Repository of order steps. Every function takes the session first.
+
+Writes made on behalf of a dispatch are conditional on the step's
+``generation`` (its fencing token): they return False, and change nothing,
+when the step has moved on since the dispatch was made.
+"""
+
+import typing
+
+import sqlalchemy as sa
+
+from worker.db import models
+
+_Step = models.OrderStep
+
+
+class RecoveryRow(typing.NamedTuple):
+    """A step the retry scheduler may take back, as it read it."""
+
+    order_id: str
+    name: str
+    generation: int
+    failures: int
+    owner: str | None
+
+
+def create(session, order_id, names, roots, now):
+    """Insert the steps ``names`` of a new order.
+
+    The ``roots`` are PENDING and count as dispatched at ``now`` (the
+    caller casts them after the commit); the others are WAITING.
+    """
+    session.execute(sa.insert(_Step), [
+        dict(order_id=order_id, name=name,
+             status=(models.STEP_PENDING if name in roots
+                     else models.STEP_WAITING),
+             generation=0, attempt=0, failures=0, polls=0,
+             dispatched_at=now if name in roots else None, updated_at=now)
+        for name in names])
+
+
+def for_orders(session, order_ids):
+    """Return ``{order_id: {name: step}}`` of these orders."""
+    found = {order_id: {} for order_id in order_ids}
+    if not order_ids:
+        return found
+    for step in session.scalars(
+            sa.select(_Step).where(_Step.order_id.in_(list(order_ids)))):
+        found[step.order_id][step.name] = step
+    return found
+
+
+def for_order(session, order_id):
+    """Return ``{name: step}`` of one order."""
+    return for_orders(session, [order_id])[order_id]
+
+
+def get_many(session, keys):
+    """Return ``{(order_id, name): step}`` of those of ``keys`` that exist."""
+    if not keys:
+        return {}
+    return {(step.order_id, step.name): step for step in session.scalars(
+        sa.select(_Step).where(
+            _Step.order_id.in_(list({key[0] for key in keys})),
+            sa.tuple_(_Step.order_id, _Step.name).in_(list(keys))))}
+
+
+def _fenced_update(session, order_id, name, token, now, **values):
+    """Update a PENDING step only if its generation is still ``token``."""
+    result = session.execute(
+        sa.update(_Step)
+        .where(_Step.order_id == order_id, _Step.name == name,
+               _Step.generation == token,
+               _Step.status == models.STEP_PENDING)
+        .values(updated_at=now, **values)
+        .execution_options(synchronize_session=False))
+    return result.rowcount == 1
+
+
+def claim(session, order_id, name, generation, now, owner, lease_until):
+    """Take the step for one run by moving its generation forward.
+
+    Succeeds for exactly one of any number of concurrent callers holding
+    the same token; the winner's new token is ``generation + 1``, and the
+    step records ``owner`` until its result is written or
+    ``lease_until`` passes.
+    """
+    return _fenced_update(
+        session, order_id, name, generation, now,
+        generation=generation + 1, owner=owner, claimed_at=now,
+        lease_expires_at=lease_until, dispatched_at=None,
+        attempt=_Step.attempt + 1,
+        started_at=sa.func.coalesce(_Step.started_at, now))
+
+
+# A run's result releases the step: no owner, not in flight.
+_RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
+             'dispatched_at': None}
+
+
+def retry(session, order_id, name, token, now, failures, polls,
+          last_error=None):
+    """Release the step for a later run (its retry row is the caller's)."""
+    return _fenced_update(session, order_id, name, token, now,
+                          failures=failures, polls=polls,
+                          last_error=last_error, **_RELEASED)
+
+
+def finish(session, order_id, name, token, now, status, output=None,
+           last_error=None):
+    """End the step DONE (with its ``output``) or FAILED."""
+    values = dict(status=status, finished_at=now, **_RELEASED)
+    if output is not None:
+        values['output'] = output
+    if last_error is not None:
+        values['last_error'] = last_error
+    return _fenced_update(session, order_id, name, token, now, **values)
+
+
+def start(session, order_id, names, now, dispatched):
+    """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
+    if not names:
+        return
+    session.execute(
+        sa.update(_Step)
+        .where(_Step.order_id == order_id, _Step.name.in_(list(names)),
+               _Step.status == models.STEP_WAITING)
+        .values(status=models.STEP_PENDING, updated_at=now,
+                dispatched_at=now if dispatched else None)
+        .execution_options(synchronize_session=False))
+
+
+def revoke_open(session, order_id, now, reason):
+    """Cancel every WAITING or PENDING step of the order.
+
+    Their generation moves forward too, so a run still going elsewhere
+    finds its token stale and its result has no effect. Returns the names
+    of the steps cancelled.
+    """
+    open_steps = list(session.scalars(
+        sa.select(_Step.name).where(
+            _Step.order_id == order_id,
+            _Step.status.in_([models.STEP_WAITING, models.STEP_PENDING]))))
+    if open_steps:
+        session.execute(
+            sa.update(_Step)
+            .where(_Step.order_id == order_id,
+                   _Step.name.in_(open_steps),
+                   _Step.status.in_([models.STEP_WAITING,
+                                     models.STEP_PENDING]))
+            .values(generation=_Step.generation + 1,
+                    status=models.STEP_CANCELLED, last_error=reason,
+                    finished_at=now, updated_at=now, **_RELEASED)
+            .execution_options(synchronize_session=False))
+    return open_steps
+
+
+def add(session, order_id, name, now):
+    """Insert one more step, PENDING and dispatched at ``now``.
+
+    For a compensation step, which exists only once an order is
+    cancelled.
+    """
+    create(session, order_id, [name], {name}, now)
+
+
+def mark_dispatched(session, keys, now):
+    """Record that these steps (``(order_id, name)``) were cast at ``now``.
+
+    Steps already claimed by a worker (it was quicker than this write)
+    are left alone.
+    """
+    if not keys:
+        return
+    session.execute(
+        sa.update(_Step)
+        .where(_Step.order_id.in_(list({key[0] for key in keys})),
+               sa.tuple_(_Step.order_id, _Step.name).in_(list(keys)),
+               _Step.owner.is_(None),
+               _Step.status == models.STEP_PENDING)
+        .values(dispatched_at=now)
+        .execution_options(synchronize_session=False))
+
+
+def _without_retry_row():
+    task = models.OrderRetryTask
+    return ~sa.exists().where(task.order_id == _Step.order_id,
+                              task.retry_task == _Step.name)
+
+
+def _recovery(query):
+    return [RecoveryRow(*row) for row in query]
+
+
+_RECOVERY_COLUMNS = (_Step.order_id, _Step.name, _Step.generation,
+                     _Step.failures, _Step.owner)
+
+
+def lost_dispatches(session, dispatched_before, limit):
+    """Steps cast before ``dispatched_before`` that no worker took up.
+
+    Reads ``ix_order_steps_dispatched_at``: only steps in flight are
+    visited (a claim and every result clear ``dispatched_at``).
+    """
+    rows = session.execute(
+        sa.select(*_RECOVERY_COLUMNS)
+        .where(_Step.dispatched_at < dispatched_before,
+               _without_retry_row())
+        .order_by(_Step.dispatched_at)
+        .limit(limit))
+    return [row for row in _recovery(rows) if row.owner is None]
+
+
+def owners(session):
+    """Return the distinct owners of claimed steps (``ix_order_steps_owner``).
+    """
+    return set(session.scalars(
+        sa.select(_Step.owner).distinct().where(_Step.owner.is_not(None))))
+
+
+def owned_by(session, dead_owners, limit):
+    """Steps claimed by one of ``dead_owners``."""
+    if not dead_owners:
+        return []
+    return _recovery(session.execute(
+        sa.select(*_RECOVERY_COLUMNS)
+        .where(_Step.owner.in_(list(dead_owners)), _without_retry_row())
+        .limit(limit)))
+
+
+def expired_leases(session, now, limit):
+    """Claimed steps whose lease ended before ``now``, owner alive or not.
+
+    Reads ``ix_order_steps_lease_expires_at``: only running steps have a
+    lease.
+    """
+    return _recovery(session.execute(
+        sa.select(*_RECOVERY_COLUMNS)
+        .where(_Step.lease_expires_at < now)
+        .order_by(_Step.lease_expires_at)
+        .limit(limit)))
+
+
+def take_back(session, order_id, name, generation, now, failed=None):
+    """Take a lost step back for re-dispatch: bump its token, no owner.
+
+    The old token is now stale, so a late message or a zombie owner that
+    still holds it has no effect. With ``failed`` (a lease that ended),
+    the run counts as a failure with that error. Returns False if the step
+    moved on.
+    """
+    values = dict(generation=generation + 1, **_RELEASED)
+    if failed:
+        values.update(failures=_Step.failures + 1, last_error=failed)
+    return _fenced_update(session, order_id, name, generation, now,
+                          **values)

@@ -1,0 +1,209 @@
+"""How an order type declares its workflow, and the checks it must pass.
+
+An order type is a class registered in the ``barbican_retry.order_types``
+namespace. It declares its steps as data (``steps``): each step names the
+steps it comes after and carries its retry policy; a method of the same
+name runs it. Example::
+
+    class Renewal(base.OrderType):
+        steps = (
+            base.Step('check_key'),
+            base.Step('check_domain'),
+            base.Step('issue', after=('check_key', 'check_domain'),
+                      policy=policy.StepPolicy(max_attempts=5)),
+        )
+        compensation = base.Step('revoke')
+
+        def check_key(self, order): ...
+        def check_domain(self, order): ...
+        def issue(self, order): ...
+        def revoke(self, order): ...
+
+Each method takes an ``OrderView`` and returns a result
+(``worker.plugins.base``). Like certificate plugins, order types are pure:
+they never touch the database, RPC or global configuration.
+"""
+
+import dataclasses
+import re
+import typing
+
+from worker import policy as policy_module
+from worker.plugins import base as results
+
+# A step name is a retry row's ``retry_task`` and part of an option
+# group's name.
+_NAME = re.compile(r'^[a-z][a-z0-9_]{0,63}$')
+
+
+class InvalidOrderType(Exception):
+    """An order type whose declaration cannot run; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step of a workflow as an order type declares it.
+
+    :param after: the steps that must be DONE before this one runs.
+    :param policy: how the step is retried and timed out; operators may
+        override it (``[step:TYPE.STEP]``).
+    """
+
+    name: str
+    after: tuple[str, ...] = ()
+    policy: policy_module.StepPolicy = policy_module.StepPolicy()
+
+
+class OrderType:
+    """Base class of order types: declare ``steps``, write one method each.
+
+    :cvar steps: the workflow, a tuple of ``Step``.
+    :cvar compensation: a ``Step`` run once when an order of this type is
+        cancelled (its ``after`` is ignored), or None.
+    :cvar deadline_seconds: an order still PENDING this long after it was
+        created goes to ERROR at its next step; 0 for no deadline.
+    :cvar option_group: like a certificate plugin's, the option group whose
+        ``option_names`` the type receives as keyword arguments.
+    """
+
+    steps: typing.ClassVar[tuple[Step, ...]] = ()
+    compensation: typing.ClassVar[Step | None] = None
+    deadline_seconds: typing.ClassVar[float] = 0.0
+    option_group: typing.ClassVar[str | None] = None
+    option_names: typing.ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def build(cls, conf: typing.Any) -> 'OrderType':
+        """An instance with the current values of its own options.
+
+        The default passes ``option_names`` of ``option_group`` as keyword
+        arguments; a type that wraps a plugin overrides this.
+        """
+        if not cls.option_group:
+            return cls()
+        group = conf[cls.option_group]
+        return cls(**{name: group[name] for name in cls.option_names})
+
+    def run(self, step: str, order: results.OrderView) -> results.Result:
+        """Run ``step`` of ``order``: call the method of that name."""
+        method: typing.Callable[[results.OrderView], results.Result] = \
+            getattr(self, step)
+        return method(order)
+
+
+@dataclasses.dataclass(frozen=True)
+class Workflow:
+    """An order type's declaration, checked and indexed.
+
+    Built by ``check``; the worker, the retry scheduler's commands and the
+    operator commands all read the steps from here.
+    """
+
+    type_name: str
+    type_class: type[OrderType]
+    steps: tuple[Step, ...]
+    compensation: Step | None
+    deadline_seconds: float
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The workflow's step names, in declaration order."""
+        return tuple(step.name for step in self.steps)
+
+    def step(self, name: str) -> Step:
+        """The declaration of step ``name`` (or of the compensation).
+
+        :raises KeyError: no such step.
+        """
+        for step in self.steps:
+            if step.name == name:
+                return step
+        if self.compensation and self.compensation.name == name:
+            return self.compensation
+        raise KeyError(name)
+
+    def has_step(self, name: str) -> bool:
+        """True if ``name`` is a step of this type or its compensation."""
+        try:
+            self.step(name)
+        except KeyError:
+            return False
+        return True
+
+    def roots(self) -> tuple[str, ...]:
+        """The steps that come after none: they run first."""
+        return tuple(step.name for step in self.steps if not step.after)
+
+    def ready(self, done: typing.AbstractSet[str],
+              started: typing.AbstractSet[str]) -> tuple[str, ...]:
+        """Steps not ``started`` whose predecessors are all in ``done``."""
+        return tuple(step.name for step in self.steps
+                     if step.name not in started and
+                     set(step.after) <= done)
+
+
+def check(type_name: str, type_class: type[OrderType]) -> Workflow:
+    """Check an order type's declaration; return its ``Workflow``.
+
+    :raises InvalidOrderType: no steps, a bad or repeated name, an unknown
+        predecessor, a cycle, or a step with no method to run it.
+    """
+    def refuse(problem: str) -> typing.NoReturn:
+        raise InvalidOrderType('order type %s: %s' % (type_name, problem))
+
+    steps = tuple(type_class.steps)
+    if not steps:
+        refuse('declares no steps')
+    declared = list(steps) + ([type_class.compensation]
+                              if type_class.compensation else [])
+    seen: set[str] = set()
+    for step in declared:
+        if not isinstance(step, Step):
+            refuse('%r is not a Step' % (step,))
+        if not _NAME.match(step.name):
+            refuse('step name %r must be lower case letters, digits and '
+                   '_, starting with a letter, at most 64 long' % step.name)
+        if step.name in seen:
+            refuse('step %s is declared twice' % step.name)
+        seen.add(step.name)
+        if not callable(getattr(type_class, step.name, None)):
+            refuse('step %s has no method %s.%s to run it'
+                   % (step.name, type_class.__name__, step.name))
+    names = {step.name for step in steps}
+    for step in steps:
+        unknown = sorted(set(step.after) - names)
+        if unknown:
+            refuse('step %s comes after unknown step(s) %s'
+                   % (step.name, ', '.join(unknown)))
+    cycle = _find_cycle({step.name: step.after for step in steps})
+    if cycle:
+        refuse('its steps form a cycle: %s' % ' -> '.join(cycle))
+    return Workflow(type_name=type_name, type_class=type_class, steps=steps,
+                    compensation=type_class.compensation,
+                    deadline_seconds=float(type_class.deadline_seconds))
+
+
+def _find_cycle(after: dict[str, tuple[str, ...]]) -> list[str]:
+    """A cycle of the "comes after" graph, as a path, or []."""
+    visiting: list[str] = []
+    finished: set[str] = set()
+
+    def visit(name: str) -> list[str]:
+        if name in finished:
+            return []
+        if name in visiting:
+            return visiting[visiting.index(name):] + [name]
+        visiting.append(name)
+        for before in after[name]:
+            cycle = visit(before)
+            if cycle:
+                return cycle
+        visiting.pop()
+        finished.add(name)
+        return []
+
+    for name in after:
+        cycle = visit(name)
+        if cycle:
+            return cycle
+    return []

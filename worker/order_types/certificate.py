@@ -1,0 +1,59 @@
+"""The ``certificate`` order type: the blueprint's workflow.
+
+Two steps in sequence over the configured certificate plugin
+(``[worker] certificate_plugin``): ``process_type_order`` asks the
+certificate authority to issue, ``check_certificate_status`` polls it
+until the certificate is issued (R-1).
+"""
+
+from worker.order_types import base
+from worker import plugins
+from worker.plugins import base as results
+
+
+class CertificateOrder(base.OrderType):
+    """Issue a certificate, then poll until it is issued."""
+
+    steps = (
+        base.Step('process_type_order'),
+        base.Step('check_certificate_status', after=('process_type_order',)),
+    )
+
+    def __init__(self, plugin):
+        self._plugin = plugin
+
+    @classmethod
+    def build(cls, conf):
+        """An instance over the configured certificate plugin."""
+        plugin_class = plugins.load_class(conf.worker.certificate_plugin)
+        return cls(plugins.instantiate(plugin_class, conf))
+
+    def process_type_order(self, order):
+        """Ask the certificate authority to issue the certificate.
+
+        A plugin answers ``RetryLater(delay,
+        method='check_certificate_status')`` to say "issued; check after
+        delay": the request step is then done, and the status check starts
+        after the delay.
+        """
+        result = self._plugin.issue_certificate_request(order)
+        if isinstance(result, results.RetryLater):
+            if result.method in (None, 'process_type_order'):
+                return results.RetryLater(result.delay_seconds)
+            if result.method == 'check_certificate_status':
+                return results.Completed(
+                    then_after_seconds=result.delay_seconds)
+            return results.Failed(
+                'certificate plugin asked for unknown step %r'
+                % result.method)
+        return result
+
+    def check_certificate_status(self, order):
+        """Poll the certificate authority until the certificate is issued."""
+        result = self._plugin.check_certificate_status(order)
+        if isinstance(result, results.RetryLater) and \
+                result.method not in (None, 'check_certificate_status'):
+            return results.Failed(
+                'certificate plugin asked for unknown step %r'
+                % result.method)
+        return result

@@ -1,0 +1,237 @@
+"""What a step's result does to the step, its order and the steps after it.
+
+``write`` runs inside the apply transaction of one step. It locks the order
+first (``orders.lock_live``), so the results of parallel steps of one order
+are written one after the other, then makes every write conditional on the
+step's token. It returns a named ``Outcome``; the steps it made ready are
+cast by the caller after the commit.
+"""
+
+import dataclasses
+import datetime
+import typing
+
+from worker.db import models
+from worker import policy as policy_module
+from worker.plugins import base
+from worker import rpcapi
+
+#: Outcome kinds, also the worker's metric labels.
+DONE = 'done'
+ACTIVE = 'active'
+ERROR = 'error'
+RETRY = 'retry'
+CANCELLED = 'cancelled'
+
+
+@dataclasses.dataclass(frozen=True)
+class StepError:
+    """A run that raised: the exception, as the policy matches it."""
+
+    description: str
+    #: Qualified and short names of the exception's class and its bases.
+    class_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, exc):
+        """The ``StepError`` of an exception."""
+        names = []
+        for klass in type(exc).__mro__:
+            if klass is object:
+                continue
+            names.extend([klass.__name__,
+                          '%s.%s' % (klass.__module__, klass.__qualname__)])
+        return cls('%s: %s' % (type(exc).__name__, exc), tuple(names))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """The facts of one claimed run that its result is written against."""
+
+    order_id: str
+    step: str
+    #: The token the run holds.
+    token: int
+    #: The step's failures in a row and polls before this run.
+    failures: int
+    polls: int
+    started_at: datetime.datetime | None
+    last_error: str | None
+    order_created_at: datetime.datetime | None
+    #: The order type's ``worker.order_types.base.Workflow``.
+    workflow: typing.Any
+    policy: policy_module.StepPolicy
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What writing one result did.
+
+    :param kind: ``done``, ``active``, ``error``, ``retry`` or
+        ``cancelled``.
+    :param description: one line for the log.
+    :param casts: steps made ready now, to cast after the commit.
+    """
+
+    kind: str
+    description: str
+    casts: tuple[rpcapi.Step, ...] = ()
+
+
+class Superseded(Exception):
+    """The run's token or its order moved on: nothing was written."""
+
+
+def write(session, repositories, run, result, now):
+    """Write ``result`` of ``run``; return its ``Outcome``.
+
+    :raises Superseded: the step or its order moved on; the caller rolls
+        the transaction back.
+    """
+    writer = _Writer(session, repositories, run, now)
+    status = repositories.orders.lock_live(session, run.order_id, now)
+    compensating = (run.workflow.compensation is not None and
+                    run.step == run.workflow.compensation.name)
+    if status is None or (status == models.CANCELLING) != compensating:
+        raise Superseded()
+    return writer.write(result, compensating)
+
+
+class _Writer:
+    """The writes of one result, each conditional on the run's token."""
+
+    def __init__(self, session, repositories, run, now):
+        self._session = session
+        self._orders = repositories.orders
+        self._steps = repositories.steps
+        self._retry_tasks = repositories.retry_tasks
+        self._run = run
+        self._now = now
+
+    def write(self, result, compensating):
+        run = self._run
+        if isinstance(result, base.Completed):
+            return self._done(result, compensating)
+        if isinstance(result, base.RemoteUnavailable):
+            return self._failed_run(
+                'remote service unavailable: %s' % result.reason,
+                result.retry_after_seconds, compensating)
+        if isinstance(result, StepError):
+            if policy_module.retries(run.policy, result.class_names):
+                return self._failed_run(result.description, None,
+                                        compensating)
+            return self._give_up(result.description, compensating)
+        if isinstance(result, base.RetryLater):
+            return self._poll(result.delay_seconds, compensating)
+        if isinstance(result, base.Failed):
+            return self._give_up(result.reason, compensating)
+        return self._give_up('step returned %r' % (result,), compensating)
+
+    def _done(self, result, compensating):
+        run = self._run
+        self._check(self._steps.finish(
+            self._session, run.order_id, run.step, run.token, self._now,
+            models.STEP_DONE, output=dict(result.meta or {})))
+        if compensating:
+            self._check(self._orders.end_cancel(self._session, run.order_id,
+                                                self._now))
+            return Outcome(CANCELLED, 'compensation %s done, CANCELLED'
+                           % run.step)
+        steps = self._steps.for_order(self._session, run.order_id)
+        done = {name for name, step in steps.items()
+                if step.status == models.STEP_DONE}
+        workflow = run.workflow
+        if set(workflow.names) <= done:
+            meta = {}
+            for name in workflow.names:
+                meta.update(steps[name].output or {})
+            self._check(self._orders.complete(self._session, run.order_id,
+                                              self._now, meta))
+            return Outcome(ACTIVE, 'step %s done, ACTIVE' % run.step)
+        started = {name for name, step in steps.items()
+                   if step.status != models.STEP_WAITING}
+        ready = workflow.ready(done, started)
+        delay = float(result.then_after_seconds or 0)
+        self._steps.start(self._session, run.order_id, ready, self._now,
+                          dispatched=delay <= 0)
+        if delay > 0:
+            retry_at = self._now + datetime.timedelta(seconds=delay)
+            for name in ready:
+                self._add_retry(name, steps[name].generation, retry_at, 0)
+            return Outcome(DONE, 'step %s done; %s start at %s'
+                           % (run.step, ', '.join(ready) or 'nothing',
+                              retry_at.isoformat()))
+        casts = tuple(rpcapi.Step(name, run.order_id, steps[name].generation)
+                      for name in ready)
+        return Outcome(DONE, 'step %s done; %s start now'
+                       % (run.step, ', '.join(ready) or 'nothing'), casts)
+
+    def _failed_run(self, what, asked_delay, compensating):
+        run = self._run
+        failures = run.failures + 1
+        decision = policy_module.after_failure(
+            run.policy, failures, run.started_at, self._now, what,
+            asked_delay)
+        if isinstance(decision, policy_module.GiveUp):
+            return self._give_up(decision.reason, compensating,
+                                 as_given=True)
+        return self._retry(decision.delay_seconds, failures, run.polls,
+                           what, 'retry %d after %s' % (failures, what))
+
+    def _poll(self, delay, compensating):
+        run = self._run
+        polls = run.polls + 1
+        decision = policy_module.after_poll(run.policy, polls,
+                                            run.started_at, self._now,
+                                            float(delay))
+        if isinstance(decision, policy_module.GiveUp):
+            return self._give_up(decision.reason, compensating,
+                                 as_given=True)
+        return self._retry(decision.delay_seconds, 0, polls, None,
+                           'poll %d' % polls)
+
+    def _retry(self, delay, failures, polls, last_error, what):
+        run = self._run
+        self._check(self._steps.retry(
+            self._session, run.order_id, run.step, run.token, self._now,
+            failures=failures, polls=polls, last_error=last_error))
+        retry_at = self._now + datetime.timedelta(seconds=delay)
+        self._add_retry(run.step, run.token, retry_at, failures)
+        return Outcome(RETRY, 'step %s scheduled at %s (%s)'
+                       % (run.step, retry_at.isoformat(), what))
+
+    def _give_up(self, what, compensating, as_given=False):
+        run = self._run
+        reason = 'step %s %s' % (run.step, what if as_given else
+                                 'failed after %d attempt(s): %s'
+                                 % (run.failures + 1, what))
+        self._check(self._steps.finish(
+            self._session, run.order_id, run.step, run.token, self._now,
+            models.STEP_FAILED, last_error=what))
+        if compensating:
+            self._check(self._orders.end_cancel(
+                self._session, run.order_id, self._now,
+                'cancelled; compensation %s' % reason))
+            return Outcome(CANCELLED, 'CANCELLED; compensation %s' % reason)
+        self._check(self._orders.fail(self._session, run.order_id,
+                                      self._now, reason))
+        # The order is over: the steps still running elsewhere lose their
+        # claims, the ones waiting never start.
+        self._steps.revoke_open(self._session, run.order_id, self._now,
+                                'order failed at step %s' % run.step)
+        self._retry_tasks.delete_for_order(self._session, run.order_id)
+        return Outcome(ERROR, 'ERROR: %s' % reason)
+
+    def _add_retry(self, step, generation, retry_at, failures):
+        run = self._run
+        self._retry_tasks.delete_for_order(self._session, run.order_id,
+                                           step)
+        self._retry_tasks.add(self._session, run.order_id, step, retry_at,
+                              args=[run.order_id],
+                              kwargs={'generation': generation},
+                              retry_count=failures, now=self._now)
+
+    @staticmethod
+    def _check(written):
+        if not written:
+            raise Superseded()
