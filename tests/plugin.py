@@ -1,8 +1,10 @@
-"""A certificate plugin for tests: the simple plugin, recorded and slowed.
+"""A certificate plugin and an order type for tests: recorded and slowed.
 
-It is registered for test processes only (see
-``tests/functional/processes.py: plugin_environment``), under the name
-``recording``. Every call appends one JSON line to the file named by
+They are registered for test processes only (see
+``tests/functional/processes.py: plugin_environment``): the certificate
+plugin ``recording`` and the order type ``recording_fanout`` (the fanout
+workflow, each call recorded with its step's idempotency key, as a remote
+service counting distinct keys would see them). Every call appends one JSON line to the file named by
 ``BARBICAN_RETRY_TEST_PLUGIN_LOG``: the order, the step, the token it ran
 under and when it started and ended. An order whose metadata holds
 ``"hold_seconds": S`` makes its first ``issue_certificate_request`` (token
@@ -14,6 +16,7 @@ import json
 import os
 import time
 
+from worker.order_types import fanout
 from worker.plugins import simple_certificate
 
 LOG_VARIABLE = 'BARBICAN_RETRY_TEST_PLUGIN_LOG'
@@ -46,6 +49,37 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
         """Check, recorded."""
         return self._record(order, 'check_certificate_status',
                             super().check_certificate_status)
+
+
+def _append(line):
+    path = os.environ.get(LOG_VARIABLE)
+    if path:
+        with open(path, 'a') as log:
+            log.write(json.dumps(line) + '\n')
+
+
+class RecordingFanout(fanout.FanoutOrder):
+    """The fanout order type, every run recorded, one step holdable.
+
+    An order whose metadata holds ``"hold_seconds": S`` makes the first
+    run (token 1) of its step ``"hold_step"`` (default ``issue``) take S
+    seconds: a test kills its worker then, or lets its lease run out.
+    Each line has ``order``, ``step``, ``key`` (the idempotency key),
+    ``token``, ``started``, ``ended`` and ``result``.
+    """
+
+    def run(self, step, order):
+        """Run ``step``, held if asked, and record it."""
+        started = time.time()
+        if step == order.meta.get('hold_step', 'issue') and \
+                order.token == 1:
+            time.sleep(float(order.meta.get('hold_seconds', 0)))
+        result = super().run(step, order)
+        _append({'order': order.id, 'step': step,
+                 'key': order.idempotency_key, 'token': order.token,
+                 'started': started, 'ended': time.time(),
+                 'result': type(result).__name__})
+        return result
 
 
 def read_log(path):

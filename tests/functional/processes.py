@@ -22,7 +22,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def plugin_environment(directory, plugin_log):
-    """Environment that registers the test plugin ``recording``.
+    """Environment that registers the test plugin and order type.
 
     stevedore finds plugins through installed distributions' entry points;
     a distribution's metadata folder on PYTHONPATH registers the test
@@ -36,7 +36,9 @@ def plugin_environment(directory, plugin_log):
                        'Name: barbican-retry-test-plugin\nVersion: 0\n')
     with open(os.path.join(dist_info, 'entry_points.txt'), 'w') as points:
         points.write('[barbican_retry.certificate.plugins]\n'
-                     'recording = tests.plugin:RecordingPlugin\n')
+                     'recording = tests.plugin:RecordingPlugin\n'
+                     '[barbican_retry.order_types]\n'
+                     'recording_fanout = tests.plugin:RecordingFanout\n')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
         [str(directory), REPO_ROOT] +

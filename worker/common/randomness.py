@@ -1,6 +1,6 @@
 """The source of randomness that jitter takes, for both sides.
 
-Back-off (``worker.retry_policy``) and the daemons' slots
+Back-off (``worker.policy``) and the daemons' slots
 (``scheduler.slots``) take one as a parameter, so tests pass a seeded
 ``random.Random``.
 """
