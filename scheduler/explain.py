@@ -45,27 +45,32 @@ def explain_order(database, conf, order_id, now):
         workflow = order_types.get(order.type)
     except order_types.UnknownOrderType as exc:
         return Why(order.status, 'no worker can run it: %s' % exc)
-    reasons = [_step_reason(name, step, retries.get(name), live,
-                            bool(daemons), cutoffs, conf)
-               for name, step in steps.items()
-               if step.status == models.STEP_PENDING]
-    done = {name for name, step in steps.items()
-            if step.status == models.STEP_DONE}
-    blocked = sorted(name for name, step in steps.items()
-                     if step.status == models.STEP_WAITING)
-    waiting_for = sorted({before for name in blocked
-                          if workflow.has_step(name)
-                          for before in workflow.step(name).after
-                          if before not in done})
+    reasons = {}
+    for name, step in steps.items():
+        if step.status == models.STEP_PENDING:
+            reason = _step_reason(step, retries.get(name), live,
+                                  bool(daemons), cutoffs, conf)
+            reasons.setdefault(reason, []).append(name)
     if not reasons:
         return Why(order.status, 'no step is running or due: its steps '
                    'are %s' % ', '.join('%s %s' % (name, step.status)
                                         for name, step in steps.items()))
-    sentence = '; '.join(reasons)
-    if blocked:
-        sentence += ('; %s wait(s) for %s'
-                     % (', '.join(blocked), ', '.join(waiting_for)))
-    return Why(order.status, sentence)
+    parts = ['%s %s %s' % ('step' if len(names) == 1 else 'steps',
+                           ', '.join(names), reason)
+             for reason, names in reasons.items()]
+    # The steps held back by those: the WAITING ones that wait for no
+    # other WAITING step.
+    waiting = {name for name, step in steps.items()
+               if step.status == models.STEP_WAITING}
+    for name in sorted(waiting):
+        before = (workflow.step(name).after if workflow.has_step(name)
+                  else ())
+        if before and not set(before) & waiting:
+            parts.append('step %s waits for steps %s' % (
+                name, ', '.join(b for b in before
+                                if steps.get(b) is None or
+                                steps[b].status != models.STEP_DONE)))
+    return Why(order.status, '; '.join(parts))
 
 
 def _terminal(order):
@@ -74,40 +79,38 @@ def _terminal(order):
     return '%s: %s' % (order.status, order.error_reason)
 
 
-def _step_reason(name, step, retry, live, daemons_alive, cutoffs, conf):
-    """Why one PENDING step has not finished."""
+def _step_reason(step, retry, live, daemons_alive, cutoffs, conf):
+    """Why a PENDING step has not finished, after "step NAME"."""
     if step.owner:
         if step.owner not in live:
-            return ('step %s was running on %s, which stopped '
-                    'heartbeating; the retry daemon takes it back at its '
-                    'next recovery' % (name, step.owner))
+            return ('ran on %s, which stopped heartbeating: the retry '
+                    'daemon takes it back at its next recovery' % step.owner)
         if step.lease_expires_at is not None:
-            return ('step %s is running on %s until its lease ends at %s'
-                    % (name, step.owner, _at(step.lease_expires_at)))
-        return 'step %s is running on %s' % (name, step.owner)
+            return ('running on %s until its lease ends at %s'
+                    % (step.owner, _at(step.lease_expires_at)))
+        return 'running on %s' % step.owner
     if retry is not None:
         if retry.parked:
-            return ('step %s has a parked retry row (%d), cast only once '
-                    'requeued: %s' % (name, retry.id, retry.park_reason))
+            return ('has a parked retry row (%d), cast only once requeued: '
+                    '%s' % (retry.id, retry.park_reason))
         if retry.retry_at > cutoffs.now:
-            return ('step %s waits for a retry at %s (%s)'
-                    % (name, _at(retry.retry_at),
-                       step.last_error or 'polling'))
+            return ('waiting for a retry at %s (%s)'
+                    % (_at(retry.retry_at), step.last_error or 'polling'))
         if not daemons_alive:
-            return ('step %s is due since %s, but no barbican-retry daemon '
-                    'is alive' % (name, _at(retry.retry_at)))
-        return 'step %s is due; the next pass casts it' % name
+            return ('due since %s, but no barbican-retry daemon is alive'
+                    % _at(retry.retry_at))
+        return 'due: the next pass casts it'
     if step.dispatched_at is not None:
         deadline = step.dispatched_at + datetime.timedelta(
             seconds=conf.scheduler.dispatch_deadline_seconds)
         if deadline <= cutoffs.now:
-            return ('step %s was cast at %s and no worker took it up: a '
-                    'lost dispatch, taken back at the next recovery'
-                    % (name, _at(step.dispatched_at)))
-        return ('step %s was cast at %s and waits for a worker; if none '
-                'takes it up it is taken back at %s'
-                % (name, _at(step.dispatched_at), _at(deadline)))
-    return 'step %s is PENDING with no dispatch, owner or retry row' % name
+            return ('cast at %s and not taken up by any worker: a lost '
+                    'dispatch, taken back at the next recovery'
+                    % _at(step.dispatched_at))
+        return ('cast at %s, waiting for a worker; taken back at %s if '
+                'none takes it up' % (_at(step.dispatched_at),
+                                      _at(deadline)))
+    return 'PENDING with no dispatch, owner or retry row'
 
 
 def _at(moment):

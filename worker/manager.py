@@ -31,8 +31,8 @@ from worker.conf import order_types as type_options
 from worker.db import models
 from worker import order_types
 from worker import outcomes
-from worker import policy as policy_module
 from worker.plugins import base
+from worker import policy as policy_module
 from worker import rpc
 from worker import rpcapi
 
@@ -179,21 +179,24 @@ class WorkerManager:
         waits.
         """
         if view is None:
-            return base.Failed('%s is not a step of order type %s'
-                               % (run.step, run.workflow.type_name))
+            return policy_module.GiveUp(
+                'is not a step of order type %s' % run.workflow.type_name)
         now = self._clock()
         deadline = type_options.order_deadline_seconds(self._conf,
                                                        run.workflow)
-        if deadline and run.order_created_at is not None and \
+        if deadline and not run.compensating and \
+                run.order_created_at is not None and \
                 (now - run.order_created_at).total_seconds() > deadline:
-            return base.Failed('order deadline of %gs passed' % deadline)
+            return policy_module.GiveUp(
+                'stopped: the order\'s deadline of %gs passed' % deadline)
         if run.failures >= run.policy.max_attempts:
-            return base.Failed('gave up after %d attempts; last error: %s'
-                               % (run.failures, run.last_error))
+            return policy_module.GiveUp(
+                'gave up after %d attempts; last error: %s'
+                % (run.failures, run.last_error))
         if policy_module.past_deadline(run.policy, run.started_at, now):
-            return base.Failed('reached its deadline of %gs; last error: '
-                               '%s' % (run.policy.deadline_seconds,
-                                       run.last_error))
+            return policy_module.GiveUp(
+                'reached its deadline of %gs; last error: %s'
+                % (run.policy.deadline_seconds, run.last_error))
         return None
 
     def _apply_or_defer(self, run, result):
@@ -287,26 +290,15 @@ class WorkerManager:
                         (step.order_id, step.step))
             steps = repositories.steps.for_order(session, step.order_id)
         row = steps[step.step]
-        run = outcomes.Run(order_id=order.id, step=step.step,
-                  token=step.generation + 1, failures=row.failures,
-                  polls=row.polls, started_at=row.started_at,
-                  last_error=row.last_error, order_created_at=order.created_at,
-                  workflow=workflow, policy=step_policy)
+        run = outcomes.Run(
+            order_id=order.id, step=step.step, token=step.generation + 1,
+            failures=row.failures, polls=row.polls,
+            started_at=row.started_at, last_error=row.last_error,
+            order_created_at=order.created_at, workflow=workflow,
+            policy=step_policy)
         if not workflow.has_step(step.step):
             return (run, None), row
-        meta = dict(order.meta or {})
-        for name in workflow.names:
-            if steps.get(name) is not None and \
-                    steps[name].status == models.STEP_DONE:
-                meta.update(steps[name].output or {})
-        view = base.OrderView(
-            id=order.id, type=order.type,
-            meta=types.MappingProxyType(meta), attempt=row.failures,
-            token=run.token, polls=row.polls, step=step.step,
-            idempotency_key=idempotency_key(order.id, step.step),
-            steps=types.MappingProxyType(
-                {name: s.status for name, s in steps.items()}))
-        return (run, view), row
+        return (run, _view(order, workflow, steps, run)), row
 
     @_db_retry
     def _apply(self, run, result):
@@ -341,6 +333,25 @@ class WorkerManager:
 
 
 _UNKNOWN_TYPE = object()
+
+
+def _view(order, workflow, steps, run):
+    """The ``OrderView`` a run of ``run.step`` is given.
+
+    Its metadata is the order's with the outputs of its DONE steps merged
+    in, in declaration order.
+    """
+    meta = dict(order.meta or {})
+    for name in workflow.names:
+        if name in steps and steps[name].status == models.STEP_DONE:
+            meta.update(steps[name].output or {})
+    row = steps[run.step]
+    return base.OrderView(
+        id=order.id, type=order.type, meta=types.MappingProxyType(meta),
+        attempt=row.failures, token=run.token, polls=row.polls,
+        step=run.step, idempotency_key=idempotency_key(order.id, run.step),
+        steps=types.MappingProxyType(
+            {name: step.status for name, step in steps.items()}))
 
 
 def _seconds(value):

@@ -12,8 +12,8 @@ import datetime
 import typing
 
 from worker.db import models
-from worker import policy as policy_module
 from worker.plugins import base
+from worker import policy as policy_module
 from worker import rpcapi
 
 #: Outcome kinds, also the worker's metric labels.
@@ -62,6 +62,12 @@ class Run:
     workflow: typing.Any
     policy: policy_module.StepPolicy
 
+    @property
+    def compensating(self):
+        """True if the step is its order type's compensation step."""
+        compensation = self.workflow.compensation
+        return compensation is not None and self.step == compensation.name
+
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
@@ -90,11 +96,9 @@ def write(session, repositories, run, result, now):
     """
     writer = _Writer(session, repositories, run, now)
     status = repositories.orders.lock_live(session, run.order_id, now)
-    compensating = (run.workflow.compensation is not None and
-                    run.step == run.workflow.compensation.name)
-    if status is None or (status == models.CANCELLING) != compensating:
+    if status is None or (status == models.CANCELLING) != run.compensating:
         raise Superseded()
-    return writer.write(result, compensating)
+    return writer.write(result, run.compensating)
 
 
 class _Writer:
@@ -122,9 +126,17 @@ class _Writer:
                                         compensating)
             return self._give_up(result.description, compensating)
         if isinstance(result, base.RetryLater):
+            if result.method not in (None, run.step):
+                # A workflow moves on by completing steps; a jump to
+                # another step would bypass the declared order.
+                return self._give_up(
+                    'asked to retry as step %r; a step may only poll '
+                    'itself' % result.method, compensating)
             return self._poll(result.delay_seconds, compensating)
         if isinstance(result, base.Failed):
             return self._give_up(result.reason, compensating)
+        if isinstance(result, policy_module.GiveUp):
+            return self._give_up(result.reason, compensating, as_given=True)
         return self._give_up('step returned %r' % (result,), compensating)
 
     def _done(self, result, compensating):

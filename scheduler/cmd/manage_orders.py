@@ -6,6 +6,7 @@ from cliff import columns as cliff_columns
 from cliff import command
 from cliff import lister
 from cliff import show
+from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler.cmd import display
@@ -16,6 +17,8 @@ from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import steps as order_steps
 from worker import order_types
+
+LOG = logging.getLogger(__name__)
 
 ORDER_COLUMNS = ('id', 'type', 'status', 'error_reason', 'meta',
                  'created_at', 'updated_at')
@@ -103,8 +106,8 @@ class CreateOrders(lister.Lister):
         try:
             api = self.app.worker_api()
         except Exception as exc:
-            self.log.warning('No RPC client (%s); the retry daemon will '
-                             'dispatch the orders', exc)
+            LOG.warning('No RPC client (%s); the retry daemon will '
+                        'dispatch the orders', exc)
             api = None
         created = order_actions.create_orders(
             self.app.database, api, workflow, parsed_args.meta,
@@ -230,8 +233,8 @@ class CancelOrder(command.Command):
         try:
             api = self.app.worker_api()
         except Exception as exc:
-            self.log.warning('No RPC client (%s); the retry daemon will '
-                             'dispatch the compensation step', exc)
+            LOG.warning('No RPC client (%s); the retry daemon will '
+                        'dispatch the compensation step', exc)
             api = None
         cancelled = order_actions.cancel_order(
             database, api, order_types.get(order.type), order.id,

@@ -1,8 +1,9 @@
 """barbican-retry-status: ``upgrade check`` (oslo.upgradecheck).
 
 Checks what an operator looks at before and after an upgrade: the schema
-is at the latest revision, the OrderRetryTask lock is not stale, and at
-least one retry daemon and one worker are alive.
+is at the latest revision, the OrderRetryTask lock is not stale, every
+unfinished order's type is installed here, and at least one retry daemon
+and one worker are alive.
 """
 
 import sys
@@ -17,8 +18,10 @@ from scheduler import pass_lock
 from worker import conf as worker_conf
 from worker.db import migration
 from worker.db import models
+from worker.db import orders
 from worker.db import services
 from worker.db import session as db_session
+from worker import order_types
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -75,6 +78,24 @@ class Checks(upgradecheck.UpgradeCommands):
                           % (len(live), ', '.join(live)))
         return Result(Code.FAILURE, 'no live %s process' % command_name)
 
+    def _check_order_types(self):
+        try:
+            installed = order_types.installed()
+        except order_types.base.InvalidOrderType as exc:
+            return Result(Code.FAILURE, str(exc))
+        with self._db().session() as session:
+            counts = orders.count_unfinished_by_type(session)
+        missing = {name: count for name, count in counts.items()
+                   if name not in installed}
+        if missing:
+            return Result(Code.FAILURE, 'unfinished orders of types not '
+                          'installed here: %s; install them on every '
+                          'worker' % ', '.join(
+                              '%s (%d)' % item
+                              for item in sorted(missing.items())))
+        return Result(Code.SUCCESS, 'installed: %s'
+                      % ', '.join(sorted(installed)))
+
     def _check_retry_daemons(self):
         return self._check_live(models.SCHEDULER, 'barbican-retry')
 
@@ -84,6 +105,7 @@ class Checks(upgradecheck.UpgradeCommands):
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('OrderRetryTask lock', _check_lock),
+        ('Order types', _check_order_types),
         ('Retry daemons', _check_retry_daemons),
         ('Workers', _check_workers),
     )

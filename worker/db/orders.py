@@ -63,6 +63,14 @@ def count_by_status(session):
     return {status: count for status, count in session.execute(query)}
 
 
+def count_unfinished_by_type(session):
+    """Return ``{type: count}`` of the orders not in a terminal status."""
+    query = (sa.select(models.Order.type, sa.func.count())
+             .where(models.Order.status.not_in(models.TERMINAL_STATUSES))
+             .group_by(models.Order.type))
+    return {name: count for name, count in session.execute(query)}
+
+
 def lock_live(session, order_id, now):
     """Lock a PENDING or CANCELLING order for this transaction.
 

@@ -28,8 +28,8 @@ import dataclasses
 import re
 import typing
 
-from worker import policy as policy_module
 from worker.plugins import base as results
+from worker import policy as policy_module
 
 # A step name is a retry row's ``retry_task`` and part of an option
 # group's name.

@@ -18,9 +18,9 @@ Its remote side is simulated from the order's metadata:
 ``"polls": N`` makes ``poll`` answer "not yet" N times.
 """
 
-from worker import policy
 from worker.order_types import base
 from worker.plugins import base as results
+from worker import policy
 
 # The remote checks are quick and idempotent: any unexpected error retries.
 _CHECK = policy.StepPolicy(retry_on=(policy.ANY_EXCEPTION,),
