@@ -1,10 +1,10 @@
 """What a step's result does to the step, its order and the steps after it.
 
-``write`` runs inside the apply transaction of one step. It locks the order
-first (``orders.lock_live``), so the results of parallel steps of one order
-are written one after the other, then makes every write conditional on the
-step's token. It returns a named ``Outcome``; the steps it made ready are
-cast by the caller after the commit.
+``write`` runs inside the apply transaction of one step. Every write is
+conditional on the step's token; a step that completes first locks its
+order (``orders.lock_live``), so that the results of parallel steps of one
+order are written one after the other. It returns a named ``Outcome``;
+the steps it made ready are cast by the caller after the commit.
 """
 
 import dataclasses
@@ -94,11 +94,7 @@ def write(session, repositories, run, result, now):
     :raises Superseded: the step or its order moved on; the caller rolls
         the transaction back.
     """
-    writer = _Writer(session, repositories, run, now)
-    status = repositories.orders.lock_live(session, run.order_id, now)
-    if status is None or (status == models.CANCELLING) != run.compensating:
-        raise Superseded()
-    return writer.write(result, run.compensating)
+    return _Writer(session, repositories, run, now).write(result)
 
 
 class _Writer:
@@ -112,8 +108,9 @@ class _Writer:
         self._run = run
         self._now = now
 
-    def write(self, result, compensating):
+    def write(self, result):
         run = self._run
+        compensating = run.compensating
         if isinstance(result, base.Completed):
             return self._done(result, compensating)
         if isinstance(result, base.RemoteUnavailable):
@@ -141,6 +138,12 @@ class _Writer:
 
     def _done(self, result, compensating):
         run = self._run
+        # Only here is the order itself read: its row is locked first, so
+        # that the results of parallel steps are written one after the
+        # other and exactly one of them sees every step DONE. Every other
+        # result touches the order only through a conditional move.
+        self._check(self._orders.lock_live(self._session, run.order_id,
+                                           self._now))
         self._check(self._steps.finish(
             self._session, run.order_id, run.step, run.token, self._now,
             models.STEP_DONE, output=dict(result.meta or {})))
@@ -169,7 +172,8 @@ class _Writer:
         if delay > 0:
             retry_at = self._now + datetime.timedelta(seconds=delay)
             for name in ready:
-                self._add_retry(name, steps[name].generation, retry_at, 0)
+                self._add_retry(name, steps[name].generation, retry_at, 0,
+                                replace=False)
             return Outcome(DONE, 'step %s done; %s start at %s'
                            % (run.step, ', '.join(ready) or 'nothing',
                               retry_at.isoformat()))
@@ -234,10 +238,14 @@ class _Writer:
         self._retry_tasks.delete_for_order(self._session, run.order_id)
         return Outcome(ERROR, 'ERROR: %s' % reason)
 
-    def _add_retry(self, step, generation, retry_at, failures):
+    def _add_retry(self, step, generation, retry_at, failures,
+                   replace=True):
+        """Add the step's retry row; ``replace`` a row it may still have
+        (one the scheduler cast and has not deleted yet)."""
         run = self._run
-        self._retry_tasks.delete_for_order(self._session, run.order_id,
-                                           step)
+        if replace:
+            self._retry_tasks.delete_for_order(self._session, run.order_id,
+                                               step)
         self._retry_tasks.add(self._session, run.order_id, step, retry_at,
                               args=[run.order_id],
                               kwargs={'generation': generation},

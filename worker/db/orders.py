@@ -74,10 +74,10 @@ def count_unfinished_by_type(session):
 def lock_live(session, order_id, now):
     """Lock a PENDING or CANCELLING order for this transaction.
 
-    Every result of a step locks its order first, so the results of
+    A step that completes locks its order first, so the results of
     parallel steps of one order are written one after the other and the
     last one sees all the others (to turn the order ACTIVE once). Returns
-    the order's status, or None if it is no longer live.
+    False if the order is no longer live.
     """
     result = session.execute(
         sa.update(models.Order)
@@ -86,10 +86,7 @@ def lock_live(session, order_id, now):
                                         models.CANCELLING]))
         .values(updated_at=now)
         .execution_options(synchronize_session=False))
-    if result.rowcount != 1:
-        return None
-    return session.scalar(sa.select(models.Order.status)
-                          .where(models.Order.id == order_id))
+    return result.rowcount == 1
 
 
 def _move(session, order_id, now, source, **values):
