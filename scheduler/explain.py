@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 
 from scheduler import liveness
+from worker.common import order_actions
 from worker.db import models
 from worker import order_types
 
@@ -32,9 +33,8 @@ def explain_order(database, conf, order_id, now):
         if order is None:
             raise LookupError('no order %s' % order_id)
         steps = repositories.steps.for_order(session, order_id)
-        retries = {task.retry_task: task for task in
-                   repositories.retry_tasks.list_tasks(session,
-                                                       order_id=order_id)}
+        retries = order_actions.retry_rows_by_step(
+            repositories.retry_tasks.list_tasks(session, order_id=order_id))
         live = set(repositories.services.live_names(session,
                                                     cutoffs.alive_since))
         daemons = repositories.services.live_names(
@@ -45,6 +45,7 @@ def explain_order(database, conf, order_id, now):
         workflow = order_types.get(order.type)
     except order_types.UnknownOrderType as exc:
         return Why(order.status, 'no worker can run it: %s' % exc)
+    steps = dict(order_actions.in_declared_order(workflow, steps))
     reasons = {}
     for name, step in steps.items():
         if step.status == models.STEP_PENDING:

@@ -5,7 +5,7 @@ to do: a due row, a lock to judge, or recovery to run. A pass with nothing
 to do plans its next pass in that same transaction and ends there; the only
 write it may make is the daemon's pass record, once per ``report_interval``
 (``scheduler.planner``). Otherwise it takes the pass lock
-(``scheduler.pass_lock``), takes back lost orders (``scheduler.recovery``),
+(``scheduler.pass_lock``), takes back lost steps (``scheduler.recovery``),
 casts the due rows and deletes what it cast (``scheduler.dispatch``), and
 releases the lock. Last it plans its next pass (``scheduler.planner``):
 the timer only waits for what ``run_once`` returns.
@@ -38,7 +38,7 @@ class Outlook(enum.Enum):
     HELD = 'lock held'
     #: A lock to judge, and clear if stale.
     OLD_LOCK = 'lock to judge'
-    #: Rows due or orders lost.
+    #: Rows due or steps lost.
     WORK = 'work'
 
 

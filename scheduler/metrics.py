@@ -33,8 +33,9 @@ class SchedulerMetrics:
         self.cast_failures = counter(
             'cast_failures', 'Casts that failed or timed out (rows kept).')
         self.recovered = counter(
-            'orders_recovered', 'Orders taken back from a dead owner or a '
-            'lost dispatch and dispatched again.')
+            'orders_recovered', 'Steps of orders taken back from a dead '
+            'owner, a lost dispatch or an ended lease, and dispatched '
+            'again (the name predates steps; kept for dashboards).')
         self.lock_acquisitions = counter(
             'lock_acquisitions', 'Times this daemon took the lock.')
         self.stale_locks_cleared = counter(

@@ -13,9 +13,11 @@ class WorkerMetrics:
         self.registry = prometheus_client.CollectorRegistry()
         self.orders_processed = prometheus_client.Counter(
             'barbican_retry_worker_steps', 'Order steps processed, by '
-            'result: active, error, retry (scheduled again), stale '
+            'result: done (the step; its order goes on), active (the '
+            'last step; the order is ACTIVE), error, retry (scheduled '
+            'again), cancelled (a compensation step ended), stale '
             '(dropped: token no longer current), superseded (result '
-            'discarded: the order moved on while the step ran).',
+            'discarded: the step moved on while it ran).',
             ['result'], registry=self.registry)
 
     def observe_result(self, result):

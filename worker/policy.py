@@ -62,6 +62,14 @@ class StepPolicy:
     max_polls: int = 10000
 
     def __post_init__(self) -> None:
+        for name in ('retry_on', 'never_retry'):
+            if isinstance(getattr(self, name), str):
+                raise ValueError('%s must be a tuple of exception class '
+                                 'names, not a string' % name)
+        for name in ('backoff_base_seconds', 'backoff_max_seconds',
+                     'deadline_seconds', 'max_polls'):
+            if getattr(self, name) < 0:
+                raise ValueError('%s must not be negative' % name)
         if self.backoff not in BACKOFFS:
             raise ValueError('backoff must be one of %s, not %r'
                              % (', '.join(BACKOFFS), self.backoff))

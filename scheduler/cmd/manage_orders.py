@@ -132,8 +132,8 @@ class ShowOrder(show.ShowOne):
             if order is None:
                 raise LookupError('no order %s' % parsed_args.order_id)
             rows = order_steps.for_order(session, order.id)
-            retries = {task.retry_task: task for task in
-                       retry_tasks.list_tasks(session, order_id=order.id)}
+            retries = order_actions.retry_rows_by_step(
+                retry_tasks.list_tasks(session, order_id=order.id))
         try:
             workflow = order_types.get(order.type)
         except order_types.UnknownOrderType:

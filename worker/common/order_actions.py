@@ -97,6 +97,30 @@ def cancel_order(database, worker_api, workflow, order_id, reason, now):
     return Cancelled(revoked=tuple(revoked), compensation=step)
 
 
+def retry_rows_by_step(tasks):
+    """``{step: retry row}`` of one order's retry rows.
+
+    A step has one row at a time, save for a moment (a row cast and not
+    yet deleted); then the unparked row due first is the one that counts.
+    """
+    rows = {}
+    for task in sorted(tasks, key=lambda task: (task.parked, task.retry_at,
+                                                task.id), reverse=True):
+        rows[task.retry_task] = task
+    return rows
+
+
+def in_declared_order(workflow, steps):
+    """``[(name, step)]`` of ``steps`` (``{name: step}``) in the order the
+    workflow declares them, the compensation last, unknown names after."""
+    declared = list(workflow.names) if workflow else []
+    if workflow and workflow.compensation:
+        declared.append(workflow.compensation.name)
+    names = [name for name in declared if name in steps]
+    names += sorted(set(steps) - set(names))
+    return [(name, steps[name]) for name in names]
+
+
 def step_status(step, retry_row):
     """What one step is doing, for people: ``WAITING``, ``QUEUED``
     (cast, not taken up), ``RUNNING``, ``RETRYING`` (a retry row waits),

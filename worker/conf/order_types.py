@@ -39,6 +39,12 @@ _DEPRECATED = {
 }
 
 
+# Where a value comes from when an operator set it (not a default, even
+# one that code changed).
+_SET_BY_OPERATOR = (cfg.Locations.user, cfg.Locations.command_line,
+                    cfg.Locations.environment, cfg.Locations.set_override)
+
+
 def _policy_opts():
     defaults = policy.StepPolicy()
     unset = ' Unset: as the order type declares.'
@@ -141,8 +147,7 @@ def step_policy(conf, workflow, step_name):
     declared = workflow.step(step_name).policy
     changes = {}
     for old, (field, convert) in _DEPRECATED.items():
-        if conf.get_location(old, 'worker').location != \
-                cfg.Locations.opt_default:
+        if conf.get_location(old, 'worker').location in _SET_BY_OPERATOR:
             changes[field] = convert(conf.worker[old])
     group = conf[step_group(workflow.type_name, step_name)]
     for field in dataclasses.fields(policy.StepPolicy):

@@ -44,8 +44,11 @@ def for_orders(session, order_ids):
     found = {order_id: {} for order_id in order_ids}
     if not order_ids:
         return found
+    # Ordered by name, so that readers list the steps the same way on every
+    # database; callers that know the workflow order by its declaration.
     for step in session.scalars(
-            sa.select(_Step).where(_Step.order_id.in_(list(order_ids)))):
+            sa.select(_Step).where(_Step.order_id.in_(list(order_ids)))
+            .order_by(_Step.order_id, _Step.name)):
         found[step.order_id][step.name] = step
     return found
 

@@ -163,6 +163,10 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
         if not _NAME.match(step.name):
             refuse('step name %r must be lower case letters, digits and '
                    '_, starting with a letter, at most 64 long' % step.name)
+        if isinstance(step.after, str) or not all(
+                isinstance(before, str) for before in step.after):
+            refuse('step %s: after must be a tuple of step names, not %r'
+                   % (step.name, step.after))
         if step.name in seen:
             refuse('step %s is declared twice' % step.name)
         seen.add(step.name)

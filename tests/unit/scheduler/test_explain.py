@@ -1,0 +1,317 @@
+"""``order explain``: one sentence on why a PENDING order has not moved.
+
+``worker.db.memory.InMemoryDatabase`` has no steps repository yet, so the
+tests read from ``FakeDatabase``: the four repository functions
+``explain_order`` calls, over rows the test writes directly.
+"""
+
+import contextlib
+import dataclasses
+import datetime
+import re
+
+import pytest
+
+from scheduler import explain
+from tests import config
+from worker.db import models
+
+NOW = datetime.datetime(2026, 3, 1, 12, 0, 0)
+ORDER_ID = 'o-1'
+WORKER = 'w-1@host-a'
+DEAD_WORKER = 'w-9@host-b'
+DAEMON = 'retry-1@host-c'
+
+
+@dataclasses.dataclass
+class Order:
+    id: str = ORDER_ID
+    type: str = 'fanout'
+    status: str = models.PENDING
+    error_reason: str | None = None
+
+
+@dataclasses.dataclass
+class StepRow:
+    status: str = models.STEP_WAITING
+    owner: str | None = None
+    lease_expires_at: datetime.datetime | None = None
+    dispatched_at: datetime.datetime | None = None
+    last_error: str | None = None
+
+
+@dataclasses.dataclass
+class RetryRow:
+    id: int
+    order_id: str
+    retry_task: str
+    retry_at: datetime.datetime
+    parked: bool = False
+    park_reason: str | None = None
+
+
+@dataclasses.dataclass
+class ServiceRow:
+    kind: str
+    heartbeat_at: datetime.datetime
+
+
+class _Orders:
+    def __init__(self, db):
+        self._db = db
+
+    def get(self, session, order_id):
+        return self._db.orders.get(order_id)
+
+
+class _Steps:
+    def __init__(self, db):
+        self._db = db
+
+    def for_order(self, session, order_id):
+        return dict(self._db.steps.get(order_id, {}))
+
+
+class _RetryTasks:
+    def __init__(self, db):
+        self._db = db
+
+    def list_tasks(self, session, parked=None, order_id=None):
+        return sorted((row for row in self._db.retries
+                       if order_id in (None, row.order_id)),
+                      key=lambda row: (row.retry_at, row.id))
+
+
+class _Services:
+    def __init__(self, db):
+        self._db = db
+
+    def live_names(self, session, alive_since, kind=None):
+        return {name for name, row in self._db.services.items()
+                if row.heartbeat_at >= alive_since and
+                kind in (None, row.kind)}
+
+
+class _Session:
+    def begin(self):
+        return contextlib.nullcontext()
+
+
+class FakeDatabase:
+    """The read side ``explain_order`` uses, over plain rows."""
+
+    def __init__(self):
+        self.orders = {}
+        self.steps = {}
+        self.retries = []
+        self.services = {}
+        self.repositories = type('Repositories', (), {})()
+        self.repositories.orders = _Orders(self)
+        self.repositories.steps = _Steps(self)
+        self.repositories.retry_tasks = _RetryTasks(self)
+        self.repositories.services = _Services(self)
+
+    @contextlib.contextmanager
+    def reader(self):
+        yield _Session()
+
+    def add_order(self, order, **steps):
+        self.orders[order.id] = order
+        self.steps[order.id] = steps
+
+    def beat(self, name, kind, seconds_ago=0):
+        self.services[name] = ServiceRow(
+            kind, NOW - datetime.timedelta(seconds=seconds_ago))
+
+
+@pytest.fixture
+def conf():
+    return config.make_conf()
+
+
+@pytest.fixture
+def db():
+    database = FakeDatabase()
+    database.beat(WORKER, models.WORKER)
+    database.beat(DAEMON, models.SCHEDULER)
+    return database
+
+
+def _at(seconds):
+    return NOW + datetime.timedelta(seconds=seconds)
+
+
+def _text(moment):
+    return moment.isoformat(sep=' ', timespec='seconds')
+
+
+def _explain(db, conf, now=NOW):
+    return explain.explain_order(db, conf, ORDER_ID, now)
+
+
+def _fanout(db, status=models.PENDING, error_reason=None, **steps):
+    """An order of the fanout type: its checks first, the rest WAITING."""
+    rows = {name: StepRow() for name in (
+        'check_domains', 'check_caa', 'check_key', 'issue', 'poll', 'store',
+        'notify')}
+    rows.update(steps)
+    db.add_order(Order(status=status, error_reason=error_reason), **rows)
+
+
+def test_a_step_running_on_a_live_owner_until_its_lease_ends(db, conf):
+    lease_end = _at(300)
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, owner=WORKER,
+                                  lease_expires_at=lease_end))
+    why = _explain(db, conf)
+    assert why.status == models.PENDING
+    assert 'check_key' in why.sentence
+    assert 'running on %s' % WORKER in why.sentence
+    assert 'lease ends at %s' % _text(lease_end) in why.sentence
+
+
+def test_a_step_on_an_owner_that_stopped_heartbeating(db, conf):
+    # One second past service_down_time: dead by the daemon's own rule.
+    db.beat(DEAD_WORKER, models.WORKER,
+            seconds_ago=conf.service_down_time + 1)
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, owner=DEAD_WORKER,
+                                  lease_expires_at=_at(300)))
+    sentence = _explain(db, conf).sentence
+    assert DEAD_WORKER in sentence
+    assert 'stopped heartbeating' in sentence
+    assert 'lease ends' not in sentence
+
+
+def test_an_owner_heartbeating_at_the_cutoff_is_still_alive(db, conf):
+    db.beat(DEAD_WORKER, models.WORKER, seconds_ago=conf.service_down_time)
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, owner=DEAD_WORKER))
+    sentence = _explain(db, conf).sentence
+    assert 'running on %s' % DEAD_WORKER in sentence
+    assert 'stopped heartbeating' not in sentence
+
+
+def test_an_owner_never_seen_is_dead(db, conf):
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, owner='ghost@x'))
+    assert 'ghost@x, which stopped heartbeating' in \
+        _explain(db, conf).sentence
+
+
+def test_a_step_waiting_for_a_retry_says_when_and_why(db, conf):
+    retry_at = _at(45)
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING,
+                                  last_error='DNS server unavailable'))
+    db.retries.append(RetryRow(7, ORDER_ID, 'check_caa', retry_at))
+    sentence = _explain(db, conf).sentence
+    assert 'check_caa' in sentence
+    assert 'retry at %s' % _text(retry_at) in sentence
+    assert 'DNS server unavailable' in sentence
+
+
+def test_a_poll_waiting_for_its_retry_says_polling(db, conf):
+    _fanout(db, poll=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(7, ORDER_ID, 'poll', _at(10)))
+    assert 'polling' in _explain(db, conf).sentence
+
+
+def test_a_parked_retry_row_names_its_id_and_reason(db, conf):
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(
+        42, ORDER_ID, 'check_caa', _at(-60), parked=True,
+        park_reason='retry_kwargs is not valid JSON'))
+    sentence = _explain(db, conf).sentence
+    assert 'parked retry row (42)' in sentence
+    assert 'retry_kwargs is not valid JSON' in sentence
+
+
+def test_a_due_retry_is_cast_by_the_next_pass(db, conf):
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(7, ORDER_ID, 'check_caa', _at(-5)))
+    assert 'next pass casts it' in _explain(db, conf).sentence
+
+
+def test_a_due_retry_with_no_live_daemon_says_so(db, conf):
+    db.beat(DAEMON, models.SCHEDULER, seconds_ago=conf.service_down_time + 1)
+    due = _at(-5)
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(7, ORDER_ID, 'check_caa', due))
+    sentence = _explain(db, conf).sentence
+    assert 'due since %s' % _text(due) in sentence
+    assert 'no barbican-retry daemon is alive' in sentence
+
+
+def test_a_lost_dispatch(db, conf):
+    cast_at = _at(-conf.scheduler.dispatch_deadline_seconds - 1)
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, dispatched_at=cast_at))
+    sentence = _explain(db, conf).sentence
+    assert 'cast at %s' % _text(cast_at) in sentence
+    assert 'lost dispatch' in sentence
+
+
+def test_a_recent_dispatch_waits_for_a_worker_until_its_deadline(db, conf):
+    cast_at = _at(-1)
+    taken_back = cast_at + datetime.timedelta(
+        seconds=conf.scheduler.dispatch_deadline_seconds)
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, dispatched_at=cast_at))
+    sentence = _explain(db, conf).sentence
+    assert 'waiting for a worker' in sentence
+    assert _text(taken_back) in sentence
+    assert 'lost dispatch' not in sentence
+
+
+def test_steps_waiting_for_predecessors_name_the_ones_not_done(db, conf):
+    done = StepRow(models.STEP_DONE)
+    _fanout(db, check_domains=done, check_key=done,
+            check_caa=StepRow(models.STEP_PENDING, owner=WORKER))
+    sentence = _explain(db, conf).sentence
+    assert re.search(r'issue waits for (steps? )?check_caa\b', sentence)
+    waiting_part = sentence[sentence.index('issue waits'):]
+    assert 'check_domains' not in waiting_part
+    assert 'check_key' not in waiting_part
+    # poll, store and notify wait for a WAITING step: issue says it all.
+    assert 'poll' not in sentence
+    assert 'notify' not in sentence
+
+
+def test_every_pending_step_is_explained(db, conf):
+    _fanout(db,
+            check_domains=StepRow(models.STEP_PENDING, owner=WORKER),
+            check_caa=StepRow(models.STEP_PENDING, owner='ghost@x'),
+            check_key=StepRow(models.STEP_PENDING, owner=WORKER))
+    sentence = _explain(db, conf).sentence
+    for name in ('check_domains', 'check_caa', 'check_key', 'ghost@x'):
+        assert name in sentence
+
+
+@pytest.mark.parametrize('status,error_reason,expected', [
+    (models.ACTIVE, None, 'ACTIVE: every step is done'),
+    (models.ERROR, 'issue: gave up after 8 attempts; last error: CA down',
+     'ERROR: issue: gave up after 8 attempts; last error: CA down'),
+    (models.CANCELLED, 'cancelled by admin',
+     'CANCELLED: cancelled by admin'),
+])
+def test_terminal_orders_say_how_they_ended(db, conf, status, error_reason,
+                                            expected):
+    done = StepRow(models.STEP_DONE)
+    _fanout(db, status=status, error_reason=error_reason,
+            check_domains=done)
+    assert _explain(db, conf) == explain.Why(status, expected)
+
+
+def test_an_order_of_an_uninstalled_type_names_the_installed_ones(db, conf):
+    db.add_order(Order(type='renewal'),
+                 issue=StepRow(models.STEP_PENDING, owner=WORKER))
+    sentence = _explain(db, conf).sentence
+    assert sentence.startswith('no worker can run it')
+    assert "'renewal'" in sentence and 'fanout' in sentence
+
+
+def test_an_order_with_nothing_pending_lists_its_steps(db, conf):
+    _fanout(db, check_domains=StepRow(models.STEP_DONE))
+    sentence = _explain(db, conf).sentence
+    assert 'no step is running or due' in sentence
+    assert 'check_domains DONE' in sentence
+    assert 'issue WAITING' in sentence
+
+
+def test_an_unknown_order_is_a_lookup_error(db, conf):
+    with pytest.raises(LookupError, match=ORDER_ID):
+        _explain(db, conf)
