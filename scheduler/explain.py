@@ -44,7 +44,8 @@ def explain_order(database, conf, order_id, now):
     try:
         workflow = order_types.get(order.type)
     except order_types.UnknownOrderType as exc:
-        return Why(order.status, 'no worker can run it: %s' % exc)
+        return Why(order.status, 'cannot explain it here: %s (install '
+                   'the type on this host)' % exc)
     steps = dict(order_actions.in_declared_order(workflow, steps))
     reasons = {}
     for name, step in steps.items():
@@ -86,6 +87,11 @@ def _step_reason(step, retry, live, daemons_alive, cutoffs, conf):
         if step.owner not in live:
             return ('ran on %s, which stopped heartbeating: the retry '
                     'daemon takes it back at its next recovery' % step.owner)
+        if step.lease_expires_at is not None and \
+                step.lease_expires_at <= cutoffs.now:
+            return ('ran on %s past its lease, which ended at %s: the '
+                    'retry daemon takes it back at its next recovery'
+                    % (step.owner, _at(step.lease_expires_at)))
         if step.lease_expires_at is not None:
             return ('running on %s until its lease ends at %s'
                     % (step.owner, _at(step.lease_expires_at)))
@@ -95,8 +101,10 @@ def _step_reason(step, retry, live, daemons_alive, cutoffs, conf):
             return ('has a parked retry row (%d), cast only once requeued: '
                     '%s' % (retry.id, retry.park_reason))
         if retry.retry_at > cutoffs.now:
-            return ('waiting for a retry at %s (%s)'
-                    % (_at(retry.retry_at), step.last_error or 'polling'))
+            why = step.last_error or ('polling' if step.attempt
+                                      else 'its first run')
+            return 'waiting for a retry at %s (%s)' % (_at(retry.retry_at),
+                                                       why)
         if not daemons_alive:
             return ('due since %s, but no barbican-retry daemon is alive'
                     % _at(retry.retry_at))

@@ -20,7 +20,6 @@ import concurrent.futures
 import datetime
 import threading
 import types
-import uuid
 
 from oslo_db import api as oslo_db_api
 from oslo_log import log as logging
@@ -37,14 +36,6 @@ from worker import rpc
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
-
-# The namespace of idempotency keys: uuid5(namespace, "order/step").
-_KEYS = uuid.UUID('5f0c1d2e-8a7b-4c3d-9e6f-0a1b2c3d4e5f')
-
-
-def idempotency_key(order_id, step):
-    """The stable idempotency key of one step of one order."""
-    return str(uuid.uuid5(_KEYS, '%s/%s' % (order_id, step)))
 
 
 class WorkerManager:
@@ -349,7 +340,8 @@ def _view(order, workflow, steps, run):
     return base.OrderView(
         id=order.id, type=order.type, meta=types.MappingProxyType(meta),
         attempt=row.failures, token=run.token, polls=row.polls,
-        step=run.step, idempotency_key=idempotency_key(order.id, run.step),
+        step=run.step,
+        idempotency_key=base.idempotency_key(order.id, run.step),
         steps=types.MappingProxyType(
             {name: step.status for name, step in steps.items()}))
 

@@ -227,7 +227,7 @@ class _Writer:
         if compensating:
             self._check(self._orders.end_cancel(
                 self._session, run.order_id, self._now,
-                'cancelled; compensation %s' % reason))
+                failure='compensation %s' % reason))
             return Outcome(CANCELLED, 'CANCELLED; compensation %s' % reason)
         self._check(self._orders.fail(self._session, run.order_id,
                                       self._now, reason))

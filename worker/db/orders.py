@@ -125,12 +125,15 @@ def cancel(session, order_id, now, reason, compensating):
                  error_reason=reason)
 
 
-def end_cancel(session, order_id, now, reason=None):
+def end_cancel(session, order_id, now, failure=None):
     """Move a CANCELLING order to CANCELLED once its compensation ended.
 
-    :param reason: replaces the error reason (a compensation that failed).
+    :param failure: how the compensation failed, appended to the reason
+        the order was cancelled for.
     """
     values = {'status': models.CANCELLED}
-    if reason is not None:
-        values['error_reason'] = reason
+    if failure is not None:
+        order = get(session, order_id)
+        values['error_reason'] = '%s; %s' % (
+            order.error_reason if order else 'cancelled', failure)
     return _move(session, order_id, now, models.CANCELLING, **values)

@@ -34,6 +34,8 @@ from worker import policy as policy_module
 # A step name is a retry row's ``retry_task`` and part of an option
 # group's name.
 _NAME = re.compile(r'^[a-z][a-z0-9_]{0,63}$')
+# A type name is ``orders.type`` (32 characters) and part of option groups.
+_TYPE_NAME = re.compile(r'^[a-z][a-z0-9_]{0,31}$')
 
 
 class InvalidOrderType(Exception):
@@ -151,6 +153,9 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
     def refuse(problem: str) -> typing.NoReturn:
         raise InvalidOrderType('order type %s: %s' % (type_name, problem))
 
+    if not _TYPE_NAME.match(type_name):
+        refuse('a type name must be lower case letters, digits and _, '
+               'starting with a letter, at most 32 long')
     steps = tuple(type_class.steps)
     if not steps:
         refuse('declares no steps')

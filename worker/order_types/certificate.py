@@ -11,6 +11,10 @@ from worker import plugins
 from worker.plugins import base as results
 
 
+# In the output of process_type_order when the plugin issued at once.
+_ISSUED = 'issued_on_request'
+
+
 class CertificateOrder(base.OrderType):
     """Issue a certificate, then poll until it is issued."""
 
@@ -46,10 +50,18 @@ class CertificateOrder(base.OrderType):
             return results.Failed(
                 'certificate plugin asked for unknown step %r'
                 % result.method)
+        if isinstance(result, results.Completed):
+            # Issued at once: the status check has nothing to ask.
+            return results.Completed(dict(result.meta, **{_ISSUED: True}))
         return result
 
     def check_certificate_status(self, order):
-        """Poll the certificate authority until the certificate is issued."""
+        """Poll the certificate authority until the certificate is issued.
+
+        Not asked at all when the request was issued at once.
+        """
+        if order.meta.get(_ISSUED):
+            return results.Completed()
         result = self._plugin.check_certificate_status(order)
         if isinstance(result, results.RetryLater) and \
                 result.method not in (None, 'check_certificate_status'):

@@ -11,6 +11,19 @@ import abc
 import dataclasses
 import types
 import typing
+import uuid
+
+# The namespace of idempotency keys: uuid5(namespace, "order/step").
+_KEYS = uuid.UUID('5f0c1d2e-8a7b-4c3d-9e6f-0a1b2c3d4e5f')
+
+
+def idempotency_key(order_id: str, step: str) -> str:
+    """The stable idempotency key of one step of one order.
+
+    A UUID derived from the order's id and the step's name: the same for
+    every run of that step, different between steps and orders.
+    """
+    return str(uuid.uuid5(_KEYS, '%s/%s' % (order_id, step)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +56,14 @@ class OrderView:
     idempotency_key: str = ''
     steps: types.MappingProxyType[str, str] = dataclasses.field(
         default_factory=lambda: types.MappingProxyType({}))
+
+    def idempotency_key_of(self, step: str) -> str:
+        """The idempotency key of another step of this order.
+
+        For a compensation step that asks the remote side what a step
+        interrupted by the cancellation did.
+        """
+        return idempotency_key(self.id, step)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,6 +38,7 @@ class StepRow:
     lease_expires_at: datetime.datetime | None = None
     dispatched_at: datetime.datetime | None = None
     last_error: str | None = None
+    attempt: int = 0
 
 
 @dataclasses.dataclass
@@ -300,7 +301,7 @@ def test_an_order_of_an_uninstalled_type_names_the_installed_ones(db, conf):
     db.add_order(Order(type='renewal'),
                  issue=StepRow(models.STEP_PENDING, owner=WORKER))
     sentence = _explain(db, conf).sentence
-    assert sentence.startswith('no worker can run it')
+    assert sentence.startswith('cannot explain it here')
     assert "'renewal'" in sentence and 'fanout' in sentence
 
 

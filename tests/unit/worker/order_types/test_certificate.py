@@ -65,8 +65,20 @@ def test_asking_for_an_unknown_step_fails_the_order():
     assert "'delete_everything'" in result.reason
 
 
+def test_a_certificate_issued_at_once_needs_no_status_check():
+    plugin = FakePlugin(issue=results.Completed({'certificate': 'pem'}),
+                        status=results.Failed('must not be asked'))
+    order_type = certificate.CertificateOrder(plugin)
+    issued = order_type.process_type_order(VIEW)
+    assert issued.meta['certificate'] == 'pem'
+    checked = order_type.check_certificate_status(results.OrderView(
+        id='o-1', type='certificate',
+        meta=types.MappingProxyType(dict(VIEW.meta, **issued.meta))))
+    assert checked == results.Completed()
+    assert [view[0] for view in plugin.views] == ['issue']
+
+
 @pytest.mark.parametrize('answer', [
-    results.Completed({'certificate': 'pem'}),
     results.Failed('refused by the CA'),
     results.RemoteUnavailable('CA down', retry_after_seconds=30),
 ])
