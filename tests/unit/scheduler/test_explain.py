@@ -208,9 +208,15 @@ def test_a_step_waiting_for_a_retry_says_when_and_why(db, conf):
 
 
 def test_a_poll_waiting_for_its_retry_says_polling(db, conf):
-    _fanout(db, poll=StepRow(models.STEP_PENDING))
+    _fanout(db, poll=StepRow(models.STEP_PENDING, attempt=2))
     db.retries.append(RetryRow(7, ORDER_ID, 'poll', _at(10)))
     assert 'polling' in _explain(db, conf).sentence
+
+
+def test_a_step_not_run_yet_waits_for_its_first_run(db, conf):
+    _fanout(db, poll=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(7, ORDER_ID, 'poll', _at(10)))
+    assert 'its first run' in _explain(db, conf).sentence
 
 
 def test_a_parked_retry_row_names_its_id_and_reason(db, conf):
