@@ -147,6 +147,10 @@ class _Writer:
         self._check(self._steps.finish(
             self._session, run.order_id, run.step, run.token, self._now,
             models.STEP_DONE, output=dict(result.meta or {})))
+        # A row the scheduler cast and has not deleted yet must not cast
+        # a finished step again.
+        self._retry_tasks.delete_for_order(self._session, run.order_id,
+                                           run.step)
         if compensating:
             self._check(self._orders.end_cancel(self._session, run.order_id,
                                                 self._now))

@@ -8,13 +8,16 @@ import threading
 from oslo_config import cfg
 import oslo_messaging as messaging
 
+from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import steps as order_steps
+from worker import order_types
 from worker import rpc
 
 
 class CountingEndpoint:
-    """Counts the ``check_certificate_status`` casts it receives."""
+    """Counts, by order, the steps cast to it."""
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
@@ -56,14 +59,31 @@ def counting_server(transport_url, topic):
         transport.cleanup()
 
 
+def waiting_order(session, now, retry_at=None):
+    """Insert a certificate order waiting for its status check; its id.
+
+    Its request step is DONE and its ``check_certificate_status`` step
+    PENDING under token 0, not in flight, as a worker leaves an order
+    between the two steps; with ``retry_at``, its retry row is due then.
+    """
+    order = orders.create(session, order_types.get('certificate'), {}, now)
+    first = 'process_type_order'
+    assert order_steps.claim(session, order.id, first, 0, now, 'test@host',
+                             now)
+    assert order_steps.finish(session, order.id, first, 1, now,
+                              models.STEP_DONE, output={})
+    order_steps.start(session, order.id, ['check_certificate_status'], now,
+                      dispatched=False)
+    if retry_at is not None:
+        retry_tasks.add(session, order.id, 'check_certificate_status',
+                        retry_at, args=[order.id], kwargs={'generation': 0},
+                        now=now)
+    return order.id
+
+
 def add_due_retries(database, count):
     """Insert ``count`` orders, each with one due retry row; their ids."""
     due = datetime.datetime.utcnow() - datetime.timedelta(seconds=1)
-    ids = set()
     with database.session() as session, session.begin():
-        for _ in range(count):
-            order = orders.create(session, 'certificate', {}, due)
-            retry_tasks.add(session, order.id, 'check_certificate_status',
-                            due, args=[order.id], kwargs={'generation': 0})
-            ids.add(order.id)
-    return ids
+        return {waiting_order(session, due, retry_at=due)
+                for _ in range(count)}

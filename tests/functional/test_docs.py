@@ -104,6 +104,7 @@ def test_demo_script_ends_with_every_order_active(backend, tmp_path):
         capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1] == 'demo: 4 orders ACTIVE, 0 PENDING, 0 ERROR'
-    assert any('retry check_certificate_status scheduled for' in line
+    # Four orders of each type it runs: certificate and fanout.
+    assert lines[-1] == 'demo: 8 orders ACTIVE, 0 PENDING, 0 ERROR'
+    assert any('check_certificate_status RETRYING at' in line
                for line in lines)

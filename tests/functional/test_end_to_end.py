@@ -58,6 +58,9 @@ def test_certificate_orders_all_become_active(deployment, database):
         config, 'order', 'list', '--status', 'PENDING') == []
     shown = processes.manage_json(config, 'order', 'show', created[0]['id'])
     assert shown['status'] == models.ACTIVE
+    assert [(step['name'], step['status']) for step in shown['steps']] == [
+        ('process_type_order', models.STEP_DONE),
+        ('check_certificate_status', models.STEP_DONE)]
 
 
 def test_two_daemons_cast_each_due_row_exactly_once(deployment, database,
@@ -145,9 +148,7 @@ def test_a_retry_due_before_the_daemons_slot_is_cast_when_due(
     cluster = deployment({'scheduler': {'schedule_period_seconds': 600}})
     due = datetime.datetime.utcnow() + datetime.timedelta(seconds=5)
     with database.session() as session, session.begin():
-        order = orders.create(session, 'certificate', {}, due)
-        retry_tasks.add(session, order.id, 'check_certificate_status', due,
-                        args=[order.id], kwargs={'generation': 0})
+        order_id = counting.waiting_order(session, due, retry_at=due)
     with counting.counting_server(transport_url, cluster.topic) as endpoint:
         daemon = cluster.start('barbican-retry', 'retry')
         # Its slot is somewhere in the next 600 s; the row is due in 5 s.
@@ -156,5 +157,5 @@ def test_a_retry_due_before_the_daemons_slot_is_cast_when_due(
             time.sleep(0.1)
         cast_at = datetime.datetime.utcnow()
         assert daemon.stop() == 0
-    assert endpoint.received == {order.id: 1}
+    assert endpoint.received == {order_id: 1}
     assert cast_at >= due

@@ -15,6 +15,7 @@ from tests.functional import processes
 from tests import plugin as test_plugin
 from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import steps
 
 FAST = {
     'DEFAULT': {'service_down_time': 3, 'report_interval': 1},
@@ -40,13 +41,18 @@ _all_active = processes.all_active
 
 
 def _assert_tokens_only_move_forward(plugin_log):
-    """No two calls of an order ran under one token, none under an old one."""
-    by_order = {}
+    """No two calls of a step ran under one token, none under an old one.
+
+    Each step of an order has a token of its own; the plugin's call names
+    the step (``issue_certificate_request`` runs ``process_type_order``).
+    """
+    by_step = {}
     for call in sorted(test_plugin.read_log(plugin_log),
                        key=lambda call: call['started']):
-        by_order.setdefault(call['order'], []).append(call['token'])
-    for order_id, tokens in by_order.items():
-        assert tokens == sorted(set(tokens)), (order_id, tokens)
+        by_step.setdefault((call['order'], call['step']), []).append(
+            call['token'])
+    for step, tokens in by_step.items():
+        assert tokens == sorted(set(tokens)), (step, tokens)
 
 
 def test_heartbeats_name_each_process_and_leave_on_stop(deployment):
@@ -86,8 +92,9 @@ def test_worker_killed_mid_step_is_replaced_and_the_order_completes(
 
     def owner():
         with database.session() as session:
-            return orders.get(session, created['id']).owner
-    victim = _wait_for(owner, 20, 'a worker to claim the order')
+            return steps.for_order(session, created['id'])[
+                'process_type_order'].owner
+    victim = _wait_for(owner, 20, 'a worker to claim the first step')
     workers.kill()                       # SIGKILL, in the middle of the step
     replacement = cluster.start('barbican-worker', 'worker-2')
     replacement.wait_for_log('serving topic')

@@ -9,12 +9,14 @@ import urllib.request
 
 import pytest
 
+from tests.functional import counting
 from tests.functional import processes
 from worker.db import locks
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
+from worker.db import steps
 
 # The commands read the database through the same repositories on every
 # backend (tested on all three elsewhere); SQLite keeps these tests quick.
@@ -28,14 +30,12 @@ FAST = {
 }
 
 
-def _order_with_retry(database, retry_at,
-                      retry_task='check_certificate_status'):
+def _order_with_retry(database, retry_at):
     with database.session() as session, session.begin():
-        order = orders.create(session, 'certificate', {},
-                              datetime.datetime.utcnow())
-        task = retry_tasks.add(session, order.id, retry_task, retry_at,
-                               args=[order.id], kwargs={'generation': 0})
-        return order.id, task.id
+        order_id = counting.waiting_order(
+            session, datetime.datetime.utcnow(), retry_at=retry_at)
+        [task] = retry_tasks.list_tasks(session, order_id=order_id)
+        return order_id, task.id
 
 
 def _manage(cluster, *args):
@@ -141,17 +141,20 @@ def test_cancel_stops_a_running_step_and_removes_retries(
 
     def owner():
         with database.session() as session:
-            return orders.get(session, created['id']).owner
-    deadline = time.monotonic() + 20
-    while not owner() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert owner(), 'no worker took the order'
+            return steps.for_order(session, created['id'])[
+                'process_type_order'].owner
+    processes.wait_for(owner, 20, 'a worker to take the first step')
 
     _manage(cluster, 'order', 'cancel', created['id'], '--reason', 'typo')
     workers.wait_for_log('its result was discarded', timeout=20)
     shown = cluster.manage_json('order', 'show', created['id'])
-    assert shown['status'] == models.ERROR and shown['error_reason'] == \
-        'typo'
+    assert shown['status'] == models.CANCELLED and \
+        shown['error_reason'] == 'typo'
+    # The running step and the one after it are cancelled, not run.
+    assert [(step['name'], step['status'], step['owner'])
+            for step in shown['steps']] == [
+        ('process_type_order', models.STEP_CANCELLED, None),
+        ('check_certificate_status', models.STEP_CANCELLED, None)]
     assert cluster.manage_json('retry', 'list') == []
     again = processes.manage(cluster.config, 'order', 'cancel',
                              created['id'], check=False)
@@ -224,11 +227,13 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
                    'barbican_retry_passes_total{outcome="idle"}') >= 1
     assert 'barbican_retry_due_backlog 0.0' in scheduler_text
     worker_text = _scrape(worker_port)
+    # Each order: its request step done (status check scheduled), then
+    # its status check, the last step.
     assert _metric(worker_text,
                    'barbican_retry_worker_steps_total{result="active"}') \
         == 20
     assert _metric(worker_text,
-                   'barbican_retry_worker_steps_total{result="retry"}') \
+                   'barbican_retry_worker_steps_total{result="done"}') \
         == 20
     assert workers.stop() == 0 and retry.stop() == 0
     # The transport URL's password is never logged.

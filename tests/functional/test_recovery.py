@@ -6,20 +6,28 @@ Time is a parameter: each pass runs "as of" a given moment; nothing sleeps.
 import datetime
 import threading
 
+import pytest
+
 from scheduler import manager as scheduler_manager
 from tests import config
 from tests import fakes
+from tests.functional import counting
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
+from worker.db import steps
 from worker import manager as worker_manager
+from worker import order_types
+from worker.order_types import certificate
 from worker.plugins import simple_certificate
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 DEADLINE = 300
 DOWN = 60
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
 
 
 def _seconds(value):
@@ -32,6 +40,19 @@ def _conf():
         'scheduler.dispatch_deadline_seconds': DEADLINE})
 
 
+@pytest.fixture
+def use_plugin(monkeypatch):
+    """Returns ``use(plugin)``: certificate orders run over ``plugin``.
+
+    In place of the configured ``[worker] certificate_plugin``, for this
+    test only.
+    """
+    def use(plugin):
+        monkeypatch.setattr(certificate.CertificateOrder, 'build',
+                            classmethod(lambda cls, conf: cls(plugin)))
+    return use
+
+
 def _pass(database, now):
     client = fakes.RecordingRPCClient()
     result = scheduler_manager.RetryManager(
@@ -41,17 +62,22 @@ def _pass(database, now):
 
 def _new_order(database, now=NOW):
     with database.session() as session, session.begin():
-        return orders.create(session, 'certificate', {}, now).id
+        return orders.create(session, order_types.get('certificate'), {},
+                             now).id
 
 
-def _get(database, order_id):
+def _get(database, order_id, name=REQUEST):
+    """The step ``name`` of the order."""
     with database.session() as session:
-        return orders.get(session, order_id)
+        return steps.for_order(session, order_id)[name]
 
 
-def _claim(database, order_id, owner, now=NOW):
+def _claim(database, order_id, owner, now=NOW,
+           lease=datetime.timedelta(days=7)):
+    """Claim the order's first step for ``owner``, leased ``lease`` long."""
     with database.session() as session, session.begin():
-        assert orders.claim(session, order_id, 0, now, owner)
+        assert steps.claim(session, order_id, REQUEST, 0, now, owner,
+                           now + lease)
 
 
 def _beat(database, name, now):
@@ -66,17 +92,16 @@ def test_dispatch_never_taken_up_is_sent_again_after_the_deadline(database):
 
     result, casts = _pass(database, NOW + _seconds(DEADLINE + 1))
     assert result.recovered == 1
-    assert casts == [('process_type_order',
-                      {'order_id': order_id, 'generation': 1})]
-    order = _get(database, order_id)
+    assert casts == [(REQUEST, {'order_id': order_id, 'generation': 1})]
+    step = _get(database, order_id)
     # New token: the lost message (generation 0), should it still come,
     # is stale. The re-dispatch counts as a new dispatch.
-    assert order.generation == 1 and order.owner is None
-    assert NOW + _seconds(DEADLINE + 1) <= order.dispatched_at < \
+    assert step.generation == 1 and step.owner is None
+    assert NOW + _seconds(DEADLINE + 1) <= step.dispatched_at < \
         NOW + _seconds(DEADLINE + 2)
 
 
-def test_order_of_a_dead_owner_is_taken_back(database):
+def test_step_of_a_dead_owner_is_taken_back(database):
     order_id = _new_order(database)
     _claim(database, order_id, 'gone@host')          # never heartbeated
     _beat(database, 'dead@host', NOW)
@@ -88,38 +113,48 @@ def test_order_of_a_dead_owner_is_taken_back(database):
     assert result.recovered == 2
     assert sorted(kwargs['order_id'] for _, kwargs in casts) == \
         sorted([order_id, other])
+    assert {name for name, _ in casts} == {REQUEST}
     assert {kwargs['generation'] for _, kwargs in casts} == {2}
     assert result.dead_services == ['dead@host']
     with database.session() as session:
         assert services.list_services(session) == []
 
 
-def test_live_owner_keeps_its_order_however_long_the_step(database):
+def test_live_owner_keeps_its_step_however_long_its_lease(database):
     order_id = _new_order(database)
-    _claim(database, order_id, 'slow@host')
+    _claim(database, order_id, 'slow@host', lease=datetime.timedelta(
+        hours=73))
     for hours in (1, 24, 72):
         now = NOW + datetime.timedelta(hours=hours)
         _beat(database, 'slow@host', now - _seconds(DOWN - 1))
         result, casts = _pass(database, now)
         assert casts == [] and result.recovered == 0
-    order = _get(database, order_id)
-    assert order.owner == 'slow@host' and order.generation == 1
+    step = _get(database, order_id)
+    assert step.owner == 'slow@host' and step.generation == 1
+
+    # Past its lease, the step is taken back from its live owner, the run
+    # counted as failed.
+    now = NOW + datetime.timedelta(hours=73, seconds=1)
+    _beat(database, 'slow@host', now)
+    result, casts = _pass(database, now)
+    assert result.recovered == 1
+    assert casts == [(REQUEST, {'order_id': order_id, 'generation': 2})]
+    step = _get(database, order_id)
+    assert step.owner is None and step.failures == 1
+    assert 'lease ended on slow@host' in step.last_error
 
 
 def test_waiting_orders_are_left_to_their_retry_rows(database):
-    order_id = _new_order(database)
     with database.session() as session, session.begin():
-        orders.claim(session, order_id, 0, NOW, 'w@host')
-        orders.schedule_step(session, order_id, 1, NOW,
-                             'check_certificate_status', 0)
-        retry_tasks.add(session, order_id, 'check_certificate_status',
-                        NOW + datetime.timedelta(days=3), args=[order_id],
-                        kwargs={'generation': 1})
+        order_id = counting.waiting_order(
+            session, NOW, retry_at=NOW + datetime.timedelta(days=3))
     result, casts = _pass(database, NOW + datetime.timedelta(days=1))
     assert casts == [] and result.recovered == 0
+    assert _get(database, order_id, CHECK).status == models.STEP_PENDING
 
 
-def test_zombie_owner_result_is_discarded_after_takeover(database):
+def test_zombie_owner_result_is_discarded_after_takeover(database,
+                                                         use_plugin):
     """A worker presumed dead but still running cannot write its result."""
     held = threading.Event()
     release = threading.Event()
@@ -130,28 +165,33 @@ def test_zombie_owner_result_is_discarded_after_takeover(database):
             release.wait(10)
             return super().issue_certificate_request(order)
 
+    use_plugin(_HeldPlugin())
     zombie = worker_manager.WorkerManager(
-        _conf(), database, _HeldPlugin, 'zombie@host', clock=lambda: NOW)
+        _conf(), database, 'zombie@host', clock=lambda: NOW)
     order_id = _new_order(database)
     thread = threading.Thread(target=zombie.process_type_order,
                               args=({}, order_id, 0))
     thread.start()
     assert held.wait(10)
-    # The zombie's heartbeat is gone: the next pass takes the order back.
+    # The zombie's heartbeat is gone: the next pass takes the step back
+    # (its lease, [step:certificate.process_type_order] timeout_seconds,
+    # has not ended yet).
     result, casts = _pass(database, NOW + _seconds(DOWN + 1))
     assert result.recovered == 1
     release.set()
     thread.join(10)
-    order = _get(database, order_id)
-    assert order.generation == 2 and order.owner is None
-    assert casts == [('process_type_order',
-                      {'order_id': order_id, 'generation': 2})]
+    step = _get(database, order_id)
+    assert step.generation == 2 and step.owner is None
+    assert step.status == models.STEP_PENDING
+    assert casts == [(REQUEST, {'order_id': order_id, 'generation': 2})]
+    # The zombie's result (request done, status check next) was not
+    # written.
+    assert _get(database, order_id, CHECK).status == models.STEP_WAITING
     with database.session() as session:
-        # The zombie's retry row (check_certificate_status) was not written.
         assert retry_tasks.list_tasks(session, order_id=order_id) == []
 
 
-def test_one_winner_among_concurrent_claims(database):
+def test_one_winner_among_concurrent_claims(database, use_plugin):
     order_id = _new_order(database)
     calls = []
 
@@ -160,9 +200,9 @@ def test_one_winner_among_concurrent_claims(database):
             calls.append(order.token)
             return super().issue_certificate_request(order)
 
-    workers = [worker_manager.WorkerManager(
-        _conf(), database, _CountingPlugin, 'w%d@host' % i)
-        for i in range(8)]
+    use_plugin(_CountingPlugin())
+    workers = [worker_manager.WorkerManager(_conf(), database, 'w%d@host' % i)
+               for i in range(8)]
     barrier = threading.Barrier(len(workers))
 
     def run(worker):
@@ -175,9 +215,12 @@ def test_one_winner_among_concurrent_claims(database):
     for thread in threads:
         thread.join(30)
     assert calls == [1]
-    order = _get(database, order_id)
-    assert order.status == models.PENDING and order.generation == 1
-    assert order.step == 'check_certificate_status'
+    with database.session() as session:
+        assert orders.get(session, order_id).status == models.PENDING
+    step = _get(database, order_id)
+    assert step.status == models.STEP_DONE and step.generation == 1
+    assert step.attempt == 1
+    assert _get(database, order_id, CHECK).status == models.STEP_PENDING
 
 
 def test_recovery_runs_once_per_report_interval(database):

@@ -8,11 +8,12 @@ import sqlalchemy as sa
 from scheduler import manager
 from tests import config
 from tests import fakes
+from tests.functional import counting
 from worker.db import locks
 from worker.db import models
-from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
+from worker.db import steps
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
@@ -28,17 +29,9 @@ def _conf(**overrides):
 def _make_orders(database, count, due_in=-1):
     """Create PENDING orders each with one retry row due at NOW+due_in."""
     with database.session() as session, session.begin():
-        ids = []
-        for i in range(count):
-            order = orders.create(session, 'certificate', {}, NOW)
-            order.step = 'check_certificate_status'
-            retry_tasks.add(session, order.id, 'check_certificate_status',
-                            NOW + datetime.timedelta(seconds=due_in,
-                                                     milliseconds=i),
-                            args=[order.id], kwargs={'generation': 0},
-                            now=NOW)
-            ids.append(order.id)
-    return ids
+        return [counting.waiting_order(session, NOW, retry_at=NOW + (
+            datetime.timedelta(seconds=due_in, milliseconds=i)))
+            for i in range(count)]
 
 
 def _run(database, conf=None, client=None, now=NOW):
@@ -161,10 +154,12 @@ def test_bad_rows_are_parked_and_do_not_block_good_ones(database):
     assert set(good) <= set(client.count_by_order())
     assert result.parked == 4
     reasons = sorted(t.park_reason for t in _pending(database, parked=True))
-    assert any('not retryable' in r for r in reasons)
+    assert any('has no step format_hard_disk' in r for r in reasons)
     assert any('not valid JSON' in r for r in reasons)
     assert any('do not fit' in r for r in reasons)
-    assert any('no longer exists' in r for r in reasons)
+    orphan = 'order 00000000-0000-0000-0000-000000000000 '
+    assert any(r.startswith(orphan) and 'no longer exists' in r
+               for r in reasons)
     # Parked rows are never due again: the next pass casts nothing.
     result, client = _run(database)
     assert result.parked == 0 and client.casts == []
@@ -266,21 +261,22 @@ class _FastWorkerClient(fakes.RecordingRPCClient):
 def test_a_row_that_took_a_cast_rows_id_is_kept(database):
     [moved] = _make_orders(database, 1)
     with database.session() as session, session.begin():
-        newcomer = orders.create(session, 'certificate', {}, NOW).id
-        # Both waiting, neither in flight.
-        session.execute(sa.update(models.Order).values(dispatched_at=None))
+        # Both waiting, neither in flight; the newcomer's row comes later.
+        newcomer = counting.waiting_order(session, NOW)
     client = _FastWorkerClient(database, moved, newcomer)
 
     result, _ = _run(database, client=client)
 
     assert result.dispatched == 1
     # The newcomer's row, under the cast row's id, is still there, and
-    # its order was not marked as dispatched for a cast it never had.
+    # its step was not marked as dispatched for a cast it never had.
     [kept] = _pending(database)
     assert kept.order_id == newcomer
     with database.session() as session:
-        assert orders.get(session, moved).dispatched_at is None
-        assert orders.get(session, newcomer).dispatched_at is None
+        for order_id in (moved, newcomer):
+            step = steps.for_order(session, order_id)[
+                'check_certificate_status']
+            assert step.dispatched_at is None
 
 
 def test_lost_lock_stops_the_pass_without_deleting(database):

@@ -3,15 +3,22 @@
 import datetime
 import threading
 
+import pytest
+
 from tests import config
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
+from worker.db import steps
 from worker import manager
+from worker import order_types
+from worker.order_types import certificate
 from worker.plugins import base
 from worker.plugins import simple_certificate
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
 
 
 class _Clock:
@@ -24,70 +31,97 @@ class _Clock:
         return self.now
 
 
-def _manager(database, plugin=None, **overrides):
-    conf = config.make_conf(**overrides)
-    plugin = plugin or simple_certificate.SimpleCertificatePlugin(5)
-    return manager.WorkerManager(conf, database, lambda: plugin,
+@pytest.fixture
+def use_plugin(monkeypatch):
+    """Returns ``use(plugin)``: certificate orders run over ``plugin``.
+
+    In place of the configured ``[worker] certificate_plugin``, for this
+    test only.
+    """
+    def use(plugin):
+        monkeypatch.setattr(certificate.CertificateOrder, 'build',
+                            classmethod(lambda cls, conf: cls(plugin)))
+    return use
+
+
+def _manager(database, use_plugin, plugin=None, **overrides):
+    use_plugin(plugin or simple_certificate.SimpleCertificatePlugin(5))
+    return manager.WorkerManager(config.make_conf(**overrides), database,
                                  'worker-1@test', clock=_Clock())
 
 
 def _order(database, meta=None):
     with database.session() as session, session.begin():
-        return orders.create(session, 'certificate', meta or {}, NOW).id
+        return orders.create(session, order_types.get('certificate'),
+                             meta or {}, NOW).id
 
 
 def _state(database, order_id):
+    """The order, ``{name: step}`` of its steps, and its retry rows."""
     with database.session() as session:
         return (orders.get(session, order_id),
+                steps.for_order(session, order_id),
                 retry_tasks.list_tasks(session, order_id=order_id))
 
 
-def test_certificate_order_goes_through_retry_to_active(database):
-    worker = _manager(database)
+def _tokens(order_steps):
+    return {name: (step.generation, step.status)
+            for name, step in order_steps.items()}
+
+
+def test_certificate_order_goes_through_retry_to_active(database,
+                                                        use_plugin):
+    worker = _manager(database, use_plugin)
     order_id = _order(database)
 
     worker.process_type_order({}, order_id, 0)
 
-    order, retries = _state(database, order_id)
+    order, order_steps, retries = _state(database, order_id)
     assert order.status == models.PENDING
-    assert order.step == 'check_certificate_status'
+    assert order_steps[REQUEST].status == models.STEP_DONE
+    assert order_steps[CHECK].status == models.STEP_PENDING
     [retry] = retries
-    assert retry.retry_task == 'check_certificate_status'
+    assert retry.retry_task == CHECK
     assert retry.retry_at == NOW + datetime.timedelta(seconds=5)
     assert retry.retry_args == '["%s"]' % order_id
-    assert retry.retry_kwargs == '{"generation": 1}'
+    # The status check's own token: it has not run yet.
+    assert retry.retry_kwargs == '{"generation": 0}'
 
-    worker.check_certificate_status({}, order_id, 1)
+    worker.check_certificate_status({}, order_id, 0)
 
-    order, retries = _state(database, order_id)
+    order, order_steps, retries = _state(database, order_id)
     assert order.status == models.ACTIVE and retries == []
+    assert {step.status for step in order_steps.values()} == \
+        {models.STEP_DONE}
     assert order.meta['certificate'] == 'simple-%s' % order_id
 
 
-def test_duplicate_and_stale_messages_have_no_effect(database):
-    worker = _manager(database)
+def test_duplicate_and_stale_messages_have_no_effect(database, use_plugin):
+    worker = _manager(database, use_plugin)
     order_id = _order(database)
     worker.process_type_order({}, order_id, 0)
-    before, retries_before = _state(database, order_id)
+    before, steps_before, retries_before = _state(database, order_id)
 
     worker.process_type_order({}, order_id, 0)          # duplicate
-    worker.check_certificate_status({}, order_id, 0)    # stale token
+    worker.process_type_order({}, order_id, 1)          # step already DONE
     worker.check_certificate_status({}, order_id, 7)    # future token
-    worker.check_certificate_status({}, 'no-such-order', 1)
+    worker.check_certificate_status({}, 'no-such-order', 0)
 
-    after, retries_after = _state(database, order_id)
-    assert (after.generation, after.step, after.status) == \
-        (before.generation, before.step, before.status)
+    after, steps_after, retries_after = _state(database, order_id)
+    assert after.status == before.status
+    assert _tokens(steps_after) == _tokens(steps_before)
     assert [r.id for r in retries_after] == [r.id for r in retries_before]
 
-    worker.check_certificate_status({}, order_id, 1)
-    worker.check_certificate_status({}, order_id, 1)    # duplicate
-    order, _ = _state(database, order_id)
-    assert order.status == models.ACTIVE and order.generation == 2
+    worker.check_certificate_status({}, order_id, 0)
+    worker.check_certificate_status({}, order_id, 0)    # duplicate
+    order, order_steps, _ = _state(database, order_id)
+    assert order.status == models.ACTIVE
+    assert _tokens(order_steps) == {REQUEST: (1, models.STEP_DONE),
+                                    CHECK: (1, models.STEP_DONE)}
 
 
-def test_unavailable_remote_backs_off_then_errors(database):
-    worker = _manager(database, **{
+def test_unavailable_remote_backs_off_then_errors(database, use_plugin):
+    worker = _manager(database, use_plugin, **{
         'worker.max_unavailable_retries': 3,
         'worker.unavailable_backoff_base_seconds': 10.0,
         'worker.unavailable_backoff_max_seconds': 30.0})
@@ -95,8 +129,9 @@ def test_unavailable_remote_backs_off_then_errors(database):
     generation, delays, counts = 0, [], []
     for _ in range(3):
         worker.process_type_order({}, order_id, generation)
-        order, [retry] = _state(database, order_id)
-        generation = order.generation
+        _, order_steps, [retry] = _state(database, order_id)
+        generation = order_steps[REQUEST].generation
+        assert retry.retry_kwargs == '{"generation": %d}' % generation
         counts.append(retry.retry_count)
         delays.append((retry.retry_at - NOW).total_seconds())
     assert counts == [1, 2, 3]
@@ -105,21 +140,27 @@ def test_unavailable_remote_backs_off_then_errors(database):
     assert 15 <= delays[2] <= 30
 
     worker.process_type_order({}, order_id, generation)
-    order, retries = _state(database, order_id)
+    order, order_steps, retries = _state(database, order_id)
     assert order.status == models.ERROR and retries == []
-    assert 'unavailable after 3 retries' in order.error_reason
+    # Three retries (the deprecated option), then the fourth failure.
+    assert 'gave up after 4 attempts' in order.error_reason
+    assert 'unavailable' in order.error_reason
+    assert order_steps[REQUEST].status == models.STEP_FAILED
+    assert order_steps[CHECK].status == models.STEP_CANCELLED
 
 
-def test_unavailable_then_recovers(database):
-    worker = _manager(database)
+def test_unavailable_then_recovers(database, use_plugin):
+    worker = _manager(database, use_plugin)
     order_id = _order(database, {'unavailable_attempts': 1})
     worker.process_type_order({}, order_id, 0)
-    order, [retry] = _state(database, order_id)
-    assert retry.retry_task == 'process_type_order' and order.attempt == 1
+    _, order_steps, [retry] = _state(database, order_id)
+    assert retry.retry_task == REQUEST
+    assert order_steps[REQUEST].failures == 1
     worker.process_type_order({}, order_id, 1)
-    order, [retry] = _state(database, order_id)
-    assert retry.retry_task == 'check_certificate_status'
-    assert order.attempt == 0
+    _, order_steps, [retry] = _state(database, order_id)
+    assert retry.retry_task == CHECK
+    # The next step counts its own failures, from none.
+    assert order_steps[CHECK].failures == 0
 
 
 class _ExplodingPlugin(simple_certificate.SimpleCertificatePlugin):
@@ -127,12 +168,14 @@ class _ExplodingPlugin(simple_certificate.SimpleCertificatePlugin):
         raise RuntimeError('boom')
 
 
-def test_plugin_exception_fails_the_order_with_a_reason(database):
-    worker = _manager(database, plugin=_ExplodingPlugin())
+def test_plugin_exception_fails_the_order_with_a_reason(database,
+                                                        use_plugin):
+    worker = _manager(database, use_plugin, plugin=_ExplodingPlugin())
     order_id = _order(database)
     worker.process_type_order({}, order_id, 0)
-    order, retries = _state(database, order_id)
+    order, order_steps, retries = _state(database, order_id)
     assert order.status == models.ERROR and 'boom' in order.error_reason
+    assert 'boom' in order_steps[REQUEST].last_error
     assert retries == []
 
 
@@ -141,13 +184,15 @@ class _FailingPlugin(simple_certificate.SimpleCertificatePlugin):
         return base.Failed('CA refused the request')
 
 
-def test_failed_result_sets_error(database):
-    worker = _manager(database, plugin=_FailingPlugin())
+def test_failed_result_sets_error(database, use_plugin):
+    worker = _manager(database, use_plugin, plugin=_FailingPlugin())
     order_id = _order(database)
     worker.process_type_order({}, order_id, 0)
-    order, _ = _state(database, order_id)
+    order, order_steps, _ = _state(database, order_id)
     assert order.status == models.ERROR
-    assert order.error_reason == 'CA refused the request'
+    assert 'CA refused the request' in order.error_reason
+    assert order_steps[REQUEST].status == models.STEP_FAILED
+    assert order_steps[REQUEST].last_error == 'CA refused the request'
 
 
 class _FailingOnce(simple_certificate.SimpleCertificatePlugin):
@@ -163,35 +208,40 @@ class _FailingOnce(simple_certificate.SimpleCertificatePlugin):
         return super().issue_certificate_request(order)
 
 
-def test_steps_of_one_message_are_each_fenced_and_run(database):
+def test_steps_of_one_message_are_each_fenced_and_run(database, use_plugin):
     live = [_order(database) for _ in range(3)]
     stale = _order(database)
-    worker = _manager(database, plugin=_FailingOnce(live[1]))
-    worker.process_type_order({}, stale, 0)             # now at generation 1
+    worker = _manager(database, use_plugin, plugin=_FailingOnce(live[1]))
+    worker.process_type_order({}, stale, 0)     # its request: generation 1
+    _, _, [stale_retry] = _state(database, stale)
 
     worker.run_steps({}, [
-        ['process_type_order', live[0], 0],
-        ['process_type_order', stale, 0],               # duplicate
-        ['process_type_order', live[1], 0],             # its plugin raises
-        ['check_certificate_status', live[2], 0],       # not its step
-        ['process_type_order'],                         # malformed
-        ['format_disk', live[2], 0],                    # no such step
-        ['process_type_order', [live[2]], 0],           # wrong types
-        ['process_type_order', live[2], '0'],
-        ['process_type_order', live[2], 0],
-        ['process_type_order', live[0], 0],             # same message, twice
+        [REQUEST, live[0], 0],
+        [REQUEST, stale, 0],                    # duplicate
+        [REQUEST, live[1], 0],                  # its plugin raises
+        [CHECK, live[2], 0],                    # not started yet
+        [REQUEST],                              # malformed
+        ['format_disk', live[2], 0],            # no such step
+        [REQUEST, [live[2]], 0],                # wrong types
+        [REQUEST, live[2], '0'],
+        [REQUEST, live[2], 0],
+        [REQUEST, live[0], 0],                  # same message, twice
     ])
 
     for order_id in (live[0], live[2]):
-        order, [retry] = _state(database, order_id)
-        assert order.step == 'check_certificate_status'
-        assert order.generation == 1 and order.owner is None
-    order, retries = _state(database, live[1])
+        order, order_steps, [retry] = _state(database, order_id)
+        assert retry.retry_task == CHECK
+        assert _tokens(order_steps) == {REQUEST: (1, models.STEP_DONE),
+                                        CHECK: (0, models.STEP_PENDING)}
+        assert order_steps[REQUEST].owner is None
+        assert order_steps[REQUEST].attempt == 1
+    order, _, retries = _state(database, live[1])
     assert order.status == models.ERROR and retries == []
     assert 'remote said no' in order.error_reason
-    order, [retry] = _state(database, stale)
-    assert order.generation == 1 and retry.retry_kwargs == \
-        '{"generation": 1}'
+    _, order_steps, [retry] = _state(database, stale)
+    assert order_steps[REQUEST].generation == 1
+    assert retry.id == stale_retry.id and \
+        retry.retry_kwargs == '{"generation": 0}'
 
 
 class _Rendezvous(simple_certificate.SimpleCertificatePlugin):
@@ -206,20 +256,18 @@ class _Rendezvous(simple_certificate.SimpleCertificatePlugin):
         return super().issue_certificate_request(order)
 
 
-def test_steps_of_one_message_run_concurrently(database):
-    conf = config.make_conf()
-    plugin = _Rendezvous(3)
-    worker = manager.WorkerManager(conf, database, lambda: plugin,
+def test_steps_of_one_message_run_concurrently(database, use_plugin):
+    use_plugin(_Rendezvous(3))
+    worker = manager.WorkerManager(config.make_conf(), database,
                                    'worker-1@test', clock=_Clock(),
                                    step_concurrency=3)
     ids = [_order(database) for _ in range(3)]
 
     # One after another, the first call would wait for the others in vain
     # and its order would fail.
-    worker.run_steps({}, [['process_type_order', order_id, 0]
-                          for order_id in ids])
+    worker.run_steps({}, [[REQUEST, order_id, 0] for order_id in ids])
 
     for order_id in ids:
-        order, [retry] = _state(database, order_id)
+        order, order_steps, [retry] = _state(database, order_id)
         assert order.status == models.PENDING
-        assert order.step == 'check_certificate_status'
+        assert order_steps[CHECK].status == models.STEP_PENDING
