@@ -8,6 +8,7 @@ from tests.functional import databases
 from tests.functional import processes
 from worker.db import migration
 from worker.db import session as db_session
+from worker.order_types import certificate
 
 
 def _missing(what):
@@ -74,3 +75,16 @@ def deployment(tmp_path, database, database_url, transport_url):
     yield make
     for deployment in made:
         deployment.kill_all()
+
+
+@pytest.fixture
+def use_plugin(monkeypatch):
+    """Returns ``use(plugin)``: certificate orders run over ``plugin``.
+
+    In place of the configured ``[worker] certificate_plugin``, for this
+    test only.
+    """
+    def use(plugin):
+        monkeypatch.setattr(certificate.CertificateOrder, 'build',
+                            classmethod(lambda cls, conf: cls(plugin)))
+    return use

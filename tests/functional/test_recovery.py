@@ -6,7 +6,6 @@ Time is a parameter: each pass runs "as of" a given moment; nothing sleeps.
 import datetime
 import threading
 
-import pytest
 
 from scheduler import manager as scheduler_manager
 from tests import config
@@ -19,7 +18,6 @@ from worker.db import services
 from worker.db import steps
 from worker import manager as worker_manager
 from worker import order_types
-from worker.order_types import certificate
 from worker.plugins import simple_certificate
 from worker import rpcapi
 
@@ -38,19 +36,6 @@ def _conf():
     return config.make_conf(**{
         'service_down_time': DOWN, 'report_interval': 10,
         'scheduler.dispatch_deadline_seconds': DEADLINE})
-
-
-@pytest.fixture
-def use_plugin(monkeypatch):
-    """Returns ``use(plugin)``: certificate orders run over ``plugin``.
-
-    In place of the configured ``[worker] certificate_plugin``, for this
-    test only.
-    """
-    def use(plugin):
-        monkeypatch.setattr(certificate.CertificateOrder, 'build',
-                            classmethod(lambda cls, conf: cls(plugin)))
-    return use
 
 
 def _pass(database, now):

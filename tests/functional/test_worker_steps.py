@@ -3,7 +3,6 @@
 import datetime
 import threading
 
-import pytest
 
 from tests import config
 from worker.db import models
@@ -12,7 +11,6 @@ from worker.db import retry_tasks
 from worker.db import steps
 from worker import manager
 from worker import order_types
-from worker.order_types import certificate
 from worker.plugins import base
 from worker.plugins import simple_certificate
 
@@ -29,19 +27,6 @@ class _Clock:
 
     def __call__(self):
         return self.now
-
-
-@pytest.fixture
-def use_plugin(monkeypatch):
-    """Returns ``use(plugin)``: certificate orders run over ``plugin``.
-
-    In place of the configured ``[worker] certificate_plugin``, for this
-    test only.
-    """
-    def use(plugin):
-        monkeypatch.setattr(certificate.CertificateOrder, 'build',
-                            classmethod(lambda cls, conf: cls(plugin)))
-    return use
 
 
 def _manager(database, use_plugin, plugin=None, **overrides):
