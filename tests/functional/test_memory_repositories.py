@@ -20,8 +20,16 @@ from worker.db import memory
 from worker.db import models
 from worker.db import repositories
 from worker.db import retry_tasks
+from worker.db import steps
+from worker import order_types
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+# The certificate type: REQUEST first, then CHECK.
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
+# The fanout type's three parallel first steps, and the step after them.
+ROOTS = ('check_caa', 'check_domains', 'check_key')
+JOIN = 'issue'
 
 contract = pytest.mark.parametrize('backend',
                                    ('memory',) + databases.BACKENDS)
@@ -51,14 +59,22 @@ def _read(db, call, *args, **kwargs):
         return call(session, *args, **kwargs)
 
 
-def _order(db, at=NOW, meta=None):
-    return _write(db, db.repositories.orders.create, 'certificate',
-                  meta or {}, at).id
+def _order(db, at=NOW, meta=None, type_name='certificate'):
+    return _write(db, db.repositories.orders.create,
+                  order_types.get(type_name), meta or {}, at).id
 
 
-def _claimed(db, owner, at=NOW):
-    order_id = _order(db, at)
-    assert _write(db, db.repositories.orders.claim, order_id, 0, at, owner)
+def _step(db, order_id, name):
+    return _read(db, db.repositories.steps.for_order, order_id)[name]
+
+
+def _claimed(db, owner, at=NOW, lease_until=None, name=REQUEST,
+             type_name='certificate'):
+    """An order whose step ``name`` ``owner`` claimed at ``at``
+    (generation 1)."""
+    order_id = _order(db, at, type_name=type_name)
+    assert _write(db, db.repositories.steps.claim, order_id, name, 0, at,
+                  owner, lease_until or _at(3600))
     return order_id
 
 
@@ -68,8 +84,8 @@ def _public_functions(module):
             function.__module__ == module.__name__}
 
 
-@pytest.mark.parametrize('aggregate', ('locks', 'orders', 'retry_tasks',
-                                       'services'))
+@pytest.mark.parametrize('aggregate', ('locks', 'orders', 'steps',
+                                       'retry_tasks', 'services'))
 def test_fake_has_every_sql_function_with_its_signature(aggregate):
     sql = _public_functions(getattr(repositories.SQL, aggregate))
     fake = getattr(memory.InMemoryDatabase().repositories, aggregate)
@@ -81,19 +97,20 @@ def test_fake_has_every_sql_function_with_its_signature(aggregate):
                 inspect.signature(function)), name
 
 
+# Orders.
+
 @contract
 def test_create_get_and_list_orders(db):
     repos = db.repositories
-    first = _write(db, repos.orders.create, 'certificate',
+    first = _write(db, repos.orders.create, order_types.get('certificate'),
                    {'pair': (1, 2)}, _at(1))
-    second = _order(db, at=_at(0))
+    second = _order(db, at=_at(0), type_name='fanout')
     third = _order(db, at=_at(2))
-    _write(db, repos.orders.fail, third, 0, _at(3), 'no')
+    _write(db, repos.orders.fail, third, _at(3), 'no')
 
-    assert (first.status, first.generation, first.step, first.attempt,
-            first.owner, first.claimed_at, first.dispatched_at,
-            first.created_at) == (models.PENDING, 0, 'process_type_order',
-                                  0, None, None, _at(1), _at(1))
+    assert (first.type, first.status, first.error_reason, first.created_at,
+            first.updated_at) == ('certificate', models.PENDING, None,
+                                  _at(1), _at(1))
     with db.session() as session:  # a read without begin()
         order = repos.orders.get(session, first.id)
         assert repos.orders.get(session, 'missing') is None
@@ -109,102 +126,334 @@ def test_create_get_and_list_orders(db):
                                 status=models.PENDING, limit=1)] == [second]
     assert _read(db, repos.orders.count_by_status) == {models.PENDING: 2,
                                                        models.ERROR: 1}
+    assert _read(db, repos.orders.count_unfinished_by_type) == {
+        'certificate': 1, 'fanout': 1}
+
+
+@contract
+def test_create_makes_the_first_steps_pending_and_dispatched(db):
+    certificate = _order(db, at=_at(1))
+    fanout = _order(db, at=_at(2), type_name='fanout')
+
+    found = _read(db, db.repositories.steps.for_orders,
+                  [fanout, certificate, 'missing'])
+    assert list(found) == [fanout, certificate, 'missing']
+    assert found['missing'] == {}
+    # Listed by name, whatever the declaration.
+    assert list(found[certificate]) == [CHECK, REQUEST]
+    assert list(found[fanout]) == sorted(found[fanout])
+    request = found[certificate][REQUEST]
+    assert (request.order_id, request.name, request.status,
+            request.generation, request.attempt, request.failures,
+            request.polls, request.owner, request.claimed_at,
+            request.lease_expires_at, request.dispatched_at,
+            request.started_at, request.finished_at, request.last_error,
+            request.output, request.updated_at) == (
+        certificate, REQUEST, models.STEP_PENDING, 0, 0, 0, 0, None, None,
+        None, _at(1), None, None, None, None, _at(1))
+    check = found[certificate][CHECK]
+    assert (check.status, check.dispatched_at) == (models.STEP_WAITING,
+                                                   None)
+    assert {name: step.status for name, step in found[fanout].items()
+            if step.status == models.STEP_PENDING} == {
+        name: models.STEP_PENDING for name in ROOTS}
+    assert {step.dispatched_at for step in found[fanout].values()} == {
+        _at(2), None}
+    assert _read(db, db.repositories.steps.for_orders, []) == {}
+
+
+@contract
+def test_order_status_moves_start_from_their_status(db):
+    orders = db.repositories.orders
+    done, failed, locked = (_order(db, meta={'a': 1, 'b': 2})
+                            for _ in range(3))
+
+    assert _write(db, orders.lock_live, locked, _at(1))
+    assert not _write(db, orders.lock_live, 'missing', _at(1))
+    assert _read(db, orders.get, locked).updated_at == _at(1)
+
+    assert _write(db, orders.complete, done, _at(2), {'b': 9, 'c': [3]})
+    order = _read(db, orders.get, done)
+    assert (order.status, order.meta, order.updated_at) == (
+        models.ACTIVE, {'a': 1, 'b': 9, 'c': [3]}, _at(2))
+    assert _write(db, orders.fail, failed, _at(2), 'broken')
+    order = _read(db, orders.get, failed)
+    assert (order.status, order.error_reason) == (models.ERROR, 'broken')
+
+    # A finished order takes no further move.
+    for order_id in (done, failed):
+        assert not _write(db, orders.complete, order_id, _at(3), {})
+        assert not _write(db, orders.fail, order_id, _at(3), 'late')
+        assert not _write(db, orders.cancel, order_id, _at(3), 'late',
+                          False)
+        assert not _write(db, orders.end_cancel, order_id, _at(3))
+        assert not _write(db, orders.lock_live, order_id, _at(3))
+    assert not _write(db, orders.complete, 'missing', _at(3), {})
+    assert not _write(db, orders.fail, 'missing', _at(3), 'late')
+    assert _read(db, orders.get, done).status == models.ACTIVE
+    assert _read(db, orders.get, failed).updated_at == _at(2)
+
+
+@contract
+def test_cancel_and_end_cancel(db):
+    orders = db.repositories.orders
+    at_once, compensated, failing = (_order(db) for _ in range(3))
+
+    assert _write(db, orders.cancel, at_once, _at(1), 'operator', False)
+    assert not _write(db, orders.cancel, at_once, _at(2), 'again', False)
+    assert not _write(db, orders.cancel, 'missing', _at(2), 'again', True)
+    order = _read(db, orders.get, at_once)
+    assert (order.status, order.error_reason, order.updated_at) == (
+        models.CANCELLED, 'operator', _at(1))
+    assert not _write(db, orders.end_cancel, at_once, _at(2))
+
+    assert _write(db, orders.cancel, compensated, _at(1), 'operator', True)
+    assert _read(db, orders.get, compensated).status == models.CANCELLING
+    # Live until its compensation ends, but not for the workflow.
+    assert _write(db, orders.lock_live, compensated, _at(2))
+    assert not _write(db, orders.complete, compensated, _at(2), {})
+    assert not _write(db, orders.fail, compensated, _at(2), 'no')
+    assert _write(db, orders.end_cancel, compensated, _at(3))
+    order = _read(db, orders.get, compensated)
+    assert (order.status, order.error_reason, order.updated_at) == (
+        models.CANCELLED, 'operator', _at(3))
+
+    assert _write(db, orders.cancel, failing, _at(1), 'operator', True)
+    assert _write(db, orders.end_cancel, failing, _at(2),
+                  failure='compensation revoke failed')
+    assert not _write(db, orders.end_cancel, failing, _at(3), failure='x')
+    order = _read(db, orders.get, failing)
+    assert (order.status, order.error_reason) == (
+        models.CANCELLED, 'operator; compensation revoke failed')
+    assert _read(db, orders.count_unfinished_by_type) == {}
+
+
+# Steps.
+
+@contract
+def test_get_many_steps(db):
+    steps_repo = db.repositories.steps
+    first, second = _order(db), _order(db)
+
+    got = _read(db, steps_repo.get_many, {(first, REQUEST), (second, CHECK),
+                                          (first, 'missing'),
+                                          ('missing', REQUEST)})
+    assert set(got) == {(first, REQUEST), (second, CHECK)}
+    assert got[second, CHECK].status == models.STEP_WAITING
+    assert _read(db, steps_repo.get_many, []) == {}
 
 
 @contract
 def test_claim_and_results_are_fenced_by_generation(db):
-    orders = db.repositories.orders
-    order_id = _order(db, meta={'a': 1, 'b': 2})
+    steps_repo = db.repositories.steps
+    order_id = _order(db)
 
-    assert _write(db, orders.claim, order_id, 0, _at(1), 'w1@h')
-    assert not _write(db, orders.claim, order_id, 0, _at(1), 'w2@h')
-    assert not _write(db, orders.claim, 'missing', 0, _at(1), 'w2@h')
-    order = _read(db, orders.get, order_id)
-    assert (order.generation, order.owner, order.claimed_at,
-            order.dispatched_at, order.updated_at) == (
-        1, 'w1@h', _at(1), None, _at(1))
+    assert _write(db, steps_repo.claim, order_id, REQUEST, 0, _at(1),
+                  'w1@h', _at(61))
+    assert not _write(db, steps_repo.claim, order_id, REQUEST, 0, _at(1),
+                      'w2@h', _at(61))
+    assert not _write(db, steps_repo.claim, order_id, CHECK, 0, _at(1),
+                      'w2@h', _at(61))       # WAITING
+    assert not _write(db, steps_repo.claim, 'missing', REQUEST, 0, _at(1),
+                      'w2@h', _at(61))
+    step = _step(db, order_id, REQUEST)
+    assert (step.generation, step.attempt, step.owner, step.claimed_at,
+            step.lease_expires_at, step.dispatched_at, step.started_at,
+            step.updated_at) == (1, 1, 'w1@h', _at(1), _at(61), None,
+                                 _at(1), _at(1))
 
-    assert not _write(db, orders.schedule_step, order_id, 0, _at(2),
-                      'check', 1)
-    assert _write(db, orders.schedule_step, order_id, 1, _at(2), 'check', 3)
-    order = _read(db, orders.get, order_id)
-    assert (order.generation, order.step, order.attempt, order.owner,
-            order.claimed_at) == (1, 'check', 3, None, None)
+    assert not _write(db, steps_repo.retry, order_id, REQUEST, 0, _at(2),
+                      1, 0, 'down')
+    assert _write(db, steps_repo.retry, order_id, REQUEST, 1, _at(2),
+                  failures=1, polls=2, last_error='down')
+    step = _step(db, order_id, REQUEST)
+    assert (step.status, step.generation, step.failures, step.polls,
+            step.last_error, step.owner, step.claimed_at,
+            step.lease_expires_at, step.updated_at) == (
+        models.STEP_PENDING, 1, 1, 2, 'down', None, None, None, _at(2))
 
-    assert not _write(db, orders.complete, order_id, 0, _at(3), {'b': 9})
-    assert _write(db, orders.complete, order_id, 1, _at(3), {'b': 9})
-    order = _read(db, orders.get, order_id)
-    assert (order.status, order.step, order.meta) == (
-        models.ACTIVE, None, {'a': 1, 'b': 9})
+    # The second run keeps when the first started.
+    assert _write(db, steps_repo.claim, order_id, REQUEST, 1, _at(3),
+                  'w2@h', _at(63))
+    step = _step(db, order_id, REQUEST)
+    assert (step.generation, step.attempt, step.started_at) == (2, 2,
+                                                                _at(1))
+    # A poll clears the last error.
+    assert _write(db, steps_repo.retry, order_id, REQUEST, 2, _at(4), 0, 3)
+    assert _step(db, order_id, REQUEST).last_error is None
+    assert _write(db, steps_repo.claim, order_id, REQUEST, 2, _at(5),
+                  'w2@h', _at(65))
 
-    # A finished order takes no further write, even with its own token.
-    assert not _write(db, orders.claim, order_id, 1, _at(4), 'w1@h')
-    assert not _write(db, orders.fail, order_id, 1, _at(4), 'late')
-    assert not _write(db, orders.take_back, order_id, 1, _at(4))
-    assert not _write(db, orders.cancel, order_id, _at(4), 'late')
-    assert _read(db, orders.get, order_id).status == models.ACTIVE
+    assert not _write(db, steps_repo.finish, order_id, REQUEST, 2, _at(6),
+                      models.STEP_DONE, output={'x': 1})
+    assert _write(db, steps_repo.finish, order_id, REQUEST, 3, _at(6),
+                  models.STEP_DONE, output={'pair': (1, 2)})
+    step = _step(db, order_id, REQUEST)
+    assert (step.status, step.generation, step.output, step.finished_at,
+            step.owner, step.lease_expires_at, step.last_error) == (
+        models.STEP_DONE, 3, {'pair': [1, 2]}, _at(6), None, None, None)
 
-
-@contract
-def test_fail_take_back_and_cancel(db):
-    orders = db.repositories.orders
-    failed, taken, cancelled = (_claimed(db, 'w1@h') for _ in range(3))
-
-    assert _write(db, orders.fail, failed, 1, _at(1), 'broken')
-    order = _read(db, orders.get, failed)
-    assert (order.status, order.error_reason, order.step, order.owner) == (
-        models.ERROR, 'broken', None, None)
-
-    assert not _write(db, orders.take_back, taken, 0, _at(1))
-    assert _write(db, orders.take_back, taken, 1, _at(1))
-    order = _read(db, orders.get, taken)
-    assert (order.status, order.generation, order.owner,
-            order.dispatched_at) == (models.PENDING, 2, None, None)
-
-    assert _write(db, orders.cancel, cancelled, _at(1), 'operator')
-    assert not _write(db, orders.cancel, cancelled, _at(2), 'again')
-    assert not _write(db, orders.cancel, 'missing', _at(2), 'again')
-    order = _read(db, orders.get, cancelled)
-    assert (order.status, order.generation, order.error_reason, order.step,
-            order.owner, order.updated_at) == (
-        models.ERROR, 2, 'operator', None, None, _at(1))
-    # The step still running on the old token has no effect.
-    assert not _write(db, orders.complete, cancelled, 1, _at(3), {})
-
-
-@contract
-def test_mark_dispatched_leaves_claimed_and_finished_orders_alone(db):
-    orders = db.repositories.orders
-    waiting = _order(db)
-    claimed = _claimed(db, 'w1@h')
-    finished = _claimed(db, 'w1@h')
-    _write(db, orders.complete, finished, 1, NOW, {})
-
-    _write(db, orders.mark_dispatched, {waiting, claimed, finished}, _at(5))
-    _write(db, orders.mark_dispatched, [], _at(6))
-
-    got = _read(db, orders.get_many, [waiting, claimed, finished])
-    assert got[waiting].dispatched_at == _at(5)
-    assert got[claimed].dispatched_at is None
-    assert got[finished].dispatched_at is None
+    # A finished step takes no further write, even with its own token.
+    assert not _write(db, steps_repo.claim, order_id, REQUEST, 3, _at(7),
+                      'w1@h', _at(67))
+    assert not _write(db, steps_repo.retry, order_id, REQUEST, 3, _at(7),
+                      1, 0)
+    assert not _write(db, steps_repo.finish, order_id, REQUEST, 3, _at(7),
+                      models.STEP_FAILED, last_error='late')
+    assert not _write(db, steps_repo.take_back, order_id, REQUEST, 3,
+                      _at(7))
+    assert _step(db, order_id, REQUEST).status == models.STEP_DONE
 
 
 @contract
-def test_lost_dispatches(db):
+def test_finish_failed_keeps_the_output_it_had(db):
+    steps_repo = db.repositories.steps
+    order_id = _claimed(db, 'w1@h')
+
+    assert _write(db, steps_repo.finish, order_id, REQUEST, 1, _at(1),
+                  models.STEP_FAILED, last_error='refused')
+    step = _step(db, order_id, REQUEST)
+    assert (step.status, step.last_error, step.output, step.finished_at,
+            step.owner) == (models.STEP_FAILED, 'refused', None, _at(1),
+                            None)
+
+
+@contract
+def test_start_makes_waiting_steps_pending(db):
+    steps_repo = db.repositories.steps
+    cast, delayed = _order(db, type_name='fanout'), _order(db)
+
+    _write(db, steps_repo.start, cast, [JOIN, ROOTS[0], 'missing'], _at(5),
+           True)
+    _write(db, steps_repo.start, delayed, (CHECK,), _at(5), False)
+    _write(db, steps_repo.start, delayed, [], _at(6), True)
+
+    found = _read(db, steps_repo.for_order, cast)
+    assert (found[JOIN].status, found[JOIN].dispatched_at,
+            found[JOIN].updated_at) == (models.STEP_PENDING, _at(5), _at(5))
+    # Only WAITING steps start: a PENDING one keeps its dispatch.
+    assert (found[ROOTS[0]].dispatched_at, found[ROOTS[0]].updated_at) == (
+        NOW, NOW)
+    assert found['poll'].status == models.STEP_WAITING
+    check = _step(db, delayed, CHECK)
+    assert (check.status, check.dispatched_at) == (models.STEP_PENDING,
+                                                   None)
+
+
+@contract
+def test_revoke_open_cancels_waiting_and_pending_steps(db):
+    steps_repo = db.repositories.steps
+    order_id = _claimed(db, 'w1@h', name=ROOTS[0], type_name='fanout')
+    assert _write(db, steps_repo.claim, order_id, ROOTS[1], 0, NOW, 'w1@h',
+                  _at(60))
+    assert _write(db, steps_repo.finish, order_id, ROOTS[1], 1, _at(1),
+                  models.STEP_DONE, output={})
+
+    revoked = _write(db, steps_repo.revoke_open, order_id, _at(2), 'gone')
+
+    assert sorted(revoked) == ['check_caa', 'check_key', 'issue', 'notify',
+                               'poll', 'store']
+    found = _read(db, steps_repo.for_order, order_id)
+    claimed = found[ROOTS[0]]
+    assert (claimed.status, claimed.generation, claimed.owner,
+            claimed.lease_expires_at, claimed.last_error,
+            claimed.finished_at, claimed.updated_at) == (
+        models.STEP_CANCELLED, 2, None, None, 'gone', _at(2), _at(2))
+    assert (found[ROOTS[2]].generation, found[ROOTS[2]].dispatched_at) == (
+        1, None)
+    assert (found[JOIN].status, found[JOIN].generation) == (
+        models.STEP_CANCELLED, 1)
+    assert (found[ROOTS[1]].status, found[ROOTS[1]].generation) == (
+        models.STEP_DONE, 1)
+    # The run still going on the old token has no effect.
+    assert not _write(db, steps_repo.finish, order_id, ROOTS[0], 1, _at(3),
+                      models.STEP_DONE, output={})
+    assert _write(db, steps_repo.revoke_open, order_id, _at(3), 'x') == []
+    assert _write(db, steps_repo.revoke_open, 'missing', _at(3), 'x') == []
+
+
+@contract
+def test_add_inserts_one_dispatched_step(db):
+    steps_repo = db.repositories.steps
+    order_id = _order(db, type_name='fanout')
+
+    _write(db, steps_repo.add, order_id, 'revoke', _at(4))
+
+    step = _step(db, order_id, 'revoke')
+    assert (step.status, step.generation, step.dispatched_at,
+            step.updated_at) == (models.STEP_PENDING, 0, _at(4), _at(4))
+    with pytest.raises(db_exc.DBDuplicateEntry):
+        _write(db, steps_repo.add, order_id, 'revoke', _at(5))
+    with pytest.raises(db_exc.DBReferenceError):
+        _write(db, steps_repo.add, 'missing', 'revoke', _at(5))
+    with pytest.raises(db_exc.DBReferenceError):
+        _write(db, steps_repo.create, 'missing', ['a', 'b'], {'a'}, _at(5))
+    assert _step(db, order_id, 'revoke').dispatched_at == _at(4)
+
+
+@contract
+def test_create_steps_of_an_order(db):
+    steps_repo = db.repositories.steps
+    order_id = _order(db)
+
+    _write(db, steps_repo.create, order_id, ['b', 'a'], {'a'}, _at(1))
+
+    found = _read(db, steps_repo.for_order, order_id)
+    assert list(found) == ['a', 'b', CHECK, REQUEST]
+    assert (found['a'].status, found['a'].dispatched_at) == (
+        models.STEP_PENDING, _at(1))
+    assert (found['b'].status, found['b'].dispatched_at) == (
+        models.STEP_WAITING, None)
+
+
+@contract
+def test_mark_dispatched_leaves_claimed_and_finished_steps_alone(db):
+    steps_repo = db.repositories.steps
+    order_id = _claimed(db, 'w1@h', name=ROOTS[0], type_name='fanout')
+    assert _write(db, steps_repo.claim, order_id, ROOTS[1], 0, NOW, 'w1@h',
+                  _at(60))
+    assert _write(db, steps_repo.finish, order_id, ROOTS[1], 1, _at(1),
+                  models.STEP_DONE, output={})
+
+    _write(db, steps_repo.mark_dispatched,
+           {(order_id, name) for name in ROOTS + (JOIN, 'missing')}, _at(5))
+    _write(db, steps_repo.mark_dispatched, [], _at(6))
+
+    found = _read(db, steps_repo.for_order, order_id)
+    assert found[ROOTS[2]].dispatched_at == _at(5)
+    assert found[ROOTS[0]].dispatched_at is None     # claimed
+    assert found[ROOTS[1]].dispatched_at is None     # finished
+    assert found[JOIN].dispatched_at is None         # WAITING
+    # Not a change of the step: the cast is a fact about the dispatch.
+    assert found[ROOTS[2]].updated_at == NOW
+
+
+def _rows(rows):
+    return [(row.order_id, row.name, row.generation, row.failures,
+             row.owner) for row in rows]
+
+
+@contract
+def test_lost_dispatches_exclude_steps_with_a_retry_row(db):
     repos = db.repositories
-    # Cast latest first: neither insertion nor id order is the answer.
+    # Cast latest first: neither insertion nor key order is the answer.
     lost = [_order(db, at=_at(seconds)) for seconds in (5, 4, 3, 2, 1)]
     _claimed(db, 'w1@h', at=_at(0))
     waiting = _order(db, at=_at(0))
-    _write(db, repos.retry_tasks.add, waiting, 'check', _at(9))
-    _order(db, at=_at(10))  # cast after the cutoff
+    _write(db, repos.retry_tasks.add, waiting, REQUEST, _at(9))
+    # A row of another step of the order does not hide this one.
+    other_step = _order(db, at=_at(0.5))
+    _write(db, repos.retry_tasks.add, other_step, CHECK, _at(9))
+    _order(db, at=_at(10))  # cast at the cutoff
 
-    rows = _read(db, repos.orders.lost_dispatches, _at(10), 10)
-    assert [(row.id, row.generation, row.step, row.attempt, row.owner)
-            for row in rows] == [(order_id, 0, 'process_type_order', 0, None)
-                                 for order_id in reversed(lost)]
-    assert [row.id for row in _read(db, repos.orders.lost_dispatches,
-                                    _at(10), 2)] == lost[:-3:-1]
+    rows = _read(db, repos.steps.lost_dispatches, _at(10), 10)
+    assert all(isinstance(row, steps.RecoveryRow) for row in rows)
+    assert _rows(rows) == [(other_step, REQUEST, 0, 0, None)] + [
+        (order_id, REQUEST, 0, 0, None) for order_id in reversed(lost)]
+    assert [row.order_id for row in _read(
+        db, repos.steps.lost_dispatches, _at(10), 2)] == [other_step,
+                                                          lost[-1]]
+    assert _read(db, repos.steps.lost_dispatches, _at(0.5), 10) == []
 
 
 @contract
@@ -212,26 +461,96 @@ def test_owners_and_owned_by(db):
     repos = db.repositories
     first, second = _claimed(db, 'w1@h'), _claimed(db, 'w2@h')
     retried = _claimed(db, 'w1@h')
-    _write(db, repos.retry_tasks.add, retried, 'check', NOW)
+    _write(db, repos.retry_tasks.add, retried, REQUEST, NOW)
     _order(db)
 
-    assert _read(db, repos.orders.owners) == {'w1@h', 'w2@h'}
-    rows = _read(db, repos.orders.owned_by, ['w1@h', 'dead@h'], 10)
-    assert [(row.id, row.generation, row.step, row.attempt, row.owner)
-            for row in rows] == [(first, 1, 'process_type_order', 0,
-                                  'w1@h')]
-    assert {row.id for row in _read(db, repos.orders.owned_by,
-                                    {'w1@h', 'w2@h'}, 10)} == {first,
-                                                               second}
-    assert len(_read(db, repos.orders.owned_by, ['w1@h', 'w2@h'], 1)) == 1
-    assert _read(db, repos.orders.owned_by, [], 10) == []
+    assert _read(db, repos.steps.owners) == {'w1@h', 'w2@h'}
+    rows = _read(db, repos.steps.owned_by, ['w1@h', 'dead@h'], 10)
+    assert _rows(rows) == [(first, REQUEST, 1, 0, 'w1@h')]
+    assert {row.order_id for row in _read(db, repos.steps.owned_by,
+                                          {'w1@h', 'w2@h'}, 10)} == {
+        first, second}
+    assert len(_read(db, repos.steps.owned_by, ['w1@h', 'w2@h'], 1)) == 1
+    assert _read(db, repos.steps.owned_by, [], 10) == []
 
+
+@contract
+def test_expired_leases(db):
+    repos = db.repositories
+    late = _claimed(db, 'w1@h', lease_until=_at(30))
+    later = _claimed(db, 'w2@h', lease_until=_at(20))
+    _claimed(db, 'w1@h', lease_until=_at(40))       # at the cutoff
+    done = _claimed(db, 'w1@h', lease_until=_at(10))
+    _write(db, repos.steps.finish, done, REQUEST, 1, _at(5),
+           models.STEP_DONE, output={})
+    retried = _claimed(db, 'w1@h', lease_until=_at(10))
+    _write(db, repos.steps.retry, retried, REQUEST, 1, _at(5), 1, 0)
+
+    rows = _read(db, repos.steps.expired_leases, _at(40), 10)
+    assert _rows(rows) == [(later, REQUEST, 1, 0, 'w2@h'),
+                           (late, REQUEST, 1, 0, 'w1@h')]
+    assert _rows(_read(db, repos.steps.expired_leases, _at(40), 1)) == [
+        (later, REQUEST, 1, 0, 'w2@h')]
+    assert _read(db, repos.steps.expired_leases, _at(20), 10) == []
+
+
+@contract
+def test_take_back(db):
+    steps_repo = db.repositories.steps
+    dead, expired = _claimed(db, 'w1@h'), _claimed(db, 'w1@h')
+    assert _write(db, steps_repo.retry, expired, REQUEST, 1, NOW, 2, 0,
+                  'down')
+    assert _write(db, steps_repo.claim, expired, REQUEST, 1, _at(1), 'w2@h',
+                  _at(2))
+
+    assert not _write(db, steps_repo.take_back, dead, REQUEST, 0, _at(5))
+    assert not _write(db, steps_repo.take_back, dead, CHECK, 0, _at(5))
+    assert _write(db, steps_repo.take_back, dead, REQUEST, 1, _at(5))
+    step = _step(db, dead, REQUEST)
+    assert (step.status, step.generation, step.owner, step.claimed_at,
+            step.lease_expires_at, step.dispatched_at, step.failures,
+            step.last_error, step.updated_at) == (
+        models.STEP_PENDING, 2, None, None, None, None, 0, None, _at(5))
+
+    assert _write(db, steps_repo.take_back, expired, REQUEST, 2, _at(5),
+                  failed='its lease ended on w2@h')
+    step = _step(db, expired, REQUEST)
+    assert (step.generation, step.owner, step.failures, step.last_error,
+            step.attempt) == (3, None, 3, 'its lease ended on w2@h', 2)
+    # The owner's late result has no effect.
+    assert not _write(db, steps_repo.finish, expired, REQUEST, 2, _at(6),
+                      models.STEP_DONE, output={})
+
+
+@contract
+def test_concurrent_claims_have_one_winner(db):
+    order_id = _order(db)
+    barrier = threading.Barrier(8)
+    won = []
+
+    def claim(owner):
+        barrier.wait()
+        won.append(_write(db, db.repositories.steps.claim, order_id,
+                          REQUEST, 0, NOW, owner, _at(60)))
+
+    threads = [threading.Thread(target=claim, args=('w%d@h' % i,))
+               for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(won) == [False] * 7 + [True]
+    step = _step(db, order_id, REQUEST)
+    assert (step.generation, step.attempt) == (1, 1)
+
+
+# Retry rows.
 
 def _tasks(db, *specs):
     """Add one retry row per (order_id, retry_at); returns their ids."""
     with db.session() as session, session.begin():
         return [db.repositories.retry_tasks.add(
-            session, order_id, 'check', retry_at, args=[order_id],
+            session, order_id, CHECK, retry_at, args=[order_id],
             kwargs={'generation': 1}).id for order_id, retry_at in specs]
 
 
@@ -239,15 +558,15 @@ def _tasks(db, *specs):
 def test_add_and_get_retry_rows(db):
     tasks = db.repositories.retry_tasks
     order_id = _order(db)
-    task = _write(db, tasks.add, order_id, 'check', _at(5), args=('x', 1),
+    task = _write(db, tasks.add, order_id, CHECK, _at(5), args=('x', 1),
                   kwargs={'generation': 2}, retry_count=3)
-    bare = _write(db, tasks.add, order_id, 'check', _at(6), now=_at(1))
+    bare = _write(db, tasks.add, order_id, CHECK, _at(6), now=_at(1))
 
     assert bare.id > task.id
     got = _read(db, tasks.get, task.id)
     assert (got.order_id, got.retry_task, got.retry_at, got.retry_args,
             got.retry_kwargs, got.retry_count, got.parked, got.park_reason,
-            got.created_at) == (order_id, 'check', _at(5), '["x", 1]',
+            got.created_at) == (order_id, CHECK, _at(5), '["x", 1]',
                                 '{"generation": 2}', 3, False, None, _at(5))
     got = _read(db, tasks.get, bare.id)
     assert (got.retry_args, got.retry_kwargs, got.created_at) == (
@@ -258,7 +577,7 @@ def test_add_and_get_retry_rows(db):
 @contract
 def test_a_retry_row_needs_its_order(db):
     with pytest.raises(db_exc.DBReferenceError):
-        _write(db, db.repositories.retry_tasks.add, 'missing', 'check', NOW)
+        _write(db, db.repositories.retry_tasks.add, 'missing', CHECK, NOW)
     assert _read(db, db.repositories.retry_tasks.list_tasks) == []
 
 
@@ -277,8 +596,8 @@ def test_due_rows_in_order_with_keyset_paging(db):
     assert all(isinstance(row, retry_tasks.DueTask) for row in rows)
     assert (rows[0].order_id, rows[0].retry_task, rows[0].retry_at,
             rows[0].retry_args, rows[0].retry_kwargs, rows[0].retry_count,
-            rows[0].order_exists) == (b, 'check', _at(1), '["%s"]' % b,
-                                      '{"generation": 1}', 0, True)
+            rows[0].step_exists) == (b, CHECK, _at(1), '["%s"]' % b,
+                                     '{"generation": 1}', 0, True)
     assert [row.id for row in _read(db, tasks.due, _at(5), 2)] == [
         first, second]
     assert [row.id for row in _read(db, tasks.due, _at(5), 10,
@@ -297,6 +616,21 @@ def test_due_rows_in_order_with_keyset_paging(db):
 
 
 @contract
+def test_a_due_row_tells_whether_its_order_has_its_step(db):
+    tasks = db.repositories.retry_tasks
+    order_id = _order(db)
+    with db.session() as session, session.begin():
+        for name, at in ((REQUEST, 1), ('format_hard_disk', 2),
+                         ('check_domains', 3)):
+            tasks.add(session, order_id, name, _at(at))
+
+    assert [(row.retry_task, row.step_exists)
+            for row in _read(db, tasks.due, _at(5), 10)] == [
+        (REQUEST, True), ('format_hard_disk', False),
+        ('check_domains', False)]
+
+
+@contract
 def test_delete_as_read_skips_rows_changed_since(db):
     tasks = db.repositories.retry_tasks
     a, b, c, d = (_order(db) for _ in range(4))
@@ -307,13 +641,15 @@ def test_delete_as_read_skips_rows_changed_since(db):
     # to the next row, here c's), and an operator requeues b's.
     with db.session() as session, session.begin():
         tasks.delete_for_order(session, d)
-        tasks.add(session, c, 'check', _at(8))
+        tasks.add(session, c, REQUEST, _at(8))
         assert tasks.requeue(session, rows[1].id, _at(6))
 
-    assert _write(db, tasks.delete_as_read, rows) == {a, c}
+    assert _write(db, tasks.delete_as_read, rows) == {(a, CHECK),
+                                                      (c, CHECK)}
     assert _write(db, tasks.delete_as_read, []) == set()
-    assert [(t.order_id, t.retry_at) for t in _read(db, tasks.list_tasks)] \
-        == [(b, _at(6)), (c, _at(8))]
+    assert [(t.order_id, t.retry_task, t.retry_at)
+            for t in _read(db, tasks.list_tasks)] == [
+        (b, CHECK, _at(6)), (c, REQUEST, _at(8))]
 
 
 @contract
@@ -354,12 +690,20 @@ def test_delete_retry_rows(db):
     a, b = _order(db), _order(db)
     first, second, third, fourth = _tasks(db, (a, _at(1)), (a, _at(2)),
                                           (b, _at(3)), (b, _at(4)))
+    of_step = _write(db, tasks.add, a, REQUEST, _at(5)).id
 
     assert _write(db, tasks.delete, [first, fourth + 1000]) == 1
     assert _write(db, tasks.delete, []) == 0
     _write(db, tasks.delete_for_order, b)
+    assert [t.id for t in _read(db, tasks.list_tasks)] == [second, of_step]
+    _write(db, tasks.delete_for_order, a, REQUEST)
+    _write(db, tasks.delete_for_order, a, step='missing')
     assert [t.id for t in _read(db, tasks.list_tasks)] == [second]
+    _write(db, tasks.delete_for_order, a, step=CHECK)
+    assert _read(db, tasks.list_tasks) == []
 
+
+# Locks and services.
 
 @contract
 def test_locks(db):
@@ -421,6 +765,8 @@ def test_services(db):
     assert [s.name for s in _read(db, services.list_services)] == ['w1@h']
 
 
+# Transactions.
+
 @contract
 def test_an_exception_in_a_transaction_writes_nothing(db):
     repos = db.repositories
@@ -429,9 +775,11 @@ def test_an_exception_in_a_transaction_writes_nothing(db):
 
     with pytest.raises(ZeroDivisionError):
         with db.session() as session, session.begin():
-            repos.orders.create(session, 'certificate', {}, NOW)
-            assert repos.orders.claim(session, order_id, 0, NOW, 'w1@h')
-            repos.retry_tasks.add(session, order_id, 'check', NOW)
+            repos.orders.create(session, order_types.get('fanout'), {}, NOW)
+            assert repos.steps.claim(session, order_id, REQUEST, 0, NOW,
+                                     'w1@h', _at(60))
+            assert repos.orders.fail(session, order_id, NOW, 'no')
+            repos.retry_tasks.add(session, order_id, CHECK, NOW)
             repos.services.heartbeat(session, 'w1@h', 'worker', 'h', 1, NOW)
             assert repos.locks.release(session, 'held', 'token-1')
             1 / 0
@@ -443,7 +791,9 @@ def test_an_exception_in_a_transaction_writes_nothing(db):
     with db.reader() as session, session.begin():
         assert [o.id for o in repos.orders.list_orders(session)] == [
             order_id]
-        assert repos.orders.get(session, order_id).generation == 0
+        assert repos.orders.get(session, order_id).status == models.PENDING
+        assert repos.steps.for_order(
+            session, order_id)[REQUEST].generation == 0
         assert repos.retry_tasks.list_tasks(session) == []
         assert repos.services.list_services(session) == []
         assert repos.locks.get(session, 'held').owner_token == 'token-1'
@@ -458,30 +808,11 @@ def test_begin_after_a_read_outside_a_transaction_is_refused(db):
                 pass
     with db.session() as session:  # one session, two transactions
         with session.begin():
-            order = db.repositories.orders.create(session, 't', {}, NOW)
+            order = db.repositories.orders.create(
+                session, order_types.get('certificate'), {}, NOW)
         with session.begin():
-            assert db.repositories.orders.claim(session, order.id, 0, NOW,
-                                                'w1@h')
-
-
-@contract
-def test_concurrent_claims_have_one_winner(db):
-    order_id = _order(db)
-    barrier = threading.Barrier(8)
-    won = []
-
-    def claim(owner):
-        barrier.wait()
-        won.append(_write(db, db.repositories.orders.claim, order_id, 0,
-                          NOW, owner))
-
-    threads = [threading.Thread(target=claim, args=('w%d@h' % i,))
-               for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sorted(won) == [False] * 7 + [True]
+            assert db.repositories.steps.claim(session, order.id, REQUEST,
+                                               0, NOW, 'w1@h', _at(60))
 
 
 # What follows holds the fake to its own rules, for which a real
@@ -493,20 +824,24 @@ def test_fake_returns_copies():
     order = _read(db, db.repositories.orders.get, order_id)
     order.meta['a'] = 2
     order.status = models.ERROR
+    step = _step(db, order_id, REQUEST)
+    step.generation = 5
 
     got = _read(db, db.repositories.orders.get, order_id)
     assert (got.status, got.meta) == (models.PENDING, {'a': 1})
+    assert _step(db, order_id, REQUEST).generation == 0
     assert db.engine is None
     db.dispose()
 
 
 def test_fake_refuses_writes_outside_a_write_transaction():
     db = memory.InMemoryDatabase()
+    certificate = order_types.get('certificate')
     with pytest.raises(RuntimeError, match='reader'):
-        _read(db, db.repositories.orders.create, 't', {}, NOW)
+        _read(db, db.repositories.orders.create, certificate, {}, NOW)
     with db.session() as session:
         with pytest.raises(RuntimeError, match='outside'):
-            db.repositories.orders.create(session, 't', {}, NOW)
+            db.repositories.orders.create(session, certificate, {}, NOW)
     with db.session() as session, session.begin():
         with pytest.raises(RuntimeError, match='wait for itself'):
             _read(db, db.repositories.orders.list_orders)
@@ -519,10 +854,12 @@ def test_fake_fails_the_rest_of_a_transaction_after_a_database_error():
         with pytest.raises(db_exc.DBReferenceError):
             db.repositories.retry_tasks.add(session, 'missing', 'x', NOW)
         with pytest.raises(RuntimeError, match='roll it back'):
-            db.repositories.orders.list_orders(session)
+            db.repositories.steps.for_order(session, 'missing')
 
 
 def test_fake_sessions_are_not_mixed():
     one, other = memory.InMemoryDatabase(), memory.InMemoryDatabase()
     with pytest.raises(TypeError):
         _read(one, other.repositories.orders.list_orders)
+    with pytest.raises(TypeError):
+        _read(one, other.repositories.steps.for_order, 'missing')

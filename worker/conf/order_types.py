@@ -80,10 +80,11 @@ def _policy_opts():
                           'long loses its claim, even on a live worker, '
                           'and the step is retried (default %g).%s'
                           % (defaults.timeout_seconds, unset)),
-        cfg.FloatOpt('deadline_seconds', min=0.0, mutable=True,
+        cfg.FloatOpt('deadline_seconds', min=0.0, max=31536000.0,
+                     mutable=True,
                      help='The step gives up this long after its first '
-                          'run; 0 for none.' + unset),
-        cfg.IntOpt('max_polls', min=0, mutable=True,
+                          'run (at most a year); 0 for none.' + unset),
+        cfg.IntOpt('max_polls', min=0, max=10000000, mutable=True,
                    help='Times the step may ask to be polled again before '
                         'the order goes to ERROR; 0 for no limit '
                         '(default %d).%s' % (defaults.max_polls, unset)),
@@ -92,11 +93,12 @@ def _policy_opts():
 
 def _type_opts():
     return [
-        cfg.FloatOpt('deadline_seconds', min=0.0, mutable=True,
+        cfg.FloatOpt('deadline_seconds', min=0.0, max=31536000.0,
+                     mutable=True,
                      help='An order of this type still PENDING this long '
-                          'after its creation goes to ERROR at its next '
-                          'step; 0 for none. Unset: as the order type '
-                          'declares.'),
+                          'after its creation (at most a year) goes to '
+                          'ERROR at its next step; 0 for none. Unset: as '
+                          'the order type declares.'),
     ]
 
 

@@ -8,14 +8,17 @@ results), working on dicts of records with the models' columns. Code
 that takes its repositories from the database it was given
 (``database.repositories``) runs on it unchanged.
 
-Transactions are serialized by one lock and roll back on an exception.
-The fake does not model isolation beyond that serialization, row or
-gap locks, deadlocks, the session's identity map (every read returns
-fresh copies; changing one writes nothing), MySQL's case-insensitive
-string comparisons, nor SQLite's reuse of the highest retry id (ids here
-only grow, as on PostgreSQL and MariaDB). A transaction is stricter
-than SQLite's: after a database error every statement in it fails, as
-on PostgreSQL, until it is rolled back.
+Transactions are serialized by one lock and roll back on an exception;
+that serialization is also all that ``orders.lock_live`` needs here. The
+primary and foreign keys of orders, steps and retry rows are checked
+(``DBDuplicateEntry``, ``DBReferenceError``). The fake does not model
+isolation beyond that serialization, row or gap locks, deadlocks, the
+session's identity map (every read returns fresh copies; changing one
+writes nothing), MySQL's case-insensitive string comparisons, nor
+SQLite's reuse of the highest retry id (ids here only grow, as on
+PostgreSQL and MariaDB). A transaction is stricter than SQLite's: after
+a database error every statement in it fails, as on PostgreSQL, until
+it is rolled back.
 
 ``tests/functional/test_memory_repositories.py`` holds it to the SQL
 repositories' behaviour on every backend.
@@ -29,7 +32,6 @@ import functools
 import itertools
 import json
 import threading
-import typing
 import uuid
 
 from oslo_db import exception as db_exc
@@ -38,6 +40,7 @@ from sqlalchemy import exc as sa_exc
 from worker.db import models
 from worker.db import repositories
 from worker.db import retry_tasks
+from worker.db import steps
 
 
 def _record(model):
@@ -50,22 +53,13 @@ def _record(model):
 
 
 OrderRecord = _record(models.Order)
+StepRecord = _record(models.OrderStep)
 RetryTaskRecord = _record(models.OrderRetryTask)
 LockRecord = _record(models.EntityLock)
 ServiceRecord = _record(models.Service)
 
 
-class RecoveryRow(typing.NamedTuple):
-    """A row of ``orders.lost_dispatches`` and ``orders.owned_by``."""
-
-    id: str
-    generation: int
-    step: str | None
-    attempt: int
-    owner: str | None
-
-
-_TABLES = ('orders', 'tasks', 'locks', 'services')
+_TABLES = ('orders', 'steps', 'tasks', 'locks', 'services')
 
 
 class _Store:
@@ -77,6 +71,8 @@ class _Store:
 
     def __init__(self):
         self.orders, self.tasks, self.locks, self.services = {}, {}, {}, {}
+        #: ``{(order_id, name): StepRecord}``.
+        self.steps = {}
         self.task_ids = itertools.count(1)
         self.holder = None
         self._lock = threading.Lock()
@@ -239,22 +235,43 @@ class InMemoryLocks(_Repository):
         return self._store.locks.pop(entity, None) is not None
 
 
-_RELEASED = {'owner': None, 'claimed_at': None, 'dispatched_at': None}
+def _missing_order(table):
+    """The error of a row whose order does not exist (its foreign key)."""
+    return db_exc.DBReferenceError(
+        table, 'fk_%s_order_id_orders' % table, 'order_id', 'orders')
+
+
+def _insert_steps(store, order_id, names, roots, now):
+    """``steps.create`` on ``store``, with the keys' integrity checks."""
+    if order_id not in store.orders:
+        raise _missing_order('order_steps')
+    for name in names:
+        if (order_id, name) in store.steps:
+            raise db_exc.DBDuplicateEntry(columns=['order_id', 'name'])
+    for name in names:
+        root = name in roots
+        store.steps[order_id, name] = StepRecord(
+            order_id=order_id, name=name,
+            status=models.STEP_PENDING if root else models.STEP_WAITING,
+            generation=0, attempt=0, failures=0, polls=0, owner=None,
+            claimed_at=None, lease_expires_at=None,
+            dispatched_at=now if root else None, started_at=None,
+            finished_at=None, last_error=None, output=None, updated_at=now)
 
 
 class InMemoryOrders(_Repository):
     """``worker.db.orders`` on the in-memory store."""
 
     @_writes
-    def create(self, session, order_type, meta, now):
-        """Insert a PENDING order, dispatched at ``now``; returns it."""
+    def create(self, session, workflow, meta, now):
+        """Insert a PENDING order of ``workflow``'s type, and its steps."""
         order = OrderRecord(
-            id=str(uuid.uuid4()), type=order_type, status=models.PENDING,
-            meta=_json(dict(meta or {})), error_reason=None, generation=0,
-            step='process_type_order', attempt=0, owner=None,
-            claimed_at=None, dispatched_at=now, created_at=now,
-            updated_at=now)
+            id=str(uuid.uuid4()), type=workflow.type_name,
+            status=models.PENDING, meta=_json(dict(meta or {})),
+            error_reason=None, created_at=now, updated_at=now)
         self._store.orders[order.id] = order
+        _insert_steps(self._store, order.id, workflow.names,
+                      set(workflow.roots()), now)
         # NOTE: SQLAlchemy returns the object as built, before JSON.
         return dataclasses.replace(order, meta=dict(meta or {}))
 
@@ -284,106 +301,245 @@ class InMemoryOrders(_Repository):
         return dict(collections.Counter(
             order.status for order in self._store.orders.values()))
 
-    def _fenced_update(self, order_id, token, now, **values):
+    @_reads
+    def count_unfinished_by_type(self, session):
+        """Return ``{type: count}`` of the orders not in a terminal status.
+        """
+        return dict(collections.Counter(
+            order.type for order in self._store.orders.values()
+            if order.status not in models.TERMINAL_STATUSES))
+
+    @_writes
+    def lock_live(self, session, order_id, now):
+        """Lock a PENDING or CANCELLING order; False if it is not live.
+
+        The store's one lock already serializes transactions: this only
+        touches ``updated_at``, as the SQL update does.
+        """
         order = self._store.orders.get(order_id)
-        if (order is None or order.generation != token or
-                order.status != models.PENDING):
+        if order is None or order.status not in (models.PENDING,
+                                                 models.CANCELLING):
+            return False
+        self._store.orders[order_id] = dataclasses.replace(
+            order, updated_at=now)
+        return True
+
+    def _move(self, order_id, now, source, **values):
+        order = self._store.orders.get(order_id)
+        if order is None or order.status != source:
             return False
         self._store.orders[order_id] = dataclasses.replace(
             order, updated_at=now, **values)
         return True
 
     @_writes
-    def claim(self, session, order_id, generation, now, owner):
-        """Take the order for one step by moving its generation on."""
-        return self._fenced_update(order_id, generation, now,
-                                   generation=generation + 1, owner=owner,
-                                   claimed_at=now, dispatched_at=None)
-
-    @_writes
-    def schedule_step(self, session, order_id, generation, now, step,
-                      attempt):
-        """Record the step the order waits for and its attempts."""
-        return self._fenced_update(order_id, generation, now, step=step,
-                                   attempt=attempt, **_RELEASED)
-
-    @_writes
-    def complete(self, session, order_id, generation, now, meta):
-        """Move the order to ACTIVE, merging ``meta`` into its meta."""
+    def complete(self, session, order_id, now, meta):
+        """Move a PENDING order to ACTIVE, merging ``meta`` into its meta.
+        """
         order = self._store.orders.get(order_id)
         merged = dict(order.meta or {}, **(meta or {})) if order else meta
-        return self._fenced_update(order_id, generation, now,
-                                   status=models.ACTIVE, step=None,
-                                   meta=_json(merged), **_RELEASED)
+        return self._move(order_id, now, models.PENDING,
+                          status=models.ACTIVE, meta=_json(merged))
 
     @_writes
-    def fail(self, session, order_id, generation, now, reason):
-        """Move the order to ERROR with ``reason``."""
-        return self._fenced_update(order_id, generation, now,
-                                   status=models.ERROR, step=None,
-                                   error_reason=reason, **_RELEASED)
+    def fail(self, session, order_id, now, reason):
+        """Move a PENDING order to ERROR with ``reason``."""
+        return self._move(order_id, now, models.PENDING,
+                          status=models.ERROR, error_reason=reason)
 
     @_writes
-    def mark_dispatched(self, session, order_ids, now):
-        """Record that unclaimed PENDING orders were cast at ``now``."""
-        for order_id in order_ids or ():
+    def cancel(self, session, order_id, now, reason, compensating):
+        """Move a PENDING order to CANCELLING or CANCELLED."""
+        return self._move(order_id, now, models.PENDING,
+                          status=(models.CANCELLING if compensating
+                                  else models.CANCELLED),
+                          error_reason=reason)
+
+    @_writes
+    def end_cancel(self, session, order_id, now, failure=None):
+        """Move a CANCELLING order to CANCELLED; ``failure`` appended."""
+        values = {'status': models.CANCELLED}
+        if failure is not None:
             order = self._store.orders.get(order_id)
-            if (order is not None and order.owner is None and
-                    order.status == models.PENDING):
-                self._store.orders[order_id] = dataclasses.replace(
-                    order, dispatched_at=now)
+            values['error_reason'] = '%s; %s' % (
+                order.error_reason if order else 'cancelled', failure)
+        return self._move(order_id, now, models.CANCELLING, **values)
+
+
+# A run's result releases the step: no owner, not in flight.
+_RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
+             'dispatched_at': None}
+_OPEN = (models.STEP_WAITING, models.STEP_PENDING)
+
+
+def _step_key(step):
+    return (step.order_id, step.name)
+
+
+class InMemorySteps(_Repository):
+    """``worker.db.steps`` on the in-memory store."""
+
+    @_writes
+    def create(self, session, order_id, names, roots, now):
+        """Insert the steps ``names``; the ``roots`` PENDING, dispatched."""
+        _insert_steps(self._store, order_id, names, roots, now)
+
+    @_reads
+    def for_orders(self, session, order_ids):
+        """Return ``{order_id: {name: step}}`` of these orders."""
+        found = {order_id: {} for order_id in order_ids}
+        for step in sorted(self._store.steps.values(), key=_step_key):
+            if step.order_id in found:
+                found[step.order_id][step.name] = copy.deepcopy(step)
+        return found
+
+    def for_order(self, session, order_id):
+        """Return ``{name: step}`` of one order."""
+        return self.for_orders(session, [order_id])[order_id]
+
+    @_reads
+    def get_many(self, session, keys):
+        """Return ``{(order_id, name): step}`` of the ``keys`` that exist.
+        """
+        return {tuple(key): copy.deepcopy(self._store.steps[tuple(key)])
+                for key in keys or () if tuple(key) in self._store.steps}
+
+    def _fenced_update(self, order_id, name, token, now, **values):
+        step = self._store.steps.get((order_id, name))
+        if (step is None or step.generation != token or
+                step.status != models.STEP_PENDING):
+            return False
+        self._store.steps[order_id, name] = dataclasses.replace(
+            step, updated_at=now, **values)
+        return True
+
+    @_writes
+    def claim(self, session, order_id, name, generation, now, owner,
+              lease_until):
+        """Take the step for one run by moving its generation forward."""
+        step = self._store.steps.get((order_id, name))
+        return step is not None and self._fenced_update(
+            order_id, name, generation, now, generation=generation + 1,
+            owner=owner, claimed_at=now, lease_expires_at=lease_until,
+            dispatched_at=None, attempt=step.attempt + 1,
+            started_at=step.started_at or now)
+
+    @_writes
+    def retry(self, session, order_id, name, token, now, failures, polls,
+              last_error=None):
+        """Release the step for a later run (its retry row is the caller's).
+        """
+        return self._fenced_update(order_id, name, token, now,
+                                   failures=failures, polls=polls,
+                                   last_error=last_error, **_RELEASED)
+
+    @_writes
+    def finish(self, session, order_id, name, token, now, status,
+               output=None, last_error=None):
+        """End the step DONE (with its ``output``) or FAILED."""
+        values = dict(status=status, finished_at=now, **_RELEASED)
+        if output is not None:
+            values['output'] = _json(output)
+        if last_error is not None:
+            values['last_error'] = last_error
+        return self._fenced_update(order_id, name, token, now, **values)
+
+    @_writes
+    def start(self, session, order_id, names, now, dispatched):
+        """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
+        for name in names or ():
+            step = self._store.steps.get((order_id, name))
+            if step is not None and step.status == models.STEP_WAITING:
+                self._store.steps[order_id, name] = dataclasses.replace(
+                    step, status=models.STEP_PENDING, updated_at=now,
+                    dispatched_at=now if dispatched else None)
+
+    @_writes
+    def revoke_open(self, session, order_id, now, reason):
+        """Cancel every WAITING or PENDING step; returns their names."""
+        open_steps = sorted(
+            (step for step in self._store.steps.values()
+             if step.order_id == order_id and step.status in _OPEN),
+            key=_step_key)
+        for step in open_steps:
+            self._store.steps[_step_key(step)] = dataclasses.replace(
+                step, generation=step.generation + 1,
+                status=models.STEP_CANCELLED, last_error=reason,
+                finished_at=now, updated_at=now, **_RELEASED)
+        return [step.name for step in open_steps]
+
+    @_writes
+    def add(self, session, order_id, name, now):
+        """Insert one more step, PENDING and dispatched at ``now``."""
+        _insert_steps(self._store, order_id, [name], {name}, now)
+
+    @_writes
+    def mark_dispatched(self, session, keys, now):
+        """Record that unclaimed PENDING steps were cast at ``now``."""
+        for key in keys or ():
+            step = self._store.steps.get(tuple(key))
+            if (step is not None and step.owner is None and
+                    step.status == models.STEP_PENDING):
+                self._store.steps[tuple(key)] = dataclasses.replace(
+                    step, dispatched_at=now)
 
     def _without_retry_row(self):
-        waiting = {task.order_id for task in self._store.tasks.values()}
-        return [order for order in self._store.orders.values()
-                if order.id not in waiting]
+        waiting = {(task.order_id, task.retry_task)
+                   for task in self._store.tasks.values()}
+        return [step for step in self._store.steps.values()
+                if _step_key(step) not in waiting]
 
     @staticmethod
-    def _recovery(order):
-        return RecoveryRow(order.id, order.generation, order.step,
-                           order.attempt, order.owner)
+    def _recovery(step):
+        return steps.RecoveryRow(step.order_id, step.name, step.generation,
+                                 step.failures, step.owner)
 
     @_reads
     def lost_dispatches(self, session, dispatched_before, limit):
-        """Orders cast before ``dispatched_before`` no worker took up."""
-        found = sorted((order for order in self._without_retry_row()
-                        if order.dispatched_at is not None and
-                        order.dispatched_at < dispatched_before),
-                       key=lambda order: order.dispatched_at)
-        # As in SQL: the limit applies before owned rows are dropped.
-        return [self._recovery(order) for order in found[:limit]
-                if order.owner is None]
+        """Steps cast before ``dispatched_before`` no worker took up."""
+        found = sorted((step for step in self._without_retry_row()
+                        if step.dispatched_at is not None and
+                        step.dispatched_at < dispatched_before),
+                       key=lambda step: (step.dispatched_at,
+                                         _step_key(step)))
+        # As in SQL: the limit applies before claimed steps are dropped.
+        return [self._recovery(step) for step in found[:limit]
+                if step.owner is None]
 
     @_reads
     def owners(self, session):
-        """Return the distinct owners of claimed orders."""
-        return {order.owner for order in self._store.orders.values()
-                if order.owner is not None}
+        """Return the distinct owners of claimed steps."""
+        return {step.owner for step in self._store.steps.values()
+                if step.owner is not None}
 
     @_reads
     def owned_by(self, session, dead_owners, limit):
-        """Orders claimed by one of ``dead_owners``."""
+        """Steps claimed by one of ``dead_owners``."""
         dead = set(dead_owners or ())
-        found = [order for order in self._without_retry_row()
-                 if order.owner in dead]
-        return [self._recovery(order) for order in found[:limit]]
+        found = sorted((step for step in self._without_retry_row()
+                        if step.owner in dead), key=_step_key)
+        return [self._recovery(step) for step in found[:limit]]
+
+    @_reads
+    def expired_leases(self, session, now, limit):
+        """Claimed steps whose lease ended before ``now``."""
+        found = sorted((step for step in self._store.steps.values()
+                        if step.lease_expires_at is not None and
+                        step.lease_expires_at < now),
+                       key=lambda step: (step.lease_expires_at,
+                                         _step_key(step)))
+        return [self._recovery(step) for step in found[:limit]]
 
     @_writes
-    def take_back(self, session, order_id, generation, now):
-        """Take a lost order back: bump its token, no owner."""
-        return self._fenced_update(order_id, generation, now,
-                                   generation=generation + 1, **_RELEASED)
-
-    @_writes
-    def cancel(self, session, order_id, now, reason):
-        """Move a PENDING order to ERROR whatever its token."""
-        order = self._store.orders.get(order_id)
-        if order is None or order.status != models.PENDING:
-            return False
-        self._store.orders[order_id] = dataclasses.replace(
-            order, generation=order.generation + 1, status=models.ERROR,
-            error_reason=reason, step=None, updated_at=now, **_RELEASED)
-        return True
+    def take_back(self, session, order_id, name, generation, now,
+                  failed=None):
+        """Take a lost step back: bump its token, no owner."""
+        step = self._store.steps.get((order_id, name))
+        values = dict(generation=generation + 1, **_RELEASED)
+        if failed and step is not None:
+            values.update(failures=step.failures + 1, last_error=failed)
+        return self._fenced_update(order_id, name, generation, now,
+                                   **values)
 
 
 def _due_key(task):
@@ -398,9 +554,7 @@ class InMemoryRetryTasks(_Repository):
             kwargs=None, retry_count=0, now=None):
         """Insert a retry row for ``order_id``; returns it."""
         if order_id not in self._store.orders:
-            raise db_exc.DBReferenceError(
-                'order_retry_tasks', 'fk_order_retry_tasks_order_id_orders',
-                'order_id', 'orders')
+            raise _missing_order('order_retry_tasks')
         task = RetryTaskRecord(
             id=next(self._store.task_ids), order_id=order_id,
             retry_task=retry_task, retry_at=retry_at,
@@ -425,7 +579,8 @@ class InMemoryRetryTasks(_Repository):
         return [retry_tasks.DueTask(
             task.id, task.order_id, task.retry_task, task.retry_at,
             task.retry_args, task.retry_kwargs, task.retry_count,
-            task.order_id in self._store.orders) for task in found[:limit]]
+            (task.order_id, task.retry_task) in self._store.steps)
+            for task in found[:limit]]
 
     @_reads
     def any_due(self, session, now):
@@ -450,10 +605,12 @@ class InMemoryRetryTasks(_Repository):
                    for task_id in set(task_ids or ()))
 
     @_writes
-    def delete_for_order(self, session, order_id):
-        """Delete every retry row of one order."""
-        self.delete(session, [task.id for task in self._store.tasks.values()
-                              if task.order_id == order_id])
+    def delete_for_order(self, session, order_id, step=None):
+        """Delete every retry row of one order, or of one of its steps."""
+        self.delete(session, [
+            task.id for task in self._store.tasks.values()
+            if task.order_id == order_id and
+            (step is None or task.retry_task == step)])
 
     def _as_read(self, rows):
         read = {(row.id, row.order_id, row.retry_at) for row in rows}
@@ -462,11 +619,11 @@ class InMemoryRetryTasks(_Repository):
 
     @_writes
     def delete_as_read(self, session, rows):
-        """Delete rows (``DueTask``) still as read; their order ids."""
+        """Delete rows (``DueTask``) still as read; their (order, step)."""
         deleted = self._as_read(rows or ())
         for task in deleted:
             del self._store.tasks[task.id]
-        return {task.order_id for task in deleted}
+        return {(task.order_id, task.retry_task) for task in deleted}
 
     @_writes
     def park(self, session, row, reason):
@@ -567,6 +724,7 @@ class InMemoryDatabase:
         store = self._store = _Store()
         self.repositories = repositories.Repositories(
             locks=InMemoryLocks(store), orders=InMemoryOrders(store),
+            steps=InMemorySteps(store),
             retry_tasks=InMemoryRetryTasks(store),
             services=InMemoryServices(store))
 

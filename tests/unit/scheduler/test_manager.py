@@ -16,9 +16,13 @@ from tests import config
 from tests import fakes
 from worker.db import memory
 from worker.db import models
+from worker import order_types
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+CERTIFICATE = order_types.get('certificate')
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
 LOCK = pass_lock.LOCK
 DAEMON = '1@scheduler-host'
 
@@ -50,20 +54,32 @@ def _read(database, action):
         return action(database.repositories, session)
 
 
-def _make_orders(database, count, due_in=-1, step='check_certificate_status'):
-    """PENDING orders, each with one retry row due at NOW + due_in."""
+def _make_orders(database, count, due_in=-1):
+    """PENDING certificate orders, each waiting for its status check: a
+    retry row of CHECK due at NOW + due_in."""
     def make(repos, session):
         ids = []
         for i in range(count):
-            order = repos.orders.create(session, 'certificate', {}, NOW)
-            repos.orders.schedule_step(session, order.id, 0, NOW, step, 0)
+            order_id = _waiting(repos, session)
             repos.retry_tasks.add(
-                session, order.id, step,
+                session, order_id, CHECK,
                 NOW + _seconds(due_in) + datetime.timedelta(milliseconds=i),
-                args=[order.id], kwargs={'generation': 0}, now=NOW)
-            ids.append(order.id)
+                args=[order_id], kwargs={'generation': 0}, now=NOW)
+            ids.append(order_id)
         return ids
     return _write(database, make)
+
+
+def _waiting(repos, session):
+    """A certificate order whose request is DONE and whose status check
+    waits for a retry row (not dispatched)."""
+    order = repos.orders.create(session, CERTIFICATE, {}, NOW)
+    assert repos.steps.claim(session, order.id, REQUEST, 0, NOW, 'w@h',
+                             NOW + _seconds(60))
+    assert repos.steps.finish(session, order.id, REQUEST, 1, NOW,
+                              models.STEP_DONE, output={})
+    repos.steps.start(session, order.id, [CHECK], NOW, dispatched=False)
+    return order.id
 
 
 def _manager(database, conf=None, client=None, **kwargs):
@@ -87,9 +103,9 @@ def _lock(database):
                  repos.locks.get(session, LOCK))
 
 
-def _order(database, order_id):
+def _step(database, order_id, name):
     return _read(database, lambda repos, session:
-                 repos.orders.get(session, order_id))
+                 repos.steps.for_order(session, order_id)[name])
 
 
 def _heartbeat(database, name, at, kind=models.WORKER):
@@ -107,8 +123,9 @@ def test_due_rows_are_cast_once_deleted_and_marked_dispatched(database):
     assert client.count_by_order() == {order_id: 1 for order_id in due}
     assert {row.order_id for row in _rows(database)} == set(later)
     # Marked at the time of the cast: the pass's start plus its progress.
-    assert _order(database, due[0]).dispatched_at == pytest.approx(
+    assert _step(database, due[0], CHECK).dispatched_at == pytest.approx(
         NOW, abs=_seconds(1))
+    assert _step(database, later[0], CHECK).dispatched_at is None
     assert _lock(database) is None
 
 
@@ -174,16 +191,18 @@ def test_young_lock_is_cleared_only_when_its_holder_died(
     assert bool(client.casts) is cleared
 
 
-def _claimed(database, owner, at):
-    """A PENDING order claimed by ``owner`` at ``at`` (generation 1)."""
+def _claimed(database, owner, at, lease_seconds=86400):
+    """A certificate order whose request ``owner`` claimed at ``at``
+    (generation 1), for a lease of ``lease_seconds``."""
     def make(repos, session):
-        order = repos.orders.create(session, 'certificate', {}, at)
-        repos.orders.claim(session, order.id, 0, at, owner)
+        order = repos.orders.create(session, CERTIFICATE, {}, at)
+        assert repos.steps.claim(session, order.id, REQUEST, 0, at, owner,
+                                 at + _seconds(lease_seconds))
         return order.id
     return _write(database, make)
 
 
-def test_an_order_of_a_dead_owner_is_taken_back_and_cast_at_once(database):
+def test_a_step_of_a_dead_owner_is_taken_back_and_cast_at_once(database):
     _heartbeat(database, '5@live', NOW)
     _heartbeat(database, '6@dead', NOW - _seconds(61))
     kept = _claimed(database, '5@live', NOW - _seconds(3600))
@@ -193,26 +212,58 @@ def test_an_order_of_a_dead_owner_is_taken_back_and_cast_at_once(database):
 
     assert result.recovered == 1 and result.dead_services == ['6@dead']
     # Its new token is in the cast; the old one (1) is stale.
-    assert client.casts == [('process_type_order',
-                             {'order_id': lost, 'generation': 2})]
-    assert _order(database, lost).owner is None
-    # An order whose owner is alive is never taken, however long its step.
-    assert _order(database, kept).owner == '5@live'
+    assert client.casts == [(REQUEST, {'order_id': lost, 'generation': 2})]
+    step = _step(database, lost, REQUEST)
+    assert (step.owner, step.generation, step.failures) == (None, 2, 0)
+    # A step whose owner is alive is not taken while its lease lasts,
+    # however long it runs.
+    assert _step(database, kept, REQUEST).owner == '5@live'
+
+
+def test_a_step_past_its_lease_is_taken_back_as_a_failed_run(database):
+    _heartbeat(database, '5@live', NOW)
+    hung = _claimed(database, '5@live', NOW - _seconds(120),
+                    lease_seconds=60)
+    running = _claimed(database, '5@live', NOW - _seconds(120),
+                       lease_seconds=180)
+
+    result, client = _run(database)
+
+    assert result.recovered == 1 and result.dead_services == []
+    assert client.casts == [(REQUEST, {'order_id': hung, 'generation': 2})]
+    step = _step(database, hung, REQUEST)
+    assert (step.owner, step.generation, step.failures, step.last_error) == (
+        None, 2, 1, 'its lease ended on 5@live')
+    assert _step(database, running, REQUEST).owner == '5@live'
 
 
 def test_a_dispatch_no_worker_took_up_is_taken_back(database):
     conf = _conf(**{'scheduler.dispatch_deadline_seconds': 30})
     order_id = _write(database, lambda repos, session: repos.orders.create(
-        session, 'certificate', {}, NOW - _seconds(31)).id)
+        session, CERTIFICATE, {}, NOW - _seconds(31)).id)
     waiting = _write(database, lambda repos, session: repos.orders.create(
-        session, 'certificate', {}, NOW - _seconds(29)).id)
+        session, CERTIFICATE, {}, NOW - _seconds(29)).id)
 
     result, client = _run(database, conf)
 
     assert result.recovered == 1
-    assert client.count_by_order() == {order_id: 1}
-    assert _order(database, order_id).generation == 1
-    assert _order(database, waiting).generation == 0
+    assert client.casts == [(REQUEST, {'order_id': order_id,
+                                       'generation': 1})]
+    assert _step(database, order_id, REQUEST).generation == 1
+    assert _step(database, waiting, REQUEST).generation == 0
+
+
+def test_each_parallel_step_of_an_order_is_taken_back(database):
+    conf = _conf(**{'scheduler.dispatch_deadline_seconds': 30})
+    order_id = _write(database, lambda repos, session: repos.orders.create(
+        session, order_types.get('fanout'), {}, NOW - _seconds(31)).id)
+
+    result, client = _run(database, conf)
+
+    assert result.recovered == 3
+    assert sorted(client.casts) == [
+        (name, {'order_id': order_id, 'generation': 1})
+        for name in ('check_caa', 'check_domains', 'check_key')]
 
 
 def test_recovery_looks_once_per_report_interval(database):
@@ -238,8 +289,7 @@ def test_bad_rows_are_parked_and_the_rows_behind_them_cast(database):
                               NOW - _seconds(100), args=[victims[0]],
                               now=NOW)
         repos.retry_tasks.delete_for_order(session, victims[1])
-        repos.retry_tasks.add(session, victims[1],
-                              'check_certificate_status',
+        repos.retry_tasks.add(session, victims[1], CHECK,
                               NOW - _seconds(100), args=[victims[1]],
                               kwargs={'bogus': 1}, now=NOW)
     _write(database, spoil)
@@ -249,7 +299,9 @@ def test_bad_rows_are_parked_and_the_rows_behind_them_cast(database):
     assert result.parked == 2 and result.dispatched == 10
     assert set(client.count_by_order()) == set(good)
     reasons = sorted(row.park_reason for row in _rows(database, True))
-    assert 'not retryable' in reasons[1] and 'do not fit' in reasons[0]
+    assert 'do not fit' in reasons[0]
+    assert reasons[1] == ('order %s has no step format_hard_disk (or no '
+                          'longer exists)' % victims[0])
     # Parked rows are never due again.
     result, client = _run(database)
     assert result.idle and client.casts == []

@@ -1,22 +1,38 @@
-"""The worker's step logic against the in-memory database: claim, run the
-plugin, apply its answer, all fenced by the order's generation.
+"""The worker's step logic against the in-memory database: claim a step,
+run it, apply its answer, all fenced by the step's own token.
 
 ``tests/functional/test_worker_steps.py`` runs steps on the real
 databases; these are the quick ones to run on every save.
 """
 
+import dataclasses
 import datetime
 
 import pytest
 
 from tests import config
+from tests import fakes
+from worker.common import order_actions
 from worker.db import memory
 from worker.db import models
 from worker import manager
+from worker import order_types
+from worker.order_types import base as types_base
+from worker.order_types import certificate
+from worker.order_types import fanout
 from worker.plugins import base
+from worker import policy
+from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 OWNER = '1@worker-host'
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
+ROOTS = ('check_domains', 'check_caa', 'check_key')
+
+
+def _seconds(value):
+    return datetime.timedelta(seconds=value)
 
 
 class ScriptedPlugin(base.CertificatePluginBase):
@@ -40,153 +56,340 @@ class ScriptedPlugin(base.CertificatePluginBase):
     issue_certificate_request = check_certificate_status = _answer
 
 
+class Script:
+    """What the steps of the ``scripted`` order type answer, run by run.
+
+    :param answers: ``{step: [answer, ...]}``, one answer per run (an
+        exception is raised).
+    :param during: called with each view before its step answers.
+    """
+
+    def __init__(self, during=None, **answers):
+        self._answers = {name: list(steps) for name, steps in answers.items()}
+        self._during = during
+        self.views = []
+
+    def answer(self, view):
+        """Record ``view``; return (or raise) its step's next answer."""
+        self.views.append(view)
+        if self._during is not None:
+            self._during(view)
+        answer = self._answers[view.step].pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def _scripted_workflow(script, step_policy):
+    """The ``scripted`` order type: ``first``, then ``second``."""
+
+    class ScriptedOrder(types_base.OrderType):
+        """Two steps in a row, both with ``step_policy``."""
+
+        steps = (
+            types_base.Step('first', policy=step_policy),
+            types_base.Step('second', after=('first',), policy=step_policy),
+        )
+
+        def first(self, order):
+            return script.answer(order)
+
+        def second(self, order):
+            return script.answer(order)
+
+    return types_base.check('scripted', ScriptedOrder)
+
+
+# Predictable delays: 1 s, 2 s, 4 s ...
+STEADY = policy.StepPolicy(jitter=False, backoff_base_seconds=1.0)
+
+
+@pytest.fixture
+def install(monkeypatch):
+    """Returns ``install(script, step_policy)``: the ``scripted`` order
+    type is installed beside the real ones, for this test only.
+
+    Install it before building the configuration: its option groups are
+    registered with the others.
+    """
+    def install(script, step_policy=STEADY):
+        workflows = dict(order_types.installed(),
+                         scripted=_scripted_workflow(script, step_policy))
+        monkeypatch.setattr(order_types, 'installed', lambda: workflows)
+    return install
+
+
+@pytest.fixture
+def use_plugin(monkeypatch):
+    """Returns ``use(plugin)``: certificate orders run over ``plugin``."""
+    def use(plugin):
+        monkeypatch.setattr(certificate.CertificateOrder, 'build',
+                            classmethod(lambda cls, conf: cls(plugin)))
+        return plugin
+    return use
+
+
 @pytest.fixture
 def database():
     return memory.InMemoryDatabase()
 
 
-def _worker(database, plugin, **overrides):
-    return manager.WorkerManager(config.make_conf(**overrides), database,
-                                 lambda: plugin, OWNER, clock=lambda: NOW)
+@dataclasses.dataclass
+class Worker:
+    """A worker manager, the fake client it casts ready steps to and the
+    results it reported."""
+
+    manager: manager.WorkerManager
+    client: fakes.RecordingRPCClient
+    observed: list
+
+    def run(self, name, order_id, generation):
+        """Deliver a message of one step."""
+        self.manager.run_steps({}, [[name, order_id, generation]])
+
+    def deliver(self):
+        """Deliver every message cast so far, and those they cast, as a
+        broker would; returns the steps of the messages delivered."""
+        delivered = []
+        while self.client.messages:
+            _, _, kwargs = self.client.messages.pop(0)
+            delivered.append(kwargs['steps'])
+            self.manager.run_steps({}, kwargs['steps'])
+        return delivered
 
 
-def _order(database, meta=None):
+def _worker(database, step_concurrency=1, **overrides):
+    client, observed = fakes.RecordingRPCClient(), []
+    return Worker(manager.WorkerManager(
+        config.make_conf(**overrides), database, OWNER,
+        worker_api=rpcapi.WorkerAPI(client), clock=lambda: NOW,
+        observe_result=observed.append, step_concurrency=step_concurrency),
+        client, observed)
+
+
+def _order(database, type_name='certificate', meta=None):
     with database.session() as session, session.begin():
         return database.repositories.orders.create(
-            session, 'certificate', meta or {}, NOW).id
+            session, order_types.get(type_name), meta or {}, NOW).id
+
+
+@dataclasses.dataclass(frozen=True)
+class State:
+    """An order, ``{name: step}`` of its steps, and its retry rows."""
+
+    order: object
+    steps: dict
+    retries: list
+
+    def token(self, name):
+        """The current token of step ``name``."""
+        return self.steps[name].generation
 
 
 def _state(database, order_id):
     with database.reader() as session, session.begin():
         repos = database.repositories
-        return (repos.orders.get(session, order_id),
-                repos.retry_tasks.list_tasks(session, order_id=order_id))
+        return State(repos.orders.get(session, order_id),
+                     repos.steps.for_order(session, order_id),
+                     repos.retry_tasks.list_tasks(session, order_id=order_id))
 
 
-def test_completed_makes_the_order_active_and_merges_its_meta(database):
-    order_id = _order(database, {'domain': 'example.org'})
-    plugin = ScriptedPlugin(base.Completed(meta={'certificate': 'pem'}))
+def _statuses(state):
+    return {name: step.status for name, step in state.steps.items()}
 
-    _worker(database, plugin).process_type_order({}, order_id, 0)
 
-    order, retries = _state(database, order_id)
-    assert order.status == models.ACTIVE and retries == []
-    assert order.meta == {'domain': 'example.org', 'certificate': 'pem'}
-    assert order.owner is None and order.generation == 1
-    # The plugin saw the order under its new token, read-only.
+# The certificate order type, over a scripted plugin.
+
+def test_completed_makes_the_order_active_and_merges_its_meta(
+        database, use_plugin):
+    order_id = _order(database, meta={'domain': 'example.org'})
+    plugin = use_plugin(ScriptedPlugin(
+        base.Completed(meta={'certificate': 'pem'})))
+    worker = _worker(database)
+
+    worker.run(REQUEST, order_id, 0)
+
+    state = _state(database, order_id)
+    assert state.order.status == models.PENDING and state.retries == []
+    request = state.steps[REQUEST]
+    assert (request.status, request.generation, request.owner,
+            request.attempt) == (models.STEP_DONE, 1, None, 1)
+    # The status check is ready: cast with its own token, not yet run.
+    assert worker.client.casts == [(CHECK, {'order_id': order_id,
+                                            'generation': 0})]
+    assert state.steps[CHECK].dispatched_at == NOW
+    # The plugin saw the order under the step's new token, read-only.
     [view] = plugin.views
-    assert view.token == 1 and view.meta['domain'] == 'example.org'
+    assert (view.token, view.step, view.attempt) == (1, REQUEST, 0)
+    assert view.meta['domain'] == 'example.org'
     with pytest.raises(TypeError):
         view.meta['domain'] = 'other'
 
+    worker.deliver()
 
-def test_a_stale_or_duplicate_message_runs_nothing(database):
+    state = _state(database, order_id)
+    assert state.order.status == models.ACTIVE and state.retries == []
+    assert state.order.meta == {'domain': 'example.org',
+                                'certificate': 'pem',
+                                'issued_on_request': True}
+    assert _statuses(state) == {REQUEST: models.STEP_DONE,
+                                CHECK: models.STEP_DONE}
+    assert worker.observed == ['done', 'active']
+
+
+def test_a_stale_or_duplicate_message_runs_nothing(database, use_plugin):
     order_id = _order(database)
-    plugin = ScriptedPlugin(base.RetryLater(5, 'check_certificate_status'))
-    worker = _worker(database, plugin)
-    worker.process_type_order({}, order_id, 0)
+    plugin = use_plugin(ScriptedPlugin(base.RetryLater(5, CHECK)))
+    worker = _worker(database)
+    worker.run(REQUEST, order_id, 0)
     before = _state(database, order_id)
 
-    worker.process_type_order({}, order_id, 0)          # duplicate
-    worker.check_certificate_status({}, order_id, 0)    # stale token
-    worker.check_certificate_status({}, order_id, 7)    # future token
-    worker.process_type_order({}, order_id, 1)          # wrong step
-    worker.check_certificate_status({}, 'no-such-order', 1)
+    worker.run(REQUEST, order_id, 0)            # duplicate
+    worker.run(REQUEST, order_id, 1)            # the step is DONE
+    worker.run(CHECK, order_id, 7)              # future token
+    worker.run('format_hard_disk', order_id, 0)  # no such step
+    worker.run(CHECK, 'no-such-order', 0)
 
     assert len(plugin.views) == 1
     assert _state(database, order_id) == before
+    assert worker.observed == ['done'] + ['stale'] * 5
 
 
-def test_retry_later_writes_one_row_with_the_new_token(database):
+def test_a_request_issued_later_starts_its_check_after_the_delay(
+        database, use_plugin):
     order_id = _order(database)
-    plugin = ScriptedPlugin(base.RetryLater(5, 'check_certificate_status'))
+    use_plugin(ScriptedPlugin(base.RetryLater(5, CHECK)))
+    worker = _worker(database)
 
-    _worker(database, plugin).process_type_order({}, order_id, 0)
+    worker.run(REQUEST, order_id, 0)
 
-    order, [retry] = _state(database, order_id)
-    assert (order.status, order.step, order.generation, order.owner) == (
-        models.PENDING, 'check_certificate_status', 1, None)
-    assert retry.retry_task == 'check_certificate_status'
-    assert retry.retry_at == NOW + datetime.timedelta(seconds=5)
-    assert retry.retry_kwargs == '{"generation": 1}'
+    state = _state(database, order_id)
+    assert _statuses(state) == {REQUEST: models.STEP_DONE,
+                                CHECK: models.STEP_PENDING}
+    # Waiting for its row, not in flight: nothing cast.
+    assert state.steps[CHECK].dispatched_at is None
+    assert worker.client.casts == []
+    [retry] = state.retries
+    assert retry.retry_task == CHECK
+    assert retry.retry_at == NOW + _seconds(5)
+    assert (retry.retry_args, retry.retry_kwargs) == (
+        '["%s"]' % order_id, '{"generation": 0}')
 
 
-def test_an_unavailable_remote_backs_off_then_fails_the_order(database):
+def test_retry_later_polls_the_step_with_its_new_token(database,
+                                                       use_plugin):
+    order_id = _order(database)
+    use_plugin(ScriptedPlugin(base.RetryLater(5)))
+
+    _worker(database).run(REQUEST, order_id, 0)
+
+    state = _state(database, order_id)
+    request = state.steps[REQUEST]
+    assert (request.status, request.generation, request.polls,
+            request.failures, request.owner) == (models.STEP_PENDING, 1, 1,
+                                                 0, None)
+    [retry] = state.retries
+    assert (retry.retry_task, retry.retry_at, retry.retry_kwargs,
+            retry.retry_count) == (REQUEST, NOW + _seconds(5),
+                                   '{"generation": 1}', 0)
+
+
+def test_an_unavailable_remote_backs_off_then_fails_the_order(
+        database, use_plugin):
     order_id = _order(database)
     unavailable = base.RemoteUnavailable('CA down')
-    plugin = ScriptedPlugin(unavailable, unavailable, unavailable)
-    worker = _worker(database, plugin,
+    use_plugin(ScriptedPlugin(unavailable, unavailable, unavailable))
+    # The options of the release before step policies still apply.
+    worker = _worker(database,
                      **{'worker.max_unavailable_retries': 2,
                         'worker.unavailable_backoff_base_seconds': 2.0,
                         'worker.unavailable_backoff_max_seconds': 600.0})
 
     delays = []
     for generation in (0, 1):
-        worker.process_type_order({}, order_id, generation)
-        order, [retry] = _state(database, order_id)
-        assert order.attempt == generation + 1
+        worker.run(REQUEST, order_id, generation)
+        state = _state(database, order_id)
+        [retry] = state.retries
+        assert state.steps[REQUEST].failures == generation + 1
+        assert retry.retry_count == generation + 1
         delays.append((retry.retry_at - NOW).total_seconds())
-    worker.process_type_order({}, order_id, 2)
+    worker.run(REQUEST, order_id, 2)
 
-    order, retries = _state(database, order_id)
-    assert order.status == models.ERROR and retries == []
-    assert 'unavailable after 2 retries: CA down' in order.error_reason
+    state = _state(database, order_id)
+    assert state.order.status == models.ERROR and state.retries == []
+    assert state.order.error_reason == (
+        'step process_type_order gave up after 3 attempts; last error: '
+        'remote service unavailable: CA down')
+    assert _statuses(state) == {REQUEST: models.STEP_FAILED,
+                                CHECK: models.STEP_CANCELLED}
     # Exponential with equal jitter: half fixed, half random, capped.
     assert 1 <= delays[0] <= 2 and 2 <= delays[1] <= 4
+    assert worker.observed == ['retry', 'retry', 'error']
 
 
-def test_a_plugin_that_raises_fails_its_order(database):
+def test_a_plugin_that_raises_fails_its_order(database, use_plugin):
     order_id = _order(database)
-    plugin = ScriptedPlugin(RuntimeError('boom'))
+    use_plugin(ScriptedPlugin(RuntimeError('boom')))
 
-    _worker(database, plugin).process_type_order({}, order_id, 0)
+    _worker(database).run(REQUEST, order_id, 0)
 
-    order, _ = _state(database, order_id)
-    assert order.status == models.ERROR
-    assert order.error_reason == 'plugin error in process_type_order: boom'
+    state = _state(database, order_id)
+    assert state.order.status == models.ERROR
+    assert state.order.error_reason == (
+        'step process_type_order failed after 1 attempt(s): '
+        'RuntimeError: boom')
+    assert state.steps[REQUEST].last_error == 'RuntimeError: boom'
 
 
-def test_a_result_overtaken_while_the_step_ran_is_discarded(database):
+def test_a_result_overtaken_while_the_step_ran_is_discarded(database,
+                                                            use_plugin):
     order_id = _order(database)
 
     def taken_back(view):
-        # The scheduler takes the order back while the plugin runs.
+        # The scheduler takes the step back while the plugin runs.
         with database.session() as session, session.begin():
-            assert database.repositories.orders.take_back(
-                session, order_id, view.token, NOW)
-    plugin = ScriptedPlugin(base.Completed(), during=taken_back)
+            assert database.repositories.steps.take_back(
+                session, order_id, REQUEST, view.token, NOW)
+    use_plugin(ScriptedPlugin(base.Completed(), during=taken_back))
+    worker = _worker(database)
 
-    _worker(database, plugin).process_type_order({}, order_id, 0)
+    worker.run(REQUEST, order_id, 0)
 
-    order, retries = _state(database, order_id)
-    assert (order.status, order.generation) == (models.PENDING, 2)
-    assert retries == []
+    state = _state(database, order_id)
+    assert state.order.status == models.PENDING
+    assert (state.steps[REQUEST].status, state.token(REQUEST)) == (
+        models.STEP_PENDING, 2)
+    assert state.steps[CHECK].status == models.STEP_WAITING
+    assert state.retries == [] and worker.client.casts == []
+    assert worker.observed == ['superseded']
 
 
 def test_run_steps_drops_malformed_and_stale_steps_and_runs_the_rest(
-        database):
+        database, use_plugin):
     current, stale = _order(database), _order(database)
-    plugin = ScriptedPlugin(base.Completed())
-    worker = _worker(database, plugin)
+    plugin = use_plugin(ScriptedPlugin(base.Completed()))
+    worker = _worker(database)
 
-    worker.run_steps({}, [
-        ['process_type_order', current, 0],
-        ['process_type_order', stale, 5],
+    worker.manager.run_steps({}, [
+        [REQUEST, current, 0],
+        [REQUEST, stale, 5],
         ['format_hard_disk', current, 0],
-        ['process_type_order', current, True],
-        ['process_type_order'],
+        [REQUEST, current, True],
+        [REQUEST],
         'garbage',
     ])
 
     assert [view.id for view in plugin.views] == [current]
-    assert _state(database, current)[0].status == models.ACTIVE
-    assert _state(database, stale)[0].generation == 0
+    assert _state(database, current).steps[REQUEST].status == \
+        models.STEP_DONE
+    assert _state(database, stale).token(REQUEST) == 0
 
 
 def test_a_result_the_database_refused_is_written_once_it_answers(
-        database):
+        database, use_plugin):
     order_id = _order(database)
-    worker = _worker(database, ScriptedPlugin(base.Completed()))
+    use_plugin(ScriptedPlugin(base.Completed()))
+    worker = _worker(database)
     session = database.session
     refusing = []
 
@@ -199,14 +402,240 @@ def test_a_result_the_database_refused_is_written_once_it_answers(
         return session()
     database.session = down_after_the_claim
 
-    worker.process_type_order({}, order_id, 0)
+    worker.run(REQUEST, order_id, 0)
 
-    order, _ = _state(database, order_id)
-    assert (order.status, order.owner) == (models.PENDING, OWNER)
-    worker.apply_deferred_results()          # still down: kept
+    request = _state(database, order_id).steps[REQUEST]
+    assert (request.status, request.owner) == (models.STEP_PENDING, OWNER)
+    worker.manager.apply_deferred_results()          # still down: kept
     database.session = session
-    worker.apply_deferred_results()
-    order, _ = _state(database, order_id)
-    assert (order.status, order.owner) == (models.ACTIVE, None)
-    worker.apply_deferred_results()          # written once only
-    assert _state(database, order_id)[0].status == models.ACTIVE
+    worker.manager.apply_deferred_results()
+    request = _state(database, order_id).steps[REQUEST]
+    assert (request.status, request.owner) == (models.STEP_DONE, None)
+    worker.manager.apply_deferred_results()          # written once only
+    assert _state(database, order_id).steps[REQUEST].status == \
+        models.STEP_DONE
+    assert worker.observed == ['done']
+    assert len(worker.client.casts) == 1
+
+
+# The fanout order type: steps in parallel.
+
+def test_parallel_steps_claim_separately_and_the_join_waits_for_all(
+        database):
+    order_id = _order(database, 'fanout')
+    worker = _worker(database, step_concurrency=2,
+                     **{'fanout.poll_interval_seconds': 0.0})
+
+    worker.manager.run_steps({}, [[ROOTS[0], order_id, 0],
+                                  [ROOTS[1], order_id, 0]])
+
+    state = _state(database, order_id)
+    for name in ROOTS[:2]:
+        step = state.steps[name]
+        assert (step.status, step.generation, step.attempt, step.owner,
+                step.started_at) == (models.STEP_DONE, 1, 1, None, NOW)
+    # The third check has not run: its token and claim are its own.
+    assert (state.steps[ROOTS[2]].status, state.token(ROOTS[2])) == (
+        models.STEP_PENDING, 0)
+    assert state.steps['issue'].status == models.STEP_WAITING
+    assert worker.client.casts == [] and worker.observed == ['done'] * 2
+
+    worker.run(ROOTS[2], order_id, 0)
+
+    assert _state(database, order_id).steps['issue'].status == \
+        models.STEP_PENDING
+    assert worker.client.messages == [
+        ('run_steps', rpcapi.RUN_STEPS_VERSION,
+         {'steps': [['issue', order_id, 0]]})]
+
+    delivered = worker.deliver()
+
+    # The two steps after the poll go out together.
+    assert delivered == [[['issue', order_id, 0]], [['poll', order_id, 0]],
+                         [['store', order_id, 0], ['notify', order_id, 0]]]
+    state = _state(database, order_id)
+    assert state.order.status == models.ACTIVE and state.retries == []
+    assert set(_statuses(state).values()) == {models.STEP_DONE}
+    assert state.order.meta == {
+        'domains_checked': 'ok', 'caa_checked': 'ok', 'key_checked': 'ok',
+        'request': base.idempotency_key(order_id, 'issue'),
+        'certificate': 'fanout-%s' % order_id, 'stored': 'ok',
+        'notified': 'ok'}
+    assert worker.observed == ['done'] * 6 + ['active']
+
+
+def test_a_result_after_the_order_was_cancelled_is_discarded(
+        database, monkeypatch):
+    order_id = _order(database, 'fanout')
+    worker = _worker(database)
+
+    def cancelled_meanwhile(self, view):
+        # An operator cancels the order while the check runs.
+        assert order_actions.cancel_order(
+            database, rpcapi.WorkerAPI(worker.client),
+            order_types.get('fanout'), order_id, 'operator', NOW)
+        return base.Completed({'domains_checked': 'ok'})
+    monkeypatch.setattr(fanout.FanoutOrder, 'check_domains',
+                        cancelled_meanwhile)
+
+    worker.run(ROOTS[0], order_id, 0)
+
+    state = _state(database, order_id)
+    assert worker.observed == ['superseded']
+    assert (state.order.status, state.order.error_reason) == (
+        models.CANCELLING, 'operator')
+    step = state.steps[ROOTS[0]]
+    assert (step.status, step.generation, step.output, step.last_error) == (
+        models.STEP_CANCELLED, 2, None, 'order cancelled')
+    # Only the compensation runs: it was cast by the cancellation.
+    assert worker.client.casts == [('revoke', {'order_id': order_id,
+                                               'generation': 0})]
+
+    worker.deliver()
+
+    state = _state(database, order_id)
+    assert (state.order.status, state.order.error_reason) == (
+        models.CANCELLED, 'operator')
+    assert state.steps['revoke'].output == {'revoked': False}
+    assert worker.observed == ['superseded', 'cancelled']
+
+
+# Step policies, on a small order type of this module.
+
+def _run_first(worker, database, order_id, runs):
+    """Deliver step ``first`` ``runs`` times, each with its current token.
+    """
+    for _ in range(runs):
+        worker.run('first', order_id,
+                   _state(database, order_id).token('first'))
+
+
+def test_a_step_whose_policy_runs_out_ends_the_order_naming_it(database,
+                                                               install):
+    down = base.RemoteUnavailable('CA down')
+    install(Script(first=[down, down, down]),
+            dataclasses.replace(STEADY, max_attempts=3))
+    order_id = _order(database, 'scripted')
+    worker = _worker(database)
+
+    delays = []
+    for failures in (1, 2):
+        _run_first(worker, database, order_id, 1)
+        state = _state(database, order_id)
+        [retry] = state.retries
+        assert (state.steps['first'].failures, retry.retry_count) == (
+            failures, failures)
+        delays.append((retry.retry_at - NOW).total_seconds())
+    _run_first(worker, database, order_id, 1)
+
+    assert delays == [1.0, 2.0]
+    state = _state(database, order_id)
+    assert state.order.status == models.ERROR and state.retries == []
+    assert state.order.error_reason == (
+        'step first gave up after 3 attempts; last error: remote service '
+        'unavailable: CA down')
+    first, second = state.steps['first'], state.steps['second']
+    assert (first.status, first.attempt) == (models.STEP_FAILED, 3)
+    assert (second.status, second.last_error) == (
+        models.STEP_CANCELLED, 'order failed at step first')
+    assert worker.observed == ['retry', 'retry', 'error']
+
+
+@pytest.mark.parametrize('asked, waited', [(3600, 30), (7, 7), (-5, 0)])
+def test_a_delay_the_remote_asks_for_is_bounded_by_the_policy(
+        database, install, asked, waited):
+    install(Script(first=[base.RemoteUnavailable(
+        'busy', retry_after_seconds=asked)]),
+        dataclasses.replace(STEADY, backoff_max_seconds=30.0, jitter=True))
+    order_id = _order(database, 'scripted')
+
+    _worker(database).run('first', order_id, 0)
+
+    [retry] = _state(database, order_id).retries
+    assert retry.retry_at == NOW + _seconds(waited)
+
+
+@pytest.mark.parametrize('retry_on, never_retry, retried', [
+    (('*',), (), True),
+    (('ValueError',), (), True),
+    (('builtins.ValueError',), (), True),
+    (('Exception',), (), True),          # a base class matches too
+    ((), (), False),
+    (('KeyError',), (), False),
+    (('*',), ('ValueError',), False),
+])
+def test_an_unexpected_exception_retries_only_if_the_policy_says_so(
+        database, install, retry_on, never_retry, retried):
+    install(Script(first=[ValueError('bad')]), dataclasses.replace(
+        STEADY, retry_on=retry_on, never_retry=never_retry))
+    order_id = _order(database, 'scripted')
+    worker = _worker(database)
+
+    worker.run('first', order_id, 0)
+
+    state = _state(database, order_id)
+    first = state.steps['first']
+    if retried:
+        assert state.order.status == models.PENDING
+        assert (first.status, first.failures, first.last_error) == (
+            models.STEP_PENDING, 1, 'ValueError: bad')
+        [retry] = state.retries
+        assert (retry.retry_task, retry.retry_at) == ('first',
+                                                      NOW + _seconds(1))
+        assert worker.observed == ['retry']
+    else:
+        assert state.order.status == models.ERROR and state.retries == []
+        assert state.order.error_reason == (
+            'step first failed after 1 attempt(s): ValueError: bad')
+        assert first.status == models.STEP_FAILED
+        assert worker.observed == ['error']
+
+
+def test_polling_beyond_max_polls_gives_up(database, install):
+    install(Script(first=[base.RetryLater(5)] * 3),
+            dataclasses.replace(STEADY, max_polls=2))
+    order_id = _order(database, 'scripted')
+    worker = _worker(database)
+
+    for polls in (1, 2):
+        _run_first(worker, database, order_id, 1)
+        state = _state(database, order_id)
+        [retry] = state.retries
+        assert (state.steps['first'].polls, state.steps['first'].failures,
+                retry.retry_at, retry.retry_count) == (
+            polls, 0, NOW + _seconds(5), 0)
+    _run_first(worker, database, order_id, 1)
+
+    state = _state(database, order_id)
+    assert state.order.status == models.ERROR and state.retries == []
+    assert state.order.error_reason == (
+        'step first still not done after 2 polls (max_polls)')
+    assert worker.observed == ['retry', 'retry', 'error']
+
+
+def test_a_step_has_one_idempotency_key_for_all_its_runs(database,
+                                                         install):
+    down = base.RemoteUnavailable('down')
+    script = Script(first=[down, base.Completed(), down],
+                    second=[base.Completed()])
+    install(script)
+    order_id, other_id = _order(database, 'scripted'), \
+        _order(database, 'scripted')
+    worker = _worker(database)
+
+    _run_first(worker, database, order_id, 2)
+    worker.deliver()
+    worker.run('first', other_id, 0)
+
+    first, again, second, other = script.views
+    assert (first.step, again.step, second.step) == ('first', 'first',
+                                                     'second')
+    # The token changes with every run; the key does not.
+    assert (first.token, again.token, again.attempt) == (1, 2, 1)
+    assert first.idempotency_key == again.idempotency_key == \
+        base.idempotency_key(order_id, 'first')
+    assert second.idempotency_key == \
+        base.idempotency_key(order_id, 'second')
+    assert len({first.idempotency_key, second.idempotency_key,
+                other.idempotency_key}) == 3
+    assert second.idempotency_key_of('first') == first.idempotency_key
