@@ -1,8 +1,9 @@
 """``order explain``: one sentence on why a PENDING order has not moved.
 
-``worker.db.memory.InMemoryDatabase`` has no steps repository yet, so the
-tests read from ``FakeDatabase``: the four repository functions
-``explain_order`` calls, over rows the test writes directly.
+The tests read from ``FakeDatabase``: the four repository functions
+``explain_order`` calls, over rows the test writes directly, so that each
+test states exactly the rows it explains (a lease in the past, a parked
+row) without driving a workflow there.
 """
 
 import contextlib
