@@ -4,16 +4,19 @@ Every order before this revision ran the certificate workflow
 (``process_type_order`` then ``check_certificate_status``), one step at a
 time, with its token, owner and dispatch time on the order. Those move to
 one ``order_steps`` row per step: a PENDING order's current step keeps its
-token, owner, dispatch time and consecutive failures, so a worker running
-it, a message in flight and its retry row (which names the step and the
-token) all stay valid; the steps before it are DONE, the step after it
-WAITING. An ACTIVE order's steps are DONE. An order that ended in ERROR
-gets no step rows: which step failed was not recorded.
+token, owner, dispatch time and consecutive failures (a run going on gets
+a lease of the default 600 s), so a worker running it, a message in flight
+and its retry row (which names the step and the token) all stay valid;
+the steps before it are DONE, the step after it WAITING. An ACTIVE
+order's steps are DONE. An order that ended in ERROR gets no step rows:
+which step failed was not recorded.
 
 Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-23
 """
+
+import datetime
 
 from alembic import op
 import sqlalchemy as sa
@@ -27,6 +30,8 @@ depends_on = None
 Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 
 _CERTIFICATE_STEPS = ('process_type_order', 'check_certificate_status')
+# worker.policy.StepPolicy's default timeout_seconds when this was written.
+_DEFAULT_LEASE = datetime.timedelta(seconds=600)
 _BATCH = 1000
 
 
@@ -71,17 +76,22 @@ def upgrade():
 
 
 def _move_steps(connection):
+    # Typed where the values are times: SQLite returns them as text
+    # otherwise.
+    def times(*names):
+        return [sa.column(name, Timestamp) for name in names]
+
     orders = sa.table(
         'orders', sa.column('id'), sa.column('type'), sa.column('status'),
         sa.column('generation'), sa.column('step'), sa.column('attempt'),
-        sa.column('owner'), sa.column('claimed_at'),
-        sa.column('dispatched_at'), sa.column('updated_at'))
+        sa.column('owner'),
+        *times('claimed_at', 'dispatched_at', 'updated_at'))
     steps = sa.table(
         'order_steps', *(sa.column(name) for name in (
             'order_id', 'name', 'status', 'generation', 'attempt',
-            'failures', 'polls', 'owner', 'claimed_at', 'lease_expires_at',
-            'dispatched_at', 'started_at', 'finished_at', 'last_error',
-            'output', 'updated_at')))
+            'failures', 'polls', 'owner', 'last_error', 'output')),
+        *times('claimed_at', 'lease_expires_at', 'dispatched_at',
+               'started_at', 'finished_at', 'updated_at'))
     # Every order so far ran the certificate workflow, whatever it was
     # called.
     connection.execute(sa.update(orders).values(type='certificate'))
@@ -122,12 +132,18 @@ def _steps_of(order):
     result = []
     for index, name in enumerate(names):
         if name == current:
+            claimed_at = order.claimed_at if order.owner else None
             result.append(row(
                 name, 'PENDING', generation=order.generation,
-                failures=order.attempt, attempt=1 if order.owner else 0,
-                owner=order.owner, claimed_at=order.claimed_at,
+                failures=order.attempt,
+                attempt=order.attempt + (1 if order.owner else 0),
+                owner=order.owner, claimed_at=claimed_at,
+                # A run going on during the upgrade gets the default
+                # lease, so that a hung one is taken back too.
+                lease_expires_at=(
+                    claimed_at + _DEFAULT_LEASE if claimed_at else None),
                 dispatched_at=order.dispatched_at,
-                started_at=order.claimed_at))
+                started_at=claimed_at))
         elif index < position:
             result.append(row(name, 'DONE', finished_at=order.updated_at))
         elif name in _CERTIFICATE_STEPS:

@@ -1,0 +1,236 @@
+"""Orders of the release before order types, migrated with data in them.
+
+A database at revision 0002 holds orders in every state that release's
+model had: the order itself carried its step, token, owner and dispatch
+time. Upgraded to head, each becomes rows of ``order_steps`` as
+``alembic/versions/0003_order_steps.py`` documents, its retry rows still
+match their step and token, and a real worker and retry daemon finish
+every PENDING order.
+"""
+
+import datetime
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from tests.functional import processes
+from tests.functional import workflows
+from tests import plugin as test_plugin
+from worker.db import migration
+from worker.db import models
+from worker.db import orders
+from worker.db import retry_tasks
+from worker.db import session as db_session
+from worker.db import steps
+
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
+GONE = '4242@a-host-long-gone'
+
+# The tables as revision 0002 left them.
+_OLD_ORDERS = sa.table(
+    'orders', sa.column('id'), sa.column('type'), sa.column('status'),
+    sa.column('meta', sa.JSON), sa.column('error_reason'),
+    sa.column('generation'), sa.column('step'), sa.column('attempt'),
+    sa.column('owner'), sa.column('claimed_at', models.Timestamp),
+    sa.column('dispatched_at', models.Timestamp),
+    sa.column('created_at', models.Timestamp),
+    sa.column('updated_at', models.Timestamp))
+_OLD_RETRIES = sa.table(
+    'order_retry_tasks', sa.column('order_id'), sa.column('retry_task'),
+    sa.column('retry_at', models.Timestamp), sa.column('retry_args'),
+    sa.column('retry_kwargs'), sa.column('retry_count'),
+    sa.column('parked', sa.Boolean), sa.column('park_reason'),
+    sa.column('created_at', models.Timestamp))
+
+
+def _old_order(order_id, status, step, generation, now, **values):
+    row = dict(id=order_id, type='certificate', status=status, meta={},
+               error_reason=None, generation=generation, step=step,
+               attempt=0, owner=None, claimed_at=None, dispatched_at=None,
+               created_at=now - datetime.timedelta(minutes=10),
+               updated_at=now - datetime.timedelta(minutes=1))
+    row.update(values)
+    return row
+
+
+def _old_retry(order_id, step, generation, retry_count, now):
+    return dict(order_id=order_id, retry_task=step, retry_at=now,
+                retry_args=json.dumps([order_id]),
+                retry_kwargs=json.dumps({'generation': generation}),
+                retry_count=retry_count, parked=False, park_reason=None,
+                created_at=now)
+
+
+@pytest.fixture
+def old_data(database_url):
+    """A database at 0002 with one order in each state; returns
+    ``(rows by name, retry rows)``."""
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    migration.upgrade(engine, '0002')
+    now = datetime.datetime.utcnow().replace(microsecond=123456)
+    before = now - datetime.timedelta(seconds=60)
+    rows = {
+        # Cast a minute ago, never taken up: a lost dispatch.
+        'dispatched': _old_order('00000000-0000-0000-0000-000000000001',
+                                 models.PENDING, REQUEST, 0, now,
+                                 dispatched_at=before),
+        # Running on a process that is gone; the type had another name.
+        'claimed': _old_order('00000000-0000-0000-0000-000000000002',
+                              models.PENDING, REQUEST, 1, now,
+                              type='order', owner=GONE, claimed_at=before),
+        # The CA was unavailable once for the status check: a retry row.
+        'checking': _old_order('00000000-0000-0000-0000-000000000003',
+                               models.PENDING, CHECK, 2, now, attempt=1,
+                               meta={'unavailable_attempts': 1}),
+        # The same, for the request itself.
+        'requesting': _old_order('00000000-0000-0000-0000-000000000004',
+                                 models.PENDING, REQUEST, 1, now, attempt=1,
+                                 meta={'unavailable_attempts': 1}),
+        'active': _old_order('00000000-0000-0000-0000-000000000005',
+                             models.ACTIVE, CHECK, 4, now,
+                             meta={'certificate': 'simple-5'}),
+        'error': _old_order('00000000-0000-0000-0000-000000000006',
+                            models.ERROR, REQUEST, 3, now,
+                            error_reason='process_type_order: remote '
+                                         'service unavailable'),
+    }
+    retries = [_old_retry(rows['checking']['id'], CHECK, 2, 1, now),
+               _old_retry(rows['requesting']['id'], REQUEST, 1, 1, now)]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(_OLD_ORDERS), list(rows.values()))
+        connection.execute(sa.insert(_OLD_RETRIES), retries)
+    engine.dispose()
+    return rows, retries
+
+
+def _step(name, status, **values):
+    row = dict(name=name, status=status, generation=0, attempt=0,
+               failures=0, polls=0, owner=None, claimed_at=None,
+               lease_expires_at=None, dispatched_at=None, started_at=None,
+               finished_at=None, last_error=None, output=None)
+    row.update(values)
+    return row
+
+
+def _expected_steps(old):
+    """The rows 0003_order_steps.py documents for each old order."""
+    done = dict(finished_at=old['active']['updated_at'])
+    return {
+        'dispatched': [
+            _step(REQUEST, models.STEP_PENDING,
+                  dispatched_at=old['dispatched']['dispatched_at']),
+            _step(CHECK, models.STEP_WAITING)],
+        'claimed': [
+            _step(REQUEST, models.STEP_PENDING, generation=1, attempt=1,
+                  owner=GONE, claimed_at=old['claimed']['claimed_at'],
+                  lease_expires_at=old['claimed']['claimed_at'] +
+                  datetime.timedelta(seconds=600),
+                  started_at=old['claimed']['claimed_at']),
+            _step(CHECK, models.STEP_WAITING)],
+        'checking': [
+            _step(REQUEST, models.STEP_DONE, **done),
+            _step(CHECK, models.STEP_PENDING, generation=2, attempt=1,
+                  failures=1)],
+        'requesting': [
+            _step(REQUEST, models.STEP_PENDING, generation=1, attempt=1,
+                  failures=1),
+            _step(CHECK, models.STEP_WAITING)],
+        'active': [_step(REQUEST, models.STEP_DONE, **done),
+                   _step(CHECK, models.STEP_DONE, **done)],
+        'error': [],
+    }
+
+
+def _columns(step):
+    return {name: getattr(step, name) for name in (
+        'name', 'status', 'generation', 'attempt', 'failures', 'polls',
+        'owner', 'claimed_at', 'lease_expires_at', 'dispatched_at',
+        'started_at', 'finished_at', 'last_error', 'output')}
+
+
+def test_orders_of_0002_are_migrated_and_then_finished(
+        old_data, database_url, transport_url, tmp_path):
+    old, old_retries = old_data
+    database = db_session.Database.from_url(database_url)
+    migration.upgrade(database.engine)
+    try:
+        _check_migrated(database, old, old_retries)
+        _check_finished(database, old, database_url, transport_url,
+                        tmp_path)
+    finally:
+        database.dispose()
+
+
+def _check_migrated(database, old, old_retries):
+    expected = _expected_steps(old)
+    with database.session() as session:
+        for name, row in old.items():
+            order = orders.get(session, row['id'])
+            assert (order.type, order.status, order.meta,
+                    order.error_reason) == (
+                'certificate', row['status'], row['meta'],
+                row['error_reason']), name
+            found = steps.for_order(session, row['id'])
+            assert [_columns(found[step['name']])
+                    for step in expected[name]] == expected[name], name
+            assert len(found) == len(expected[name]), name
+        tasks = retry_tasks.list_tasks(session)
+        assert sorted((task.order_id, task.retry_task, task.retry_count)
+                      for task in tasks) == sorted(
+            (task['order_id'], task['retry_task'], task['retry_count'])
+            for task in old_retries)
+        for task in tasks:
+            # The row still names a PENDING step at the token it carries:
+            # cast as it is, it finds its step.
+            step = steps.for_order(session, task.order_id)[task.retry_task]
+            assert step.status == models.STEP_PENDING
+            assert json.loads(task.retry_kwargs) == {
+                'generation': step.generation}
+            assert json.loads(task.retry_args) == [task.order_id]
+            assert step.failures == task.retry_count
+            assert not task.parked
+
+
+def _check_finished(database, old, database_url, transport_url, tmp_path):
+    # The certificate plugin that records its calls with their tokens.
+    cluster = processes.Deployment(tmp_path, database_url, transport_url,
+                                   workflows.FAST)
+    try:
+        workers = cluster.start('barbican-worker', 'worker')
+        retry = cluster.start('barbican-retry', 'retry')
+        workers.wait_for_log('serving topic')
+        retry.wait_for_log('Retry scheduler started')
+        processes.wait_for(
+            lambda: _counts(database) == {models.ACTIVE: 5,
+                                          models.ERROR: 1},
+            40, 'every PENDING order ACTIVE')
+        calls = {}
+        for call in test_plugin.read_log(cluster.plugin_log):
+            calls.setdefault(call['order'], []).append(
+                (call['step'], call['token'], call['result']))
+        issue = 'issue_certificate_request'
+        check = 'check_certificate_status'
+        # Each PENDING order resumed at its own step, under a newer token
+        # than the one the old release gave it.
+        assert calls[old['dispatched']['id']][0][:2] == (issue, 2)
+        assert calls[old['claimed']['id']][0][:2] == (issue, 3)
+        assert calls[old['checking']['id']] == [(check, 3, 'Completed')]
+        assert calls[old['requesting']['id']][0] == (issue, 2, 'RetryLater')
+        assert old['active']['id'] not in calls
+        assert old['error']['id'] not in calls
+        assert 'its owner %s stopped heartbeating' % GONE in retry.log()
+        assert 'no worker took up its dispatch' in retry.log()
+        assert workers.process.poll() is None
+        with database.session() as session:
+            assert retry_tasks.list_tasks(session) == []
+            assert orders.get(session, old['active']['id']).meta == \
+                old['active']['meta']
+    finally:
+        cluster.kill_all()
+
+
+def _counts(database):
+    with database.session() as session:
+        return orders.count_by_status(session)
