@@ -4,12 +4,13 @@ They are registered for test processes only (see
 ``tests/functional/processes.py: plugin_environment``): the certificate
 plugin ``recording`` and the order type ``recording_fanout`` (the fanout
 workflow, each call recorded with its step's idempotency key, as a remote
-service counting distinct keys would see them). Every call appends one JSON line to the file named by
-``BARBICAN_RETRY_TEST_PLUGIN_LOG``: the order, the step, the token it ran
-under and when it started and ended. An order whose metadata holds
-``"hold_seconds": S`` makes its first ``issue_certificate_request`` (token
-1) take S seconds, so a test can kill a worker in the middle of a step and
-see the order finish after it is taken back.
+service counting distinct keys would see them). Every call appends one
+JSON line to the file named by ``BARBICAN_RETRY_TEST_PLUGIN_LOG``: the
+order, the step, the token it ran under and when it started and ended.
+An order whose metadata holds ``"hold_seconds": S`` makes its first
+``issue_certificate_request`` (token 1) take S seconds, so a test can kill
+a worker in the middle of a step and see the order finish after it is
+taken back.
 """
 
 import json
@@ -30,14 +31,9 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
         if step == 'issue_certificate_request' and order.token == 1:
             time.sleep(float(order.meta.get('hold_seconds', 0)))
         result = call(order)
-        path = os.environ.get(LOG_VARIABLE)
-        if path:
-            line = json.dumps({'order': order.id, 'step': step,
-                               'token': order.token, 'started': started,
-                               'ended': time.time(),
-                               'result': type(result).__name__})
-            with open(path, 'a') as log:
-                log.write(line + '\n')
+        _append({'order': order.id, 'step': step, 'token': order.token,
+                 'started': started, 'ended': time.time(),
+                 'result': type(result).__name__})
         return result
 
     def issue_certificate_request(self, order):
