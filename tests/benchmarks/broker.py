@@ -20,14 +20,14 @@ from tests.benchmarks import env
 
 
 def _oslo_like_body(index):
-    # The envelope oslo.messaging sends for a cast of
-    # check_certificate_status(order_id, generation): same shape and size,
-    # so both sides serialise and ship the same bytes.
+    # The envelope oslo.messaging sends for a cast of run_steps with one
+    # step, [step, order_id, generation]: same shape and size, so both
+    # sides serialise and ship the same bytes.
     message = {
-        'method': 'check_certificate_status',
-        'args': {'order_id': 'b%s-%012d' % ('0' * 8, index),
-                 'generation': 0},
-        'version': '1.0',
+        'method': 'run_steps',
+        'args': {'steps': [['check_certificate_status',
+                            'b%s-%012d' % ('0' * 8, index), 0]]},
+        'version': '1.1',
         '_unique_id': uuid.uuid4().hex,
     }
     return {'oslo.version': '2.0', 'oslo.message': json.dumps(message)}

@@ -27,6 +27,7 @@ from tests.benchmarks import broker
 from tests.benchmarks import env
 from tests.benchmarks import seed
 from tests import config
+from worker import rpcapi
 
 
 def scheduler_conf(**scheduler_options):
@@ -96,15 +97,17 @@ def oslo_cast_rate(transport_url, count, threads):
     kombu_url = env.kombu_url(transport_url)
     per_thread = count // threads
 
+    def cast(order_id):
+        api.run_steps([rpcapi.Step('check_certificate_status', order_id, 0)])
+
     def loop(first):
         for index in range(first, first + per_thread):
-            api.check_certificate_status('b%012d' % index, 0)
+            cast('b%012d' % index)
 
     with broker.sink_queue(kombu_url, topic) as depth, \
             concurrent.futures.ThreadPoolExecutor(threads) as pool:
         # Warm-up: one connection per thread, as in a running daemon.
-        list(pool.map(lambda _: api.check_certificate_status('warm', 0),
-                      range(threads)))
+        list(pool.map(lambda _: cast('warm'), range(threads)))
         started = time.perf_counter()
         list(pool.map(loop, range(0, per_thread * threads, per_thread)))
         seconds = time.perf_counter() - started

@@ -4,16 +4,19 @@ Ours: a real ``barbican-worker`` pool of 3 processes and one
 ``barbican-retry`` daemon (period 1 s, every other option at its default)
 on PostgreSQL and the shared RabbitMQ. Two kinds of rows:
 
-- ``noop`` (the target's figure): each row names
-  ``check_certificate_status`` for a real order that waits at another
-  step, so the worker drops the step after reading its order (one read
-  for all the steps of a message, in one transaction), and logs that line
-  once per step. Lost = orders with no such line, duplicated = extra
-  lines; the drain ends at the last line.
-- ``complete`` (shown beside it): the orders wait at
-  ``check_certificate_status``, so each cast claims its order, runs the
-  simple plugin and completes it (two transactions). Lost = orders not
-  ACTIVE at the end; duplicated = casts dropped for a used token.
+Every row names the step ``check_certificate_status`` of a real
+certificate order, at the step's generation (see ``seed``).
+
+- ``noop`` (the target's figure): the order waits at its other step
+  (``process_type_order`` PENDING), so the named step is still WAITING and
+  the worker drops it after reading its row (one read for all the steps of
+  a message, in one transaction), and logs that line once per step. Lost
+  = orders with no such line, duplicated = extra lines; the drain ends at
+  the last line.
+- ``complete`` (shown beside it): ``process_type_order`` is DONE and the
+  named step PENDING, so each cast claims the step, runs the simple plugin
+  and completes the order (two transactions). Lost = orders not ACTIVE at
+  the end; duplicated = casts dropped for a used token.
 
 Celery: the same number of tasks with ``eta=T`` on the same broker, a
 prefork worker with the same number of processes (see ``celery_side``).

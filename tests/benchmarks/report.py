@@ -159,7 +159,26 @@ def _rows_worker_pool(result):
         '   machine CPU busy meanwhile (%d CPUs in all)' % two['cpus'],
         '%.0f%% (2 processes)' % (100 * two['cpu_busy']),
         '1 process: %.0f%%' % (100 * one['cpu_busy']), None, '(info)',
-        None)]
+        None)] + _rows_fanout(result)
+
+
+def _rows_fanout(result):
+    fanout, two = result.get('fanout_two'), result['two']
+    if not fanout:
+        return []
+    return [Row(
+        '   fanout orders completed/s, 2 worker processes (%d orders, %d '
+        'steps each)' % (fanout['orders'], fanout['steps_per_order']),
+        '%.1f orders/s' % fanout['rate'],
+        'certificate (%d steps): %.1f orders/s'
+        % (two['steps_per_order'], two['rate']),
+        fanout['rate'] / two['rate'] if two['rate'] else None, '(info)',
+        None), Row(
+        '   fanout steps completed/s, 2 worker processes',
+        '%.0f steps/s' % fanout['step_rate'],
+        'certificate: %.0f steps/s' % two['step_rate'],
+        fanout['step_rate'] / two['step_rate'] if two['step_rate']
+        else None, '(info)', None)]
 
 
 _ROWS = {

@@ -1,12 +1,14 @@
-"""Bulk loading of orders and retry rows, fast enough for 1,000,000 rows.
+"""Bulk loading of orders, their steps and retry rows, for 1,000,000 rows.
 
 Rows are generated inside the database (``generate_series`` on
-PostgreSQL, a recursive CTE on SQLite), one statement per table in one
-transaction: going through the ORM would take longer than the
-measurements themselves. What is written is exactly what the worker would
-write (``worker.manager.WorkerManager._schedule``): a PENDING order at the
-retried step and one retry row whose args are ``[order_id]`` and kwargs
-``{"generation": 0}``.
+PostgreSQL, a recursive CTE on SQLite), one statement per table (and per
+step) in one transaction: going through the ORM would take longer than the
+measurements themselves. What is written is what the worker would write
+(``worker.outcomes``) for a certificate order waiting at one step: a
+PENDING order, its steps (those before the step DONE, the step PENDING,
+those after it WAITING), and one retry row naming a step, whose args are
+``[order_id]`` and kwargs ``{"generation": G}`` with G the step's
+generation.
 
 Order ids are ``<prefix><12 digits>``; row ``i`` (from 1) is due at
 ``start + (i - 1) * spacing``, so a measurement can tell each row's
@@ -15,9 +17,13 @@ Order ids are ``<prefix><12 digits>``; row ``i`` (from 1) is due at
 
 import dataclasses
 import datetime
+import typing
 import uuid
 
 _EPOCH = datetime.datetime(1970, 1, 1)
+
+#: The certificate order type's steps, in workflow order.
+CERTIFICATE_STEPS = ('process_type_order', 'check_certificate_status')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,22 +54,35 @@ def new_prefix():
 def load(database, count, start, spacing=0.0, step='check_certificate_status',
          retry_task='check_certificate_status', prefix=None, retries=True,
          analyze=True):
-    """Insert ``count`` PENDING orders and (if ``retries``) their retry rows.
+    """Insert ``count`` PENDING certificate orders, their steps and (if
+    ``retries``) their retry rows.
 
     :param database: a ``worker.db.session.Database``.
     :param start: ``retry_at`` of the first row (naive UTC).
     :param spacing: seconds between the ``retry_at`` of consecutive rows.
-    :param step: the step the orders wait for (``Order.step``).
+    :param step: the step the orders are at: PENDING, waiting for its
+        retry row (or, without ``retries``, counted as dispatched at
+        ``start``); the steps before it are DONE, those after it WAITING.
+    :param retry_task: the step the retry rows name, at its generation. A
+        step after ``step`` is WAITING: the worker drops its casts as
+        stale, after one read (a no-op row).
     :param analyze: on PostgreSQL, VACUUM ANALYZE afterwards, the state
         autovacuum reaches soon after a bulk load; without it the planner
         works from an empty table's statistics.
     :returns: a ``Batch``.
     """
+    if step not in CERTIFICATE_STEPS or retry_task not in CERTIFICATE_STEPS:
+        raise ValueError('not a step of the certificate type: %s, %s'
+                         % (step, retry_task))
     batch = Batch(prefix or new_prefix(), count, start, spacing)
     dialect = database.engine.dialect.name
+    # SQLite stores datetimes as text of this exact shape (see below).
+    now = (start if dialect == 'postgresql'
+           else start.strftime('%Y-%m-%d %H:%M:%S.%f'))
+    steps = _step_rows(step, now, dispatched=not retries)
     params = {
-        'prefix': batch.prefix, 'last': count, 'step': step,
-        'task': retry_task, 'now': start,
+        'prefix': batch.prefix, 'last': count, 'task': retry_task,
+        'generation': steps[retry_task]['generation'], 'now': now,
         'start_us': int((start - _EPOCH).total_seconds() * 1e6),
         'spacing_us': int(spacing * 1e6),
     }
@@ -71,9 +90,11 @@ def load(database, count, start, spacing=0.0, step='check_certificate_status',
     connection = database.engine.raw_connection()
     try:
         cursor = connection.cursor()
-        cursor.execute(statements[0], params)
+        cursor.execute(statements.orders, params)
+        for values in steps.values():
+            cursor.execute(statements.steps, dict(params, **values))
         if retries:
-            cursor.execute(statements[1], params)
+            cursor.execute(statements.retries, params)
         cursor.close()
         connection.commit()
     finally:
@@ -83,11 +104,33 @@ def load(database, count, start, spacing=0.0, step='check_certificate_status',
     return batch
 
 
+def _step_rows(step, now, dispatched):
+    """``{name: column values}`` of the steps of an order at ``step``.
+
+    A DONE step was claimed once (generation 1) and ended at ``now``.
+    """
+    at = CERTIFICATE_STEPS.index(step)
+    rows = {}
+    for index, name in enumerate(CERTIFICATE_STEPS):
+        done = index < at
+        rows[name] = {
+            'name': name,
+            'status': ('DONE' if done else
+                       'PENDING' if index == at else 'WAITING'),
+            'generation': 1 if done else 0,
+            'ended_at': now if done else None,
+            'output': '{}' if done else None,
+            'dispatched_at': now if index == at and dispatched else None,
+        }
+    return rows
+
+
 def vacuum_analyze(database):
     """VACUUM ANALYZE both tables (PostgreSQL; outside a transaction)."""
     with database.engine.connect().execution_options(
             isolation_level='AUTOCOMMIT') as connection:
         connection.exec_driver_sql('VACUUM ANALYZE orders')
+        connection.exec_driver_sql('VACUUM ANALYZE order_steps')
         connection.exec_driver_sql('VACUUM ANALYZE order_retry_tasks')
 
 
@@ -98,12 +141,26 @@ def count_rows(database, table='order_retry_tasks'):
             'SELECT count(*) FROM %s' % table).scalar()
 
 
-_POSTGRESQL = (
+class _Statements(typing.NamedTuple):
+    orders: str
+    steps: str
+    retries: str
+
+
+_POSTGRESQL = _Statements(
     """
-    INSERT INTO orders (id, type, status, meta, generation, step, attempt,
-                        created_at, updated_at)
+    INSERT INTO orders (id, type, status, meta, created_at, updated_at)
     SELECT %(prefix)s || lpad(g::text, 12, '0'), 'certificate', 'PENDING',
-           '{}', 0, %(step)s, 0, %(now)s, %(now)s
+           '{}', %(now)s, %(now)s
+    FROM generate_series(1, %(last)s) AS g
+    """,
+    """
+    INSERT INTO order_steps (order_id, name, status, generation, attempt,
+                             failures, polls, dispatched_at, started_at,
+                             finished_at, output, updated_at)
+    SELECT %(prefix)s || lpad(g::text, 12, '0'), %(name)s, %(status)s,
+           %(generation)s, %(generation)s, 0, 0, %(dispatched_at)s,
+           %(ended_at)s, %(ended_at)s, %(output)s, %(now)s
     FROM generate_series(1, %(last)s) AS g
     """,
     """
@@ -114,7 +171,7 @@ _POSTGRESQL = (
            %(now)s::timestamp
                + (g - 1) * %(spacing_us)s * interval '1 microsecond',
            '["' || %(prefix)s || lpad(g::text, 12, '0') || '"]',
-           '{"generation": 0}', 0, false, %(now)s
+           '{"generation": ' || %(generation)s || '}', 0, false, %(now)s
     FROM generate_series(1, %(last)s) AS g
     """,
 )
@@ -131,12 +188,20 @@ _SQLITE_TIME = """
              (:start_us + (g - 1) * :spacing_us) / 1000000, 'unixepoch')
         || printf('.%06d', (:start_us + (g - 1) * :spacing_us) % 1000000)
 """
-_SQLITE = (
+_SQLITE = _Statements(
     _SQLITE_SEQ + """
-    INSERT INTO orders (id, type, status, meta, generation, step, attempt,
-                        created_at, updated_at)
-    SELECT :prefix || printf('%012d', g), 'certificate', 'PENDING', '{}', 0,
-           :step, 0, """ + _SQLITE_TIME + ", " + _SQLITE_TIME + """
+    INSERT INTO orders (id, type, status, meta, created_at, updated_at)
+    SELECT :prefix || printf('%012d', g), 'certificate', 'PENDING', '{}',
+           :now, :now
+    FROM seq
+    """,
+    _SQLITE_SEQ + """
+    INSERT INTO order_steps (order_id, name, status, generation, attempt,
+                             failures, polls, dispatched_at, started_at,
+                             finished_at, output, updated_at)
+    SELECT :prefix || printf('%012d', g), :name, :status, :generation,
+           :generation, 0, 0, :dispatched_at, :ended_at, :ended_at, :output,
+           :now
     FROM seq
     """,
     _SQLITE_SEQ + """
@@ -145,7 +210,7 @@ _SQLITE = (
                                    parked, created_at)
     SELECT :prefix || printf('%012d', g), :task, """ + _SQLITE_TIME + """,
            '["' || :prefix || printf('%012d', g) || '"]',
-           '{"generation": 0}', 0, 0, """ + _SQLITE_TIME + """
+           '{"generation": ' || :generation || '}', 0, 0, :now
     FROM seq
     """,
 )

@@ -1,12 +1,20 @@
-"""Target 6: certificate orders completed per second, 1 vs 2 workers.
+"""Target 6: whole orders completed per second, 1 vs 2 workers.
 
-A whole order as the blueprint runs it, on PostgreSQL and RabbitMQ: the
-benchmark casts ``process_type_order`` for N PENDING orders (as an API
-server would after creating them), the worker asks the simple plugin,
-which requests a status check after ``delay_before_update_seconds`` = 0;
-the ``barbican-retry`` daemon (period 1 s) casts the check and the worker
-completes the order. Rate = N / (last order ACTIVE - first cast). Run with
-1 and then 2 worker processes, each on a fresh database.
+Whole orders as an order type runs them, on PostgreSQL and RabbitMQ: N
+PENDING orders are created through ``worker.common.order_actions`` (the
+operator's ``order create``), and their first steps are cast, one message
+per order, as an API server would after creating them. The workers run
+every step and cast the steps each result makes ready; a step that waits
+(none here) would be cast by the ``barbican-retry`` daemon (period 1 s).
+Rate = N / (last order ACTIVE - first cast).
+
+- ``certificate`` (the target's figure): the simple plugin issues at once
+  and asks for a status check after ``delay_before_update_seconds`` = 0;
+  two steps in sequence. Run with 1 and then 2 worker processes, each on a
+  fresh database.
+- ``fanout`` (shown beside it, with 2 processes): three checks in
+  parallel, issue, poll, then two steps in parallel; seven steps, with
+  ``[fanout] poll_interval_seconds`` = 0.
 
 The machine's CPU use over the same interval is recorded beside each
 figure: a second worker process can only add what the first left idle of
@@ -23,46 +31,76 @@ from oslo_utils import timeutils
 
 from tests.benchmarks import env
 from tests.benchmarks import procs
-from tests.benchmarks import seed
+from worker.common import order_actions
+from worker import order_types
 
 CAST_THREADS = 8
 
 
-def measure(transport_url, count, worker_processes, workdir, log):
-    """Complete ``count`` orders with ``worker_processes``; figures."""
+class _Held:
+    """A ``WorkerAPI`` stand-in that keeps the casts for later.
+
+    The orders are created before the workers start; their casts are sent
+    once they serve, and timed.
+    """
+
+    def __init__(self):
+        self.messages = []
+
+    def run_steps(self, steps):
+        """Keep one message's steps."""
+        self.messages.append(list(steps))
+
+
+def _create(database, workflow, count):
+    """Create ``count`` orders of ``workflow``; their casts, one per order.
+    """
+    held = _Held()
+    order_actions.create_orders(database, held, workflow, {}, count,
+                                timeutils.utcnow(),
+                                rows_per_cast=len(workflow.roots()))
+    return held.messages
+
+
+def measure(transport_url, count, worker_processes, workdir, log,
+            order_type='certificate'):
+    """Complete ``count`` orders of ``order_type`` with ``worker_processes``;
+    figures."""
     topic = env.new_topic()
-    name = 'pool-%d' % worker_processes
+    name = 'pool-%s-%d' % (order_type, worker_processes)
+    workflow = order_types.get(order_type)
     with env.database('postgresql', workdir) as (url, database):
         config = procs.write_config(
             workdir, name, url, transport_url, topic,
             {'scheduler': {'schedule_period_seconds': 1},
              'worker': {'workers': worker_processes},
-             'simple_certificate': {'delay_before_update_seconds': 0}})
-        batch = seed.load(database, count, timeutils.utcnow(),
-                          step='process_type_order', retries=False)
+             'simple_certificate': {'delay_before_update_seconds': 0},
+             'fanout': {'poll_interval_seconds': 0}})
+        messages = _create(database, workflow, count)
         api = env.worker_api(transport_url, topic)
         with procs.workers(workdir, config, worker_processes,
                            name + '-workers') as workers, \
                 procs.scheduler(workdir, config, name + '-retry'):
-            log('worker pool: %d orders, %d worker process(es)', count,
-                worker_processes)
+            log('worker pool: %d %s orders, %d worker process(es)', count,
+                order_type, worker_processes)
             first_cast = timeutils.utcnow()
             started = time.monotonic()
             cpu_before = psutil.cpu_times()
             with concurrent.futures.ThreadPoolExecutor(CAST_THREADS) as pool:
-                list(pool.map(
-                    lambda index: api.process_type_order(
-                        batch.order_id(index), 0),
-                    range(1, count + 1)))
+                list(pool.map(api.run_steps, messages))
             cast_seconds = time.monotonic() - started
             done, last = procs.wait_for_status(
-                database, batch.prefix, count, timeout=60 + count / 10.0)
+                database, '', count,
+                timeout=60 + count * len(workflow.names) / 20.0)
             busy = _busy_share(cpu_before, psutil.cpu_times())
             dropped = procs.count_in_log(workers, 'Dropped ')
     seconds = (last - first_cast).total_seconds() if last else float('nan')
     return {
+        'order_type': order_type, 'steps_per_order': len(workflow.names),
         'processes': worker_processes, 'orders': count, 'done': done,
         'seconds': seconds, 'rate': done / seconds if last else 0.0,
+        'step_rate': (done * len(workflow.names) / seconds if last
+                      else 0.0),
         'cast_seconds': cast_seconds, 'dropped': dropped,
         'cpu_busy': busy, 'cpus': len(os.sched_getaffinity(0)),
     }
@@ -81,4 +119,6 @@ def run(transport_url, workdir, quick, log):
     count = 400 if quick else 3000
     return {'orders': count,
             'one': measure(transport_url, count, 1, workdir, log),
-            'two': measure(transport_url, count, 2, workdir, log)}
+            'two': measure(transport_url, count, 2, workdir, log),
+            'fanout_two': measure(transport_url, count, 2, workdir, log,
+                                  order_type='fanout')}

@@ -18,12 +18,18 @@ def main(argv=None):
     parser.add_argument('--orders', type=int, default=2000)
     parser.add_argument('--duration', type=int, default=180,
                         help='Seconds of faults.')
+    parser.add_argument('--type', dest='order_type', default='certificate',
+                        choices=sorted(run.ORDER_TYPES),
+                        help='Order type: certificate (default), or fanout '
+                             '(steps in parallel; the recorded runs also '
+                             'prove one idempotency key per step).')
     parser.add_argument('--seed', type=int, default=None)
     parser.add_argument('--workdir', default=None,
                         help='Where logs and files go (default: a new '
                              'temporary directory, kept).')
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
+    os.makedirs(workdir, exist_ok=True)
     # mkdtemp makes it private; the database servers, started as root,
     # run as their own users and must reach their data directories in it.
     os.chmod(workdir, 0o755)
@@ -32,7 +38,8 @@ def main(argv=None):
     try:
         report = run.run(args.db, args.orders, args.duration, workdir,
                          services, seed=args.seed,
-                         log=lambda text: print(text, flush=True))
+                         log=lambda text: print(text, flush=True),
+                         order_type=args.order_type)
     finally:
         services.close()
     print(report.line(), flush=True)

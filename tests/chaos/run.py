@@ -1,4 +1,11 @@
-"""The chaos scenario: a cluster under SIGKILLs and server restarts."""
+"""The chaos scenario: a cluster under SIGKILLs and server restarts.
+
+The orders are of one recorded order type (``tests/plugin.py``):
+``certificate`` runs the certificate type over the recording certificate
+plugin, ``fanout`` the ``recording_fanout`` type, whose runs record their
+idempotency keys as a remote service counting distinct keys would see
+them.
+"""
 
 import dataclasses
 import os
@@ -30,7 +37,10 @@ OPTIONS = {
                'unavailable_backoff_base_seconds': 0.5,
                'unavailable_backoff_max_seconds': 2},
     'simple_certificate': {'delay_before_update_seconds': 1},
+    'fanout': {'poll_interval_seconds': 0.5},
 }
+# --type: the order type the orders are created with.
+ORDER_TYPES = {'certificate': 'certificate', 'fanout': 'recording_fanout'}
 RETRY_DAEMONS = 2
 WORKER_DAEMONS = 3
 
@@ -41,6 +51,7 @@ class Report:
 
     db: str
     orders: int
+    order_type: str = 'certificate'
     terminal: int = 0
     stuck: int = 0
     lost: int = 0
@@ -51,24 +62,34 @@ class Report:
     db_restarts: int = 0
     recovery_s: float = 0.0
     leftovers: dict = dataclasses.field(default_factory=dict)
+    #: ``(steps, with several keys, keys shared)`` for a type that
+    #: records its idempotency keys, else None.
+    keys: tuple | None = None
 
     @property
     def ok(self):
         """True when nothing was lost, stuck, doubled or left behind."""
+        keys_ok = self.keys is None or (self.keys[0] > 0 and
+                                        not any(self.keys[1:]))
         return (self.terminal == self.orders and not self.stuck and
                 not self.lost and not self.double_terminal and
-                not self.stale_effects and not any(self.leftovers.values()))
+                not self.stale_effects and keys_ok and
+                not any(self.leftovers.values()))
 
     def line(self):
         """The one-line summary."""
         extra = ' '.join('%s=%d' % item for item in self.leftovers.items())
-        return ('chaos: db=%s orders=%d terminal=%d stuck=%d lost=%d '
-                'double_terminal=%d stale_effects=%d kills=%d '
+        line = ('chaos: db=%s type=%s orders=%d terminal=%d stuck=%d '
+                'lost=%d double_terminal=%d stale_effects=%d kills=%d '
                 'broker_restarts=%d db_restarts=%d recovery_s=%.1f %s'
-                % (self.db, self.orders, self.terminal, self.stuck,
-                   self.lost, self.double_terminal, self.stale_effects,
-                   self.kills, self.broker_restarts, self.db_restarts,
-                   self.recovery_s, extra)).rstrip()
+                % (self.db, self.order_type, self.orders, self.terminal,
+                   self.stuck, self.lost, self.double_terminal,
+                   self.stale_effects, self.kills, self.broker_restarts,
+                   self.db_restarts, self.recovery_s, extra)).rstrip()
+        if self.keys is not None:
+            line += ('; keys: %d steps, %d with more than one key, %d '
+                     'shared between steps' % self.keys)
+        return line
 
 
 class Cluster:
@@ -129,14 +150,25 @@ class Cluster:
         return texts
 
 
-# Kinds of orders: the metadata the test plugin reads.
-_PLAIN = '{}'
+# Kinds of orders: the metadata the recorded types read.
 _RETRYING = '{"unavailable_attempts": 1}'      # R-2 once, then fine
-_HELD = '{"hold_seconds": 2}'                  # a long first step
 _FAILING = '{"unavailable_attempts": 99}'      # ERROR after the retries
+_KINDS = {
+    'certificate': (
+        '{}',
+        _RETRYING,
+        '{"hold_seconds": 2}',                 # a long first step
+    ),
+    'fanout': (
+        '{"polls": 2}',                        # R-1 twice
+        _RETRYING,
+        '{"hold_seconds": 2}',                 # a long issue step
+        '{"hold_seconds": 2, "hold_step": "check_caa"}',  # one of three
+    ),
+}
 
 
-def _waves(count, duration):
+def _waves(count, duration, order_type):
     """Split the orders into waves created while the faults go on.
 
     Orders keep arriving during the faults, so that kills and restarts
@@ -145,7 +177,7 @@ def _waves(count, duration):
     failing = max(1, count // 50)
     rest = count - failing
     number = max(3, min(rest, duration // 6))
-    kinds = (_PLAIN, _RETRYING, _HELD)
+    kinds = _KINDS[order_type]
     waves = [(failing, _FAILING)]
     for i in range(number):
         size = rest // number + (1 if i < rest % number else 0)
@@ -157,8 +189,9 @@ def _waves(count, duration):
 class _Orders:
     """The orders created so far, and those meant to end in ERROR."""
 
-    def __init__(self, deployment, waves):
+    def __init__(self, deployment, waves, type_name):
         self._deployment = deployment
+        self._type_name = type_name
         self._waves = list(waves)
         self.ids = []
         self.meant_to_fail = set()
@@ -176,7 +209,7 @@ class _Orders:
         for _ in range(60):
             try:
                 created = self._deployment.manage_json(
-                    'order', 'create', '--type', 'certificate', '--count',
+                    'order', 'create', '--type', self._type_name, '--count',
                     str(size), '--meta', meta)
                 break
             except subprocess.CalledProcessError:
@@ -195,14 +228,16 @@ class _Orders:
 
 def _pending(database):
     with database.session() as session:
-        return orders.count_by_status(session).get(models.PENDING, 0)
+        counts = orders.count_by_status(session)
+    return counts.get(models.PENDING, 0) + counts.get(models.CANCELLING, 0)
 
 
 def run(db, order_count, duration, workdir, services, seed=None,
-        recovery_timeout=300, log=print):
-    """Run the scenario; returns a Report."""
+        recovery_timeout=300, log=print, order_type='certificate'):
+    """Run the scenario with orders of ``order_type`` (a key of
+    ``ORDER_TYPES``); returns a Report."""
     rng = random.Random(seed)
-    report = Report(db=db, orders=order_count)
+    report = Report(db=db, orders=order_count, order_type=order_type)
     database_url = databases.create(db, _Path(workdir))
     database = db_session.Database.from_url(database_url)
     migration.upgrade(database.engine)
@@ -211,9 +246,11 @@ def run(db, order_count, duration, workdir, services, seed=None,
     cluster = Cluster(deployment)
     try:
         cluster.start_all()
-        created = _Orders(deployment, _waves(order_count, duration))
-        log('chaos: %d orders in waves, faults for %ds' % (order_count,
-                                                           duration))
+        created = _Orders(deployment,
+                          _waves(order_count, duration, order_type),
+                          ORDER_TYPES[order_type])
+        log('chaos: %d %s orders in waves, faults for %ds'
+            % (order_count, order_type, duration))
         _inject_faults(cluster, services, db, duration, rng, report, log,
                        created)
         faults_over = time.monotonic()
@@ -224,18 +261,26 @@ def run(db, order_count, duration, workdir, services, seed=None,
         # Room for the passes to clear the rows of the last killed process.
         time.sleep(OPTIONS['DEFAULT']['service_down_time'] + 3)
         cluster.stop_all()
-        changes = checks.state_changes(cluster.worker_logs())
-        report.double_terminal = checks.double_terminal(changes)
-        report.stale_effects = checks.stale_effects(deployment.plugin_log,
-                                                    changes)
-        (report.terminal, report.stuck, report.lost,
-         report.leftovers) = checks.database_counts(
-             database, created.ids, created.meant_to_fail)
+        _check(report, cluster, deployment, database, created)
     finally:
         deployment.kill_all()
         database.dispose()
         databases.drop(db, database_url)
     return report
+
+
+def _check(report, cluster, deployment, database, created):
+    """Fill the report's counts from the logs and the database."""
+    changes = checks.state_changes(cluster.worker_logs())
+    runs = checks.recorded_runs(deployment.plugin_log)
+    report.double_terminal = checks.double_terminal(changes)
+    report.stale_effects = checks.stale_effects(
+        runs, changes, checks.final_steps(database))
+    if report.order_type == 'fanout':
+        report.keys = checks.idempotency_keys(runs)
+    (report.terminal, report.stuck, report.lost,
+     report.leftovers) = checks.database_counts(
+         database, created.ids, created.meant_to_fail)
 
 
 def _inject_faults(cluster, services, db, duration, rng, report, log,
