@@ -7,7 +7,8 @@ For each installed order type ``TYPE``:
   that step (and for the type's compensation step). Unset, a field keeps
   the value the order type declares.
 
-The fan-out demonstration type also has ``[fanout]``.
+- ``[OPTION_GROUP]``: the options a type declares for itself
+  (``OrderType.option_group`` and ``options``), such as ``[fanout]``.
 """
 
 import dataclasses
@@ -17,17 +18,6 @@ from oslo_config import cfg
 from worker.conf import groups
 from worker import order_types
 from worker import policy
-
-fanout_group = cfg.OptGroup(
-    'fanout', title='fanout order type options',
-    help='Options of the fanout demonstration order type.')
-
-fanout_opts = [
-    cfg.FloatOpt('poll_interval_seconds',
-                 default=1.0, min=0.0, max=86400.0, mutable=True,
-                 help='Seconds between the issue step and the first poll, '
-                      'and between polls, of a fanout order.'),
-]
 
 # [worker] options of the release before per-step policies: still honoured
 # for every step when an operator set them (and no [step:...] override
@@ -116,6 +106,12 @@ def _groups():
     """``[(OptGroup, [opts])]`` of the installed order types."""
     result = []
     for name, workflow in order_types.installed().items():
+        type_class = workflow.type_class
+        if type_class.option_group and type_class.options:
+            result.append((cfg.OptGroup(
+                type_class.option_group, title='%s order type options' % name,
+                help='Options of the %s order type.' % name),
+                list(type_class.options)))
         result.append((cfg.OptGroup(
             type_group(name), title='Order type %s' % name,
             help='Options of the %s order type.' % name), _type_opts()))
@@ -131,17 +127,14 @@ def _groups():
 
 
 def register_opts(conf):
-    """Register ``[fanout]`` and the groups of every installed type."""
-    groups.register_group_opts(conf, fanout_group, fanout_opts)
+    """Register the option groups of every installed order type."""
     for group, opts in _groups():
         groups.register_group_opts(conf, group, opts)
 
 
 def list_opts():
     """Return the options of this module for the sample config."""
-    result = {fanout_group: fanout_opts}
-    result.update(_groups())
-    return result
+    return dict(_groups())
 
 
 def step_policy(conf, workflow, step_name):

@@ -64,27 +64,29 @@ class OrderType:
         cancelled (its ``after`` is ignored), or None.
     :cvar deadline_seconds: an order still PENDING this long after it was
         created goes to ERROR at its next step; 0 for no deadline.
-    :cvar option_group: like a certificate plugin's, the option group whose
-        ``option_names`` the type receives as keyword arguments.
+    :cvar option_group: the type's own option group, if it has options.
+    :cvar options: the ``oslo_config.cfg.Opt`` of that group; they are
+        registered with the type (and in the sample configuration), and
+        the type receives their values as keyword arguments.
     """
 
     steps: typing.ClassVar[tuple[Step, ...]] = ()
     compensation: typing.ClassVar[Step | None] = None
     deadline_seconds: typing.ClassVar[float] = 0.0
     option_group: typing.ClassVar[str | None] = None
-    option_names: typing.ClassVar[tuple[str, ...]] = ()
+    options: typing.ClassVar[tuple[typing.Any, ...]] = ()
 
     @classmethod
     def build(cls, conf: typing.Any) -> 'OrderType':
         """An instance with the current values of its own options.
 
-        The default passes ``option_names`` of ``option_group`` as keyword
-        arguments; a type that wraps a plugin overrides this.
+        The default passes its ``options`` as keyword arguments; a type
+        that wraps a plugin overrides this.
         """
         if not cls.option_group:
             return cls()
         group = conf[cls.option_group]
-        return cls(**{name: group[name] for name in cls.option_names})
+        return cls(**{opt.dest: group[opt.dest] for opt in cls.options})
 
     def run(self, step: str, order: results.OrderView) -> results.Result:
         """Run ``step`` of ``order``: call the method of that name."""

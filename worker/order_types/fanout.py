@@ -18,6 +18,8 @@ Its remote side is simulated from the order's metadata:
 ``"polls": N`` makes ``poll`` answer "not yet" N times.
 """
 
+from oslo_config import cfg
+
 from worker.order_types import base
 from worker.plugins import base as results
 from worker import policy
@@ -49,7 +51,12 @@ class FanoutOrder(base.OrderType):
     )
     compensation = base.Step('revoke', policy=_CHECK)
     option_group = 'fanout'
-    option_names = ('poll_interval_seconds',)
+    options = (
+        cfg.FloatOpt('poll_interval_seconds',
+                     default=1.0, min=0.0, max=86400.0, mutable=True,
+                     help='Seconds between the issue step and the first '
+                          'poll, and between polls, of a fanout order.'),
+    )
 
     def __init__(self, poll_interval_seconds=1.0):
         self.poll_interval_seconds = poll_interval_seconds
