@@ -255,8 +255,13 @@ class WorkerManager:
         repositories = self._repositories
         now = self._clock()
         with self._database.session() as session, session.begin():
-            order = repositories.orders.get(session, step.order_id)
-            if order is None:
+            # One read of the order and its steps, then one conditional
+            # claim: the step's row as read holds for the generation the
+            # claim moves from.
+            order, steps = repositories.orders.with_steps(session,
+                                                          step.order_id)
+            row = steps.get(step.step)
+            if row is None:
                 return None, None
             try:
                 workflow = order_types.get(order.type)
@@ -276,17 +281,13 @@ class WorkerManager:
             if not repositories.steps.claim(
                     session, step.order_id, step.step, step.generation, now,
                     self._service_name, lease_until):
-                return None, repositories.steps.get_many(
-                    session, [(step.order_id, step.step)]).get(
-                        (step.order_id, step.step))
-            steps = repositories.steps.for_order(session, step.order_id)
-        row = steps[step.step]
+                return None, row
         run = outcomes.Run(
             order_id=order.id, step=step.step, token=step.generation + 1,
             failures=row.failures, polls=row.polls,
-            started_at=row.started_at, last_error=row.last_error,
+            started_at=row.started_at or now, last_error=row.last_error,
             order_created_at=order.created_at, workflow=workflow,
-            policy=step_policy)
+            policy=step_policy, steps=steps)
         if not workflow.has_step(step.step):
             return (run, None), row
         return (run, _view(order, workflow, steps, run)), row

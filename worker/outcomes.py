@@ -61,6 +61,10 @@ class Run:
     #: The order type's ``worker.order_types.base.Workflow``.
     workflow: typing.Any
     policy: policy_module.StepPolicy
+    #: ``{name: OrderStep}`` of the order as read when the run was
+    #: claimed.
+    steps: typing.Mapping[str, typing.Any] = dataclasses.field(
+        default_factory=dict)
 
     @property
     def compensating(self):
@@ -82,6 +86,16 @@ class Outcome:
     kind: str
     description: str
     casts: tuple[rpcapi.Step, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Finished:
+    """A step this result just finished, as the rest of ``_done`` reads it.
+    """
+
+    status: str
+    generation: int
+    output: dict
 
 
 class Superseded(Exception):
@@ -138,15 +152,19 @@ class _Writer:
 
     def _done(self, result, compensating):
         run = self._run
-        # Only here is the order itself read: its row is locked first, so
-        # that the results of parallel steps are written one after the
-        # other and exactly one of them sees every step DONE. Every other
-        # result touches the order only through a conditional move.
-        self._check(self._orders.lock_live(self._session, run.order_id,
-                                           self._now))
+        workflow = run.workflow
+        alone = compensating or workflow.in_sequence(run.step)
+        if not alone:
+            # Parallel steps of one order lock it first, so that their
+            # results are written one after the other and exactly one of
+            # them sees every step DONE. Every other result touches the
+            # order only through a conditional move.
+            self._check(self._orders.lock_live(self._session, run.order_id,
+                                               self._now))
+        output = dict(result.meta or {})
         self._check(self._steps.finish(
             self._session, run.order_id, run.step, run.token, self._now,
-            models.STEP_DONE, output=dict(result.meta or {})))
+            models.STEP_DONE, output=output))
         # A row the scheduler cast and has not deleted yet must not cast
         # a finished step again.
         self._retry_tasks.delete_for_order(self._session, run.order_id,
@@ -156,10 +174,15 @@ class _Writer:
                                                 self._now))
             return Outcome(CANCELLED, 'compensation %s done, CANCELLED'
                            % run.step)
-        steps = self._steps.for_order(self._session, run.order_id)
+        if alone:
+            # No other step ran since this one was claimed: the steps as
+            # read then are the steps now, save this one.
+            steps = dict(run.steps)
+            steps[run.step] = _Finished(models.STEP_DONE, 0, output)
+        else:
+            steps = self._steps.for_order(self._session, run.order_id)
         done = {name for name, step in steps.items()
                 if step.status == models.STEP_DONE}
-        workflow = run.workflow
         if set(workflow.names) <= done:
             meta = {}
             for name in workflow.names:

@@ -231,6 +231,21 @@ def test_cancel_and_end_cancel(db):
 # Steps.
 
 @contract
+def test_with_steps_reads_an_order_and_its_steps_at_once(db):
+    order_id = _claimed(db, 'w-1')
+    other = _order(db)
+    order, steps = _read(db, db.repositories.orders.with_steps, order_id)
+    assert order.id == order_id and order.type == 'certificate'
+    assert sorted(steps) == sorted(order_types.get('certificate').names)
+    assert all(step.order_id == order_id for step in steps.values())
+    assert (steps[REQUEST].generation, steps[REQUEST].owner) == (1, 'w-1')
+    assert _read(db, db.repositories.orders.with_steps, 'missing') == \
+        (None, {})
+    assert _read(db, db.repositories.orders.with_steps, other)[0].id == \
+        other
+
+
+@contract
 def test_get_many_steps(db):
     steps_repo = db.repositories.steps
     first, second = _order(db), _order(db)

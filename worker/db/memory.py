@@ -281,6 +281,17 @@ class InMemoryOrders(_Repository):
         return copy.deepcopy(self._store.orders.get(order_id))
 
     @_reads
+    def with_steps(self, session, order_id):
+        """Return ``(order, {name: step})``; ``(None, {})`` if none."""
+        order = self._store.orders.get(order_id)
+        if order is None:
+            return None, {}
+        return copy.deepcopy(order), {
+            step.name: copy.deepcopy(step)
+            for step in sorted(self._store.steps.values(), key=_step_key)
+            if step.order_id == order_id}
+
+    @_reads
     def get_many(self, session, order_ids):
         """Return ``{id: order}`` of those of ``order_ids`` that exist."""
         return {order_id: copy.deepcopy(self._store.orders[order_id])

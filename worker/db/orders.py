@@ -37,6 +37,21 @@ def get(session, order_id):
     return session.get(models.Order, order_id)
 
 
+def with_steps(session, order_id):
+    """Return ``(order, {name: step})`` in one query; ``(None, {})`` if
+    there is no such order."""
+    rows = session.execute(
+        sa.select(models.Order, models.OrderStep)
+        .outerjoin(models.OrderStep,
+                   models.OrderStep.order_id == models.Order.id)
+        .where(models.Order.id == order_id)
+        .order_by(models.OrderStep.name)).all()
+    if not rows:
+        return None, {}
+    return rows[0][0], {step.name: step for _, step in rows
+                        if step is not None}
+
+
 def get_many(session, order_ids):
     """Return ``{id: order}`` of those of ``order_ids`` that exist."""
     if not order_ids:

@@ -25,6 +25,7 @@ they never touch the database, RPC or global configuration.
 """
 
 import dataclasses
+import functools
 import re
 import typing
 
@@ -137,6 +138,34 @@ class Workflow:
     def roots(self) -> tuple[str, ...]:
         """The steps that come after none: they run first."""
         return tuple(step.name for step in self.steps if not step.after)
+
+    def before(self, name: str) -> set[str]:
+        """Every step that ``name`` comes after, directly or not."""
+        found: set[str] = set()
+        pending = list(self.step(name).after)
+        while pending:
+            before = pending.pop()
+            if before not in found:
+                found.add(before)
+                pending.extend(self.step(before).after)
+        return found
+
+    @functools.cached_property
+    def _in_sequence(self) -> frozenset[str]:
+        before = {name: self.before(name) for name in self.names}
+        return frozenset(
+            name for name in self.names
+            if all(other == name or other in before[name] or
+                   name in before[other] for other in self.names))
+
+    def in_sequence(self, name: str) -> bool:
+        """True if no other step can run while ``name`` runs.
+
+        So when every other step comes before it or after it: a chain
+        such as the certificate type's. Such a step's result needs no
+        lock on its order and no look at the others.
+        """
+        return name in self._in_sequence
 
     def ready(self, done: typing.AbstractSet[str],
               started: typing.AbstractSet[str]) -> tuple[str, ...]:
