@@ -71,8 +71,8 @@ class WorkerAPI:
         :param retry: reconnection attempts of one cast (oslo.messaging's
             ``retry``; -1 retries forever, which a scheduler must not do).
         """
-        # A cast is stamped with the version it needs, so that a single
-        # step still reaches a 1.0 worker; run_steps prepares its own.
+        # Every cast is run_steps, which prepares its own version (1.1); the
+        # target's is the lowest this client speaks.
         target = messaging.Target(topic=topic, version=_BASE_VERSION)
         return cls(messaging.get_rpc_client(transport, target, retry=retry))
 

@@ -78,6 +78,29 @@ def describe_steps(workflow, rows, retries):
     return result
 
 
+def _worker_api(app):
+    """The app's RPC client of the workers, or None if there is none.
+
+    The orders are written all the same: what is not cast is dispatched by
+    the retry daemon after its dispatch deadline.
+    """
+    try:
+        return app.worker_api()
+    except Exception as exc:
+        LOG.warning('No RPC client (%s); the retry daemon will dispatch '
+                    'the steps', exc)
+        return None
+
+
+class _OneOrder:
+    """Mixin: the ``order_id`` argument."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('order_id', help='Order id.')
+        return parser
+
+
 class CreateOrders(lister.Lister):
     """Create PENDING orders and cast their first steps to the workers.
 
@@ -103,27 +126,16 @@ class CreateOrders(lister.Lister):
         if not isinstance(parsed_args.meta, dict):
             raise ValueError('--meta must be a JSON object')
         workflow = order_types.get(parsed_args.type)
-        try:
-            api = self.app.worker_api()
-        except Exception as exc:
-            LOG.warning('No RPC client (%s); the retry daemon will '
-                        'dispatch the orders', exc)
-            api = None
         created = order_actions.create_orders(
-            self.app.database, api, workflow, parsed_args.meta,
-            parsed_args.count, timeutils.utcnow(),
+            self.app.database, _worker_api(self.app), workflow,
+            parsed_args.meta, parsed_args.count, timeutils.utcnow(),
             rows_per_cast=self.app.conf.scheduler.rows_per_cast)
         return (('id', 'type', 'status'),
                 [(order.id, order.type, order.status) for order in created])
 
 
-class ShowOrder(show.ShowOne):
+class ShowOrder(_OneOrder, show.ShowOne):
     """Show one order and its steps."""
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('order_id', help='Order id.')
-        return parser
 
     def take_action(self, parsed_args):
         database = self.app.database
@@ -143,13 +155,8 @@ class ShowOrder(show.ShowOne):
             StepsColumn(describe_steps(workflow, rows, retries)),)
 
 
-class ExplainOrder(show.ShowOne):
+class ExplainOrder(_OneOrder, show.ShowOne):
     """Say in one sentence why an order has not moved."""
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('order_id', help='Order id.')
-        return parser
 
     def take_action(self, parsed_args):
         why = explain.explain_order(self.app.database, self.app.conf,
@@ -208,7 +215,7 @@ class ListOrders(lister.Lister):
         return columns, [display.row(order, columns) for order in found]
 
 
-class CancelOrder(command.Command):
+class CancelOrder(_OneOrder, command.Command):
     """Cancel a PENDING order.
 
     Its pending steps never start, the claims of its running steps are
@@ -219,7 +226,6 @@ class CancelOrder(command.Command):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('order_id', help='Order id.')
         parser.add_argument('--reason', default='cancelled by an operator',
                             help='Recorded as the order\'s error reason.')
         return parser
@@ -230,14 +236,9 @@ class CancelOrder(command.Command):
             order = orders.get(session, parsed_args.order_id)
         if order is None or order.status != models.PENDING:
             raise LookupError('no PENDING order %s' % parsed_args.order_id)
-        try:
-            api = self.app.worker_api()
-        except Exception as exc:
-            LOG.warning('No RPC client (%s); the retry daemon will '
-                        'dispatch the compensation step', exc)
-            api = None
         cancelled = order_actions.cancel_order(
-            database, api, order_types.get(order.type), order.id,
+            database, _worker_api(self.app), order_types.get(order.type),
+            order.id,
             parsed_args.reason, timeutils.utcnow())
         if cancelled is None:
             raise LookupError('no PENDING order %s' % parsed_args.order_id)

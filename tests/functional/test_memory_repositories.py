@@ -355,14 +355,22 @@ def test_start_makes_waiting_steps_pending(db):
                                                    None)
 
 
-@contract
-def test_revoke_open_cancels_waiting_and_pending_steps(db):
+def _fanout_running_and_done(db):
+    """A fanout order whose first root runs on ``w1@h`` and whose second
+    root is DONE (at generation 1)."""
     steps_repo = db.repositories.steps
     order_id = _claimed(db, 'w1@h', name=ROOTS[0], type_name='fanout')
     assert _write(db, steps_repo.claim, order_id, ROOTS[1], 0, NOW, 'w1@h',
                   _at(60))
     assert _write(db, steps_repo.finish, order_id, ROOTS[1], 1, _at(1),
                   models.STEP_DONE, output={})
+    return order_id
+
+
+@contract
+def test_revoke_open_cancels_waiting_and_pending_steps(db):
+    steps_repo = db.repositories.steps
+    order_id = _fanout_running_and_done(db)
 
     revoked = _write(db, steps_repo.revoke_open, order_id, _at(2), 'gone')
 
@@ -424,11 +432,7 @@ def test_create_steps_of_an_order(db):
 @contract
 def test_mark_dispatched_leaves_claimed_and_finished_steps_alone(db):
     steps_repo = db.repositories.steps
-    order_id = _claimed(db, 'w1@h', name=ROOTS[0], type_name='fanout')
-    assert _write(db, steps_repo.claim, order_id, ROOTS[1], 0, NOW, 'w1@h',
-                  _at(60))
-    assert _write(db, steps_repo.finish, order_id, ROOTS[1], 1, _at(1),
-                  models.STEP_DONE, output={})
+    order_id = _fanout_running_and_done(db)
 
     _write(db, steps_repo.mark_dispatched,
            {(order_id, name) for name in ROOTS + (JOIN, 'missing')}, _at(5))
