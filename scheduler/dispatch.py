@@ -1,13 +1,14 @@
 """Dispatch: cast the due rows to the workers, then delete what was cast.
 
-The due rows are read in batches (oldest first, keyset paging), each batch
-is cast in messages of up to ``rows_per_cast`` rows, concurrently, and
-the rows of the casts that went out are deleted in one transaction that
-first renews our lock. Rows are cast *before* they are deleted, so a crash
-between the two re-sends them on a later pass (at-least-once); the
-workers' fencing tokens make such a duplicate harmless. A daemon whose
-lock was cleared as stale stops at its next batch and deletes nothing.
-A row that can never be cast is parked with its reason.
+The due rows are read in batches (the highest priority first, then the
+oldest; keyset paging), each batch is cast in messages of up to
+``rows_per_cast`` rows, concurrently, and the rows of the casts that went
+out are deleted in one transaction that first renews our lock. Rows are
+cast *before* they are deleted, so a crash between the two re-sends them
+on a later pass (at-least-once); the workers' fencing tokens make such a
+duplicate harmless. A daemon whose lock was cleared as stale stops at its
+next batch and deletes nothing. A row that can never be cast is parked
+with its reason.
 """
 
 import concurrent.futures
@@ -90,7 +91,7 @@ class Dispatcher:
                     session, now, group.batch_size, after)
             if not rows:
                 return
-            after = (rows[-1].retry_at, rows[-1].id)
+            after = rows[-1].key
             elapsed = datetime.timedelta(seconds=time.monotonic() - started)
             if not self._batch(executor, rows, token, now + elapsed,
                                result):
@@ -151,8 +152,8 @@ class Dispatcher:
 
     def _delete_and_park(self, session, sent, bad, now):
         repositories = self._repositories
-        # Only the steps whose rows are still as read: a worker may have
-        # moved one on (and replaced its row) in the meantime.
+        # Only the steps whose rows were still there: a worker may have
+        # moved one on (and replaced its row, under a new id) meanwhile.
         repositories.steps.mark_dispatched(
             session, repositories.retry_tasks.delete_as_read(session, sent),
             now)

@@ -6,9 +6,10 @@ lost on its way. The database tells: a step claimed by a process that
 stopped heartbeating, dispatched and not taken up within
 ``dispatch_deadline_seconds``, or running past the lease its policy gave
 it (a hung call on a live worker). Each one found gets a new generation
-(the old token becomes stale) and a retry row due now, which the same pass
-then casts like any other. A lease that ended counts as a failed run: the
-worker that runs the step next applies the step's policy to it.
+(the old token becomes stale) and a retry row due now, of its order's
+priority, which the same pass then casts like any other. A lease that
+ended counts as a failed run: the worker that runs the step next applies
+the step's policy to it.
 """
 
 import dataclasses
@@ -81,7 +82,12 @@ class Recovery:
             if len(lost) < limit:
                 # All found; with more, the next pass goes on.
                 self._done_at = cutoffs.now
-            taken = sum(self._take_back(session, step, cutoffs.now)
+            # One read of the orders for all: the steps found do not
+            # carry their order's priority.
+            priorities = repositories.orders.priorities(
+                session, {step.order_id for step, _ in lost})
+            taken = sum(self._take_back(session, step, cutoffs.now,
+                                        priorities)
                         for step in lost)
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
@@ -107,8 +113,12 @@ class Recovery:
                     if (step.order_id, step.name) not in taken)
         return lost
 
-    def _take_back(self, session, lost, now):
-        """Give a lost step a new token and a retry row due ``now``."""
+    def _take_back(self, session, lost, now, priorities):
+        """Give a lost step a new token and a retry row due ``now``.
+
+        :param priorities: ``{order_id: priority}``; an order missing from
+            it is gone (its step too, so nothing is written).
+        """
         step, lease_ended = lost
         if not self._repositories.steps.take_back(
                 session, step.order_id, step.name, step.generation, now,
@@ -118,7 +128,8 @@ class Recovery:
         self._repositories.retry_tasks.add(
             session, step.order_id, step.name, now, args=[step.order_id],
             kwargs={'generation': step.generation + 1},
-            retry_count=failures, now=now)
+            retry_count=failures, now=now,
+            priority=priorities.get(step.order_id, 0))
         LOG.warning('Step %s of order %s taken back and dispatched again: '
                     '%s', step.name, step.order_id, lease_ended or (
                         'its owner %s stopped heartbeating' % step.owner

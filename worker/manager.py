@@ -1,19 +1,24 @@
 """The worker's RPC endpoints: run steps of orders, fenced.
 
 A message carries one step (``process_type_order``, as a 1.0 client casts
-it) or several (``run_steps``). One step is three moves:
+it) or several (``run_steps``). One read drops the steps of a message that
+are malformed or stale; each of the others is three moves:
 
-1. Claim: in one transaction, move the step's generation from the token
-   the message carries to the next one, and take a lease on it for the
-   step policy's ``timeout_seconds``. A step whose token is stale (a
-   duplicate, or one overtaken by later work) claims nothing and is
-   dropped. For a message of several steps, one read drops the stale ones
-   first.
+1. Claim: move the step's generation from the token the message carries
+   to the next one, and take a lease on it for the step policy's
+   ``timeout_seconds``. A step whose token is stale (a duplicate, or one
+   overtaken by later work) claims nothing and is dropped.
 2. Run the order type's step, outside any transaction. Steps are pure.
-3. Apply: in one transaction, turn the step's answer into the new state of
-   the step, of its order and of the steps after it (``worker.outcomes``).
-   Every write is conditional on the token taken in step 1. The steps it
-   made ready are cast once it committed.
+3. Apply: turn the step's answer into the new state of the step, of its
+   order and of the steps after it (``worker.outcomes``). Every write is
+   conditional on the token taken in step 1. The steps it made ready are
+   cast once it committed.
+
+Claims and applies are written in batches (``worker.group_commit``): the
+claims, or the results, of the steps that reach the database while a
+batch is being written go together in the next one, each still fenced on
+its own token. A step that is stale, or whose result is superseded, costs
+only itself.
 """
 
 import concurrent.futures
@@ -28,6 +33,7 @@ from oslo_utils import timeutils
 
 from worker.conf import order_types as type_options
 from worker.db import models
+from worker import group_commit
 from worker import order_types
 from worker import outcomes
 from worker.plugins import base
@@ -73,6 +79,13 @@ class WorkerManager:
         # order in which to run them.
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
+        # Claims and results are written in batches: those of the steps
+        # that reach the database while a batch is being written go
+        # together in the next.
+        self._claim = group_commit.GroupCommit(self._claim_batch,
+                                               _MAX_BATCH)
+        self._apply = group_commit.GroupCommit(self._apply_batch,
+                                               _MAX_BATCH)
         # Results the database refused: (run, result).
         self._deferred = []
         self._deferred_lock = threading.Lock()
@@ -99,7 +112,7 @@ class WorkerManager:
 
         :param steps: ``[[step, order_id, generation], ...]``.
         """
-        futures = [self._steps.submit(self._run_step, *step)
+        futures = [self._steps.submit(self._run_step, step)
                    for step in self._fence(steps)]
         concurrent.futures.wait(futures)
 
@@ -138,8 +151,7 @@ class WorkerManager:
                 self._drop(step, row)
         return live
 
-    def _run_step(self, name, order_id, generation):
-        step = rpcapi.Step(name, order_id, generation)
+    def _run_step(self, step):
         try:
             claimed = self._claim(step)
             if claimed is None:
@@ -149,9 +161,21 @@ class WorkerManager:
         except Exception:
             # One step's trouble is its own; the others of its message go
             # on. A claim that failed took nothing.
-            LOG.exception('Step %s of order %s failed', name, order_id)
+            LOG.exception('Step %s of order %s failed', step.step,
+                          step.order_id)
             return
-        self._apply_or_defer(run, result)
+        try:
+            self._apply((run, result))
+        except Exception:
+            # The step is ours (claimed) until its lease ends: keep the
+            # result and write it once the database answers again
+            # (apply_deferred_results). Past the lease, the fencing
+            # discards it.
+            LOG.exception('Could not write the result of %s of order %s; '
+                          'it is kept and written again every '
+                          'report_interval', run.step, run.order_id)
+            with self._deferred_lock:
+                self._deferred.append((run, result))
 
     def _call(self, run, view):
         try:
@@ -190,20 +214,6 @@ class WorkerManager:
                 % (run.policy.deadline_seconds, run.last_error))
         return None
 
-    def _apply_or_defer(self, run, result):
-        try:
-            self._apply(run, result)
-        except Exception:
-            # The step is ours (claimed) until its lease ends: keep the
-            # result and write it once the database answers again
-            # (apply_deferred_results). Past the lease, the fencing
-            # discards it.
-            LOG.exception('Could not write the result of %s of order %s; '
-                          'it is kept and written again every '
-                          'report_interval', run.step, run.order_id)
-            with self._deferred_lock:
-                self._deferred.append((run, result))
-
     def apply_deferred_results(self):
         """Write again the results that the database refused (an outage).
 
@@ -213,17 +223,18 @@ class WorkerManager:
         """
         with self._deferred_lock:
             deferred, self._deferred = self._deferred, []
-        for run, result in deferred:
-            try:
-                self._apply(run, result)
-            except Exception as exc:
-                LOG.warning('Result of %s of order %s still not written: '
-                            '%s', run.step, run.order_id, exc)
-                with self._deferred_lock:
-                    self._deferred.append((run, result))
-            else:
-                LOG.info('Result of %s of order %s written after the '
-                         'database came back', run.step, run.order_id)
+        if not deferred:
+            return
+        try:
+            self._apply_batch(deferred)
+        except Exception as exc:
+            LOG.warning('%d result(s) still not written: %s', len(deferred),
+                        exc)
+            with self._deferred_lock:
+                self._deferred.extend(deferred)
+        else:
+            LOG.info('%d result(s) written after the database came back',
+                     len(deferred))
 
     def _drop(self, step, row):
         LOG.info('Dropped %s of order %s with stale token %d (step is %s)',
@@ -242,89 +253,169 @@ class WorkerManager:
         with self._database.reader() as session, session.begin():
             return self._repositories.steps.get_many(session, keys)
 
-    def _claim(self, step):
-        """Claim ``step``; ``(Run, OrderView)``, or None if stale."""
-        claimed, row = self._claim_in_a_transaction(step)
-        if claimed is None and row is not _UNKNOWN_TYPE:
+    def _claim_batch(self, steps):
+        """Claim ``steps`` in one transaction (``GroupCommit``).
+
+        :returns: per step, ``(Run, OrderView)``, or None if it was not
+            claimed.
+        """
+        claimed, dropped = self._claim_in_a_transaction(steps)
+        for step, row in dropped:
             # Logged after the transaction: a retried one logs once.
             self._drop(step, row)
         return claimed
 
     @_db_retry
-    def _claim_in_a_transaction(self, step):
+    def _claim_in_a_transaction(self, steps):
         repositories = self._repositories
         now = self._clock()
+        answers = [None] * len(steps)
+        dropped = []
+        wanted = {}
+        taken = set()
         with self._database.session() as session, session.begin():
-            # One read of the order and its steps, then one conditional
-            # claim: the step's row as read holds for the generation the
+            # One read of the orders and their steps, then one conditional
+            # claim: the steps' rows as read hold for the generations the
             # claim moves from.
-            order, steps = repositories.orders.with_steps(session,
-                                                          step.order_id)
-            row = steps.get(step.step)
-            if row is None:
-                return None, None
-            try:
-                workflow = order_types.get(order.type)
-            except order_types.UnknownOrderType as exc:
-                # Not claimed: a worker that knows the type takes it once
-                # the dispatch deadline passes.
-                LOG.error('Cannot run %s of order %s: %s', step.step,
-                          order.id, exc)
-                return None, _UNKNOWN_TYPE
-            if workflow.has_step(step.step):
-                step_policy = type_options.step_policy(
-                    self._conf, workflow, step.step)
+            found = repositories.orders.with_steps_many(
+                session, {step.order_id for step in steps})
+            for index, step in enumerate(steps):
+                order, rows = found.get(step.order_id, (None, {}))
+                row = rows.get(step.step)
+                key = (step.order_id, step.step)
+                # A step twice in one batch (a duplicate message) is
+                # claimed once.
+                if row is None or key in taken or (
+                        row.generation, row.status) != (
+                        step.generation, models.STEP_PENDING):
+                    dropped.append((step, row))
+                    continue
+                try:
+                    workflow = order_types.get(order.type)
+                except order_types.UnknownOrderType as exc:
+                    # Not claimed: a worker that knows the type takes it
+                    # once the dispatch deadline passes.
+                    LOG.error('Cannot run %s of order %s: %s', step.step,
+                              order.id, exc)
+                    continue
+                if workflow.has_step(step.step):
+                    step_policy = type_options.step_policy(
+                        self._conf, workflow, step.step)
+                else:
+                    # Claimed and failed: the type no longer has this step.
+                    step_policy = policy_module.StepPolicy()
+                wanted[index] = (order, rows, workflow, step_policy)
+                taken.add(key)
+            claimed = repositories.steps.claim_many(session, [
+                (steps[index].order_id, steps[index].step,
+                 steps[index].generation,
+                 now + _seconds(step_policy.timeout_seconds))
+                for index, (_, _, _, step_policy) in wanted.items()],
+                now, self._service_name) if wanted else set()
+        for index, (order, rows, workflow, step_policy) in wanted.items():
+            step = steps[index]
+            if (step.order_id, step.step) in claimed:
+                answers[index] = _claimed(step, order, rows, workflow,
+                                          step_policy, now)
             else:
-                # Claimed and failed: the type no longer has this step.
-                step_policy = policy_module.StepPolicy()
-            lease_until = now + _seconds(step_policy.timeout_seconds)
-            if not repositories.steps.claim(
-                    session, step.order_id, step.step, step.generation, now,
-                    self._service_name, lease_until):
-                return None, row
-        run = outcomes.Run(
-            order_id=order.id, step=step.step, token=step.generation + 1,
-            failures=row.failures, polls=row.polls,
-            started_at=row.started_at or now, last_error=row.last_error,
-            order_created_at=order.created_at, workflow=workflow,
-            policy=step_policy, steps=steps)
-        if not workflow.has_step(step.step):
-            return (run, None), row
-        return (run, _view(order, workflow, steps, run)), row
+                dropped.append((step, rows[step.step]))
+        return answers, dropped
+
+    def _apply_batch(self, items):
+        """Write the results ``[(run, result), ...]`` in one transaction
+        (``GroupCommit``); log and count them, cast the steps they made
+        ready."""
+        superseded = set()
+        while True:
+            try:
+                written = self._write_results(items, superseded)
+                break
+            except _Undo as undo:
+                # One result wrote, then found its step or order moved
+                # on: the batch is written again without it.
+                superseded.add(undo.index)
+        casts = []
+        for (run, _), outcome in zip(items, written):
+            if outcome is None:
+                LOG.warning('Step %s of order %s moved past token %d while '
+                            'it ran; its result was discarded', run.step,
+                            run.order_id, run.token)
+                self._observe_result('superseded')
+                continue
+            # Logged after the commit: one such line per state change.
+            LOG.info('Order %s (%s, token %d): %s', run.order_id, run.step,
+                     run.token, outcome.description)
+            self._observe_result(outcome.kind)
+            casts.extend(outcome.casts)
+        self._cast(casts)
+        return [None] * len(items)
 
     @_db_retry
-    def _apply(self, run, result):
+    def _write_results(self, items, superseded):
+        """Per item, its ``Outcome`` or None (superseded)."""
         now = self._clock()
-        try:
-            with self._database.session() as session, session.begin():
-                outcome = outcomes.write(session, self._repositories,
-                                         run, result, now)
-        except outcomes.Superseded:
-            LOG.warning('Step %s of order %s moved past token %d while it '
-                        'ran; its result was discarded', run.step,
-                        run.order_id, run.token)
-            self._observe_result('superseded')
-            return
-        # Logged after the commit: one such line per state change.
-        LOG.info('Order %s (%s, token %d): %s', run.order_id, run.step,
-                 run.token, outcome.description)
-        self._observe_result(outcome.kind)
-        self._cast(outcome.casts)
+        written = [None] * len(items)
+        # In the order of their orders and steps, so that two processes
+        # writing results of the same orders lock them in the same order.
+        order = sorted(range(len(items)), key=lambda index: (
+            items[index][0].order_id, items[index][0].step))
+        with self._database.session() as session, session.begin():
+            for index in order:
+                if index in superseded:
+                    continue
+                run, result = items[index]
+                try:
+                    written[index] = outcomes.write(
+                        session, self._repositories, run, result, now)
+                except outcomes.Superseded as exc:
+                    if exc.wrote:
+                        raise _Undo(index)
+                    superseded.add(index)
+        return written
 
     def _cast(self, steps):
         if not steps or self._worker_api is None:
             return
-        try:
-            self._worker_api.run_steps(steps)
-        except Exception as exc:
-            # Committed as dispatched: the retry daemon casts them again
-            # after dispatch_deadline_seconds.
-            LOG.warning('Could not cast %d ready step(s) (%s); the retry '
-                        'daemon will dispatch them: %s', len(steps),
-                        ', '.join(s.step for s in steps), exc)
+        for start in range(0, len(steps), _MAX_BATCH):
+            chunk = steps[start:start + _MAX_BATCH]
+            try:
+                self._worker_api.run_steps(chunk)
+            except Exception as exc:
+                # Committed as dispatched: the retry daemon casts them
+                # again after dispatch_deadline_seconds.
+                LOG.warning('Could not cast %d ready step(s) (%s); the '
+                            'retry daemon will dispatch them: %s',
+                            len(chunk), ', '.join(s.step for s in chunk),
+                            exc)
 
 
-_UNKNOWN_TYPE = object()
+#: The most claims or results written in one transaction, and steps cast
+#: in one message (the retry daemon's default ``rows_per_cast``).
+_MAX_BATCH = 50
+
+
+class _Undo(Exception):
+    """Roll the batch back: the result at ``index`` was superseded after a
+    write."""
+
+    def __init__(self, index):
+        super().__init__(index)
+        self.index = index
+
+
+def _claimed(step, order, rows, workflow, step_policy, now):
+    """The ``(Run, OrderView)`` of a step just claimed at ``now``."""
+    row = rows[step.step]
+    run = outcomes.Run(
+        order_id=order.id, step=step.step, token=step.generation + 1,
+        failures=row.failures, polls=row.polls,
+        started_at=row.started_at or now, last_error=row.last_error,
+        order_created_at=order.created_at, order_meta=order.meta,
+        order_priority=order.priority,
+        workflow=workflow, policy=step_policy, steps=rows)
+    if not workflow.has_step(step.step):
+        return run, None
+    return run, _view(order, workflow, rows, run)
 
 
 def _view(order, workflow, steps, run):

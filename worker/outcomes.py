@@ -1,10 +1,13 @@
 """What a step's result does to the step, its order and the steps after it.
 
-``write`` runs inside the apply transaction of one step. Every write is
-conditional on the step's token; a step that completes first locks its
-order (``orders.lock_live``), so that the results of parallel steps of one
-order are written one after the other. It returns a named ``Outcome``;
-the steps it made ready are cast by the caller after the commit.
+``write`` writes one result inside an apply transaction, which may
+write several. Every write is conditional on the step's token; a step
+that runs beside others locks its order first (``orders.lock_live``), so
+that the results of parallel steps of one order are written one after
+the other. It returns a named ``Outcome``;
+the steps it made ready are cast by the caller after the commit. A result
+whose step or order moved on raises ``Superseded``, which tells whether
+the caller must roll back what it wrote.
 """
 
 import dataclasses
@@ -58,6 +61,11 @@ class Run:
     started_at: datetime.datetime | None
     last_error: str | None
     order_created_at: datetime.datetime | None
+    #: The order's metadata as read at the claim; it changes only when
+    #: the order completes.
+    order_meta: typing.Mapping[str, typing.Any] | None
+    #: The order's priority, which the step's retry rows get.
+    order_priority: int
     #: The order type's ``worker.order_types.base.Workflow``.
     workflow: typing.Any
     policy: policy_module.StepPolicy
@@ -99,7 +107,17 @@ class _Finished:
 
 
 class Superseded(Exception):
-    """The run's token or its order moved on: nothing was written."""
+    """The run's token or its order moved on.
+
+    ``wrote``: a write of this result had already succeeded, so the
+    transaction must be rolled back to undo it; otherwise nothing of this
+    result was written, and the transaction may go on with other results.
+    """
+
+    def __init__(self, wrote):
+        super().__init__('superseded after a write' if wrote else
+                         'superseded')
+        self.wrote = wrote
 
 
 def write(session, repositories, run, result, now):
@@ -121,6 +139,7 @@ class _Writer:
         self._retry_tasks = repositories.retry_tasks
         self._run = run
         self._now = now
+        self._wrote = False
 
     def write(self, result):
         run = self._run
@@ -184,7 +203,7 @@ class _Writer:
         done = {name for name, step in steps.items()
                 if step.status == models.STEP_DONE}
         if set(workflow.names) <= done:
-            meta = {}
+            meta = dict(run.order_meta or {})
             for name in workflow.names:
                 meta.update(steps[name].output or {})
             self._check(self._orders.complete(self._session, run.order_id,
@@ -276,9 +295,10 @@ class _Writer:
         self._retry_tasks.add(self._session, run.order_id, step, retry_at,
                               args=[run.order_id],
                               kwargs={'generation': generation},
-                              retry_count=failures, now=self._now)
+                              retry_count=failures, now=self._now,
+                              priority=run.order_priority)
 
-    @staticmethod
-    def _check(written):
+    def _check(self, written):
         if not written:
-            raise Superseded()
+            raise Superseded(self._wrote)
+        self._wrote = True

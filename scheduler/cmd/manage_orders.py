@@ -1,5 +1,6 @@
 """``barbican-retry-manage order …``: create, inspect and cancel orders."""
 
+import argparse
 import json
 
 from cliff import columns as cliff_columns
@@ -20,8 +21,8 @@ from worker import order_types
 
 LOG = logging.getLogger(__name__)
 
-ORDER_COLUMNS = ('id', 'type', 'status', 'error_reason', 'meta',
-                 'created_at', 'updated_at')
+ORDER_COLUMNS = ('id', 'type', 'status', 'priority', 'error_reason',
+                 'meta', 'created_at', 'updated_at')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error')
@@ -92,6 +93,16 @@ def _worker_api(app):
         return None
 
 
+def priority(text):
+    """An argparse type: ``text`` as an order priority."""
+    try:
+        return models.check_priority(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'must be an integer from %d to %d, not %r'
+            % (models.MIN_PRIORITY, models.MAX_PRIORITY, text)) from None
+
+
 class _OneOrder:
     """Mixin: the ``order_id`` argument."""
 
@@ -118,6 +129,13 @@ class CreateOrders(lister.Lister):
         parser.add_argument('--meta', default='{}', type=json.loads,
                             help='Order metadata as a JSON object, e.g. '
                                  '\'{"unavailable_attempts": 2}\'.')
+        parser.add_argument('--priority', type=priority, default=0,
+                            help='%d to %d, higher sooner (default 0): when '
+                                 'more retries are due than a pass of the '
+                                 'retry daemon casts, those of orders of '
+                                 'higher priority are cast first.'
+                                 % (models.MIN_PRIORITY,
+                                    models.MAX_PRIORITY))
         return parser
 
     def take_action(self, parsed_args):
@@ -129,9 +147,11 @@ class CreateOrders(lister.Lister):
         created = order_actions.create_orders(
             self.app.database, _worker_api(self.app), workflow,
             parsed_args.meta, parsed_args.count, timeutils.utcnow(),
-            rows_per_cast=self.app.conf.scheduler.rows_per_cast)
-        return (('id', 'type', 'status'),
-                [(order.id, order.type, order.status) for order in created])
+            rows_per_cast=self.app.conf.scheduler.rows_per_cast,
+            priority=parsed_args.priority)
+        return (('id', 'type', 'status', 'priority'),
+                [(order.id, order.type, order.status, order.priority)
+                 for order in created])
 
 
 class ShowOrder(_OneOrder, show.ShowOne):

@@ -172,7 +172,9 @@ def test_order_status_moves_start_from_their_status(db):
     assert not _write(db, orders.lock_live, 'missing', _at(1))
     assert _read(db, orders.get, locked).updated_at == _at(1)
 
-    assert _write(db, orders.complete, done, _at(2), {'b': 9, 'c': [3]})
+    # The caller merges: the metadata given is the order's.
+    assert _write(db, orders.complete, done, _at(2),
+                  {'a': 1, 'b': 9, 'c': [3]})
     order = _read(db, orders.get, done)
     assert (order.status, order.meta, order.updated_at) == (
         models.ACTIVE, {'a': 1, 'b': 9, 'c': [3]}, _at(2))
@@ -243,6 +245,23 @@ def test_with_steps_reads_an_order_and_its_steps_at_once(db):
         (None, {})
     assert _read(db, db.repositories.orders.with_steps, other)[0].id == \
         other
+
+
+@contract
+def test_with_steps_many_reads_orders_and_their_steps_at_once(db):
+    claimed = _claimed(db, 'w-1')
+    fanout = _order(db, type_name='fanout')
+    repos = db.repositories
+
+    found = _read(db, repos.orders.with_steps_many,
+                  {claimed, fanout, 'missing'})
+
+    assert set(found) == {claimed, fanout}
+    order, steps = found[fanout]
+    assert (order.id, order.type) == (fanout, 'fanout')
+    assert sorted(steps) == sorted(order_types.get('fanout').names)
+    assert found[claimed][1][REQUEST].owner == 'w-1'
+    assert _read(db, repos.orders.with_steps_many, []) == {}
 
 
 @contract
@@ -563,6 +582,60 @@ def test_concurrent_claims_have_one_winner(db):
     assert (step.generation, step.attempt) == (1, 1)
 
 
+@contract
+def test_claim_many_claims_the_steps_still_at_their_generation(db):
+    steps_repo = db.repositories.steps
+    fresh, later, by_other, by_me_before = (_order(db) for _ in range(4))
+    assert _write(db, steps_repo.claim, by_other, REQUEST, 0, NOW,
+                  'other@h', _at(60))
+    # Claimed by this owner before: same owner and generation, but not
+    # this claim (told apart by its time).
+    assert _write(db, steps_repo.claim, by_me_before, REQUEST, 0, _at(-1),
+                  'me@h', _at(60))
+
+    claimed = _write(db, steps_repo.claim_many, [
+        (fresh, REQUEST, 0, _at(60)), (by_other, REQUEST, 0, _at(60)),
+        (later, REQUEST, 0, _at(90)), (by_me_before, REQUEST, 0, _at(60))],
+        NOW, 'me@h')
+
+    assert claimed == {(fresh, REQUEST), (later, REQUEST)}
+    for order_id, lease in ((fresh, _at(60)), (later, _at(90))):
+        step = _step(db, order_id, REQUEST)
+        assert (step.generation, step.owner, step.claimed_at,
+                step.lease_expires_at, step.attempt, step.started_at,
+                step.dispatched_at) == (1, 'me@h', NOW, lease, 1, NOW, None)
+    assert _step(db, by_other, REQUEST).owner == 'other@h'
+    assert _step(db, by_me_before, REQUEST).claimed_at == _at(-1)
+    # Every step claimed: no read needed, the same answer.
+    assert _write(db, steps_repo.claim_many,
+                  [(fresh, CHECK, 0, _at(60))], NOW, 'me@h') == set()
+    assert _write(db, steps_repo.claim_many, [], NOW, 'me@h') == set()
+
+
+@contract
+def test_concurrent_batch_claims_have_one_winner_per_step(db):
+    order_ids = [_order(db) for _ in range(3)]
+    barrier = threading.Barrier(6)
+    won = []
+
+    def claim(owner):
+        barrier.wait()
+        won.extend(_write(db, db.repositories.steps.claim_many, [
+            (order_id, REQUEST, 0, _at(60)) for order_id in order_ids],
+            NOW, owner))
+
+    threads = [threading.Thread(target=claim, args=('w%d@h' % i,))
+               for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(won) == sorted((order_id, REQUEST)
+                                 for order_id in order_ids)
+    assert {_step(db, order_id, REQUEST).generation
+            for order_id in order_ids} == {1}
+
+
 # Retry rows.
 
 def _tasks(db, *specs):
@@ -570,7 +643,7 @@ def _tasks(db, *specs):
     with db.session() as session, session.begin():
         return [db.repositories.retry_tasks.add(
             session, order_id, CHECK, retry_at, args=[order_id],
-            kwargs={'generation': 1}).id for order_id, retry_at in specs]
+            kwargs={'generation': 1}) for order_id, retry_at in specs]
 
 
 @contract
@@ -578,19 +651,20 @@ def test_add_and_get_retry_rows(db):
     tasks = db.repositories.retry_tasks
     order_id = _order(db)
     task = _write(db, tasks.add, order_id, CHECK, _at(5), args=('x', 1),
-                  kwargs={'generation': 2}, retry_count=3)
+                  kwargs={'generation': 2}, retry_count=3, priority=7)
     bare = _write(db, tasks.add, order_id, CHECK, _at(6), now=_at(1))
 
-    assert bare.id > task.id
-    got = _read(db, tasks.get, task.id)
+    assert bare > task
+    got = _read(db, tasks.get, task)
     assert (got.order_id, got.retry_task, got.retry_at, got.retry_args,
-            got.retry_kwargs, got.retry_count, got.parked, got.park_reason,
-            got.created_at) == (order_id, CHECK, _at(5), '["x", 1]',
-                                '{"generation": 2}', 3, False, None, _at(5))
-    got = _read(db, tasks.get, bare.id)
-    assert (got.retry_args, got.retry_kwargs, got.created_at) == (
-        '[]', '{}', _at(1))
-    assert _read(db, tasks.get, bare.id + 1000) is None
+            got.retry_kwargs, got.retry_count, got.priority, got.parked,
+            got.park_reason, got.created_at) == (
+        order_id, CHECK, _at(5), '["x", 1]', '{"generation": 2}', 3, 7,
+        False, None, _at(5))
+    got = _read(db, tasks.get, bare)
+    assert (got.retry_args, got.retry_kwargs, got.priority,
+            got.created_at) == ('[]', '{}', 0, _at(1))
+    assert _read(db, tasks.get, bare + 1000) is None
 
 
 @contract
@@ -615,13 +689,14 @@ def test_due_rows_in_order_with_keyset_paging(db):
     assert all(isinstance(row, retry_tasks.DueTask) for row in rows)
     assert (rows[0].order_id, rows[0].retry_task, rows[0].retry_at,
             rows[0].retry_args, rows[0].retry_kwargs, rows[0].retry_count,
-            rows[0].step_exists) == (b, CHECK, _at(1), '["%s"]' % b,
-                                     '{"generation": 1}', 0, True)
+            rows[0].priority, rows[0].step_exists) == (
+        b, CHECK, _at(1), '["%s"]' % b, '{"generation": 1}', 0, 0, True)
     assert [row.id for row in _read(db, tasks.due, _at(5), 2)] == [
         first, second]
+    assert rows[0].key == (0, _at(1), first)
     assert [row.id for row in _read(db, tasks.due, _at(5), 10,
-                                    (_at(1), first))] == [second, late]
-    assert _read(db, tasks.due, _at(5), 10, (_at(2), late)) == []
+                                    rows[0].key)] == [second, late]
+    assert _read(db, tasks.due, _at(5), 10, rows[2].key) == []
     assert [row.id for row in _read(db, tasks.due, _at(9), 10)] == [
         first, second, late, future]
 
@@ -650,25 +725,29 @@ def test_a_due_row_tells_whether_its_order_has_its_step(db):
 
 
 @contract
-def test_delete_as_read_skips_rows_changed_since(db):
+def test_delete_as_read_deletes_by_id_and_ids_are_never_reused(db):
     tasks = db.repositories.retry_tasks
     a, b, c, d = (_order(db) for _ in range(4))
-    _tasks(db, (a, _at(1)), (b, _at(2)), (c, _at(3)), (d, _at(4)))
+    ids = _tasks(db, (a, _at(1)), (b, _at(2)), (c, _at(3)), (d, _at(4)))
     rows = _read(db, tasks.due, _at(5), 10)
 
-    # Meanwhile a worker replaces d's row (the highest id: SQLite hands it
-    # to the next row, here c's), and an operator requeues b's.
+    # Meanwhile a worker replaces d's row, the one with the highest id (on
+    # SQLite without AUTOINCREMENT the next row, here c's, took its id),
+    # and an operator requeues b's.
     with db.session() as session, session.begin():
         tasks.delete_for_order(session, d)
-        tasks.add(session, c, REQUEST, _at(8))
+        new = tasks.add(session, c, REQUEST, _at(8))
         assert tasks.requeue(session, rows[1].id, _at(6))
 
-    assert _write(db, tasks.delete_as_read, rows) == {(a, CHECK),
-                                                      (c, CHECK)}
+    assert new > max(ids)
+    # b's row is the row that was read and cast, requeued or not.
+    assert _write(db, tasks.delete_as_read, rows) == {
+        (a, CHECK), (b, CHECK), (c, CHECK)}
+    assert _write(db, tasks.delete_as_read, rows) == set()
     assert _write(db, tasks.delete_as_read, []) == set()
-    assert [(t.order_id, t.retry_task, t.retry_at)
+    assert [(t.id, t.order_id, t.retry_task, t.retry_at)
             for t in _read(db, tasks.list_tasks)] == [
-        (b, CHECK, _at(6)), (c, REQUEST, _at(8))]
+        (new, c, REQUEST, _at(8))]
 
 
 @contract
@@ -680,17 +759,20 @@ def test_park_requeue_and_list_tasks(db):
 
     _write(db, tasks.park, rows[0], 'bad arguments')
     assert _write(db, tasks.requeue, second, _at(4))
+    # By id: a requeue changes nothing of what made the row bad.
     _write(db, tasks.park, rows[1], 'read before the requeue')
 
     got = _read(db, tasks.get, first)
     assert (got.parked, got.park_reason) == (True, 'bad arguments')
-    assert not _read(db, tasks.get, second).parked
+    got = _read(db, tasks.get, second)
+    assert (got.parked, got.park_reason, got.retry_at) == (
+        True, 'read before the requeue', _at(4))
     assert [t.id for t in _read(db, tasks.list_tasks)] == [
         first, third, second]
     assert [t.id for t in _read(db, tasks.list_tasks, parked=True)] == [
-        first]
+        first, second]
     assert [t.id for t in _read(db, tasks.list_tasks, parked=False)] == [
-        third, second]
+        third]
     assert [t.id for t in _read(db, tasks.list_tasks, order_id=a)] == [
         first, third]
     assert [t.id for t in _read(db, tasks.list_tasks, parked=False,
@@ -709,7 +791,7 @@ def test_delete_retry_rows(db):
     a, b = _order(db), _order(db)
     first, second, third, fourth = _tasks(db, (a, _at(1)), (a, _at(2)),
                                           (b, _at(3)), (b, _at(4)))
-    of_step = _write(db, tasks.add, a, REQUEST, _at(5)).id
+    of_step = _write(db, tasks.add, a, REQUEST, _at(5))
 
     assert _write(db, tasks.delete, [first, fourth + 1000]) == 1
     assert _write(db, tasks.delete, []) == 0
@@ -720,6 +802,128 @@ def test_delete_retry_rows(db):
     assert [t.id for t in _read(db, tasks.list_tasks)] == [second]
     _write(db, tasks.delete_for_order, a, step=CHECK)
     assert _read(db, tasks.list_tasks) == []
+
+
+# Priorities: an order's and its retry rows'; the due order they make.
+
+def _ranked(db, *specs):
+    """Add one retry row per (retry_at seconds, priority), each of an order
+    of that priority; returns their ids."""
+    with db.session() as session, session.begin():
+        ids = []
+        for at, priority in specs:
+            order = db.repositories.orders.create(
+                session, order_types.get('certificate'), {}, NOW,
+                priority=priority)
+            ids.append(db.repositories.retry_tasks.add(
+                session, order.id, CHECK, _at(at), args=[order.id],
+                priority=priority))
+        return ids
+
+
+def _due_ids(db, now, limit, after=None):
+    return [row.id for row in _read(db, db.repositories.retry_tasks.due,
+                                    now, limit, after)]
+
+
+@contract
+def test_orders_and_retry_rows_have_a_priority_from_0_to_9(db):
+    repos = db.repositories
+    certificate = order_types.get('certificate')
+    urgent = _write(db, repos.orders.create, certificate, {}, NOW,
+                    priority=models.MAX_PRIORITY)
+    plain = _order(db)
+
+    assert urgent.priority == 9
+    assert _read(db, repos.orders.get, urgent.id).priority == 9
+    assert _read(db, repos.orders.get, plain).priority == 0
+    assert _read(db, repos.orders.priorities,
+                 [urgent.id, plain, 'missing']) == {urgent.id: 9, plain: 0}
+    assert _read(db, repos.orders.priorities, []) == {}
+    for wrong in (-1, 10, '5', None, True):
+        with pytest.raises(ValueError):
+            _write(db, repos.orders.create, certificate, {}, NOW,
+                   priority=wrong)
+        with pytest.raises(ValueError):
+            _write(db, repos.retry_tasks.add, plain, CHECK, NOW,
+                   priority=wrong)
+    assert len(_read(db, repos.orders.list_orders)) == 2
+    assert _read(db, repos.retry_tasks.list_tasks) == []
+
+
+@contract
+def test_due_rows_of_higher_priority_come_first(db):
+    tasks = db.repositories.retry_tasks
+    old_low, new_low, urgent, mid, future_urgent, parked_urgent = _ranked(
+        db, (1, 0), (2, 0), (4, 9), (3, 5), (60, 9), (0, 9))
+    [parked] = [row for row in _read(db, tasks.due, _at(5), 10)
+                if row.id == parked_urgent]
+    _write(db, tasks.park, parked, 'bad')
+
+    # More due than the batch: the highest priorities, then the oldest.
+    assert _due_ids(db, _at(5), 2) == [urgent, mid]
+    assert _due_ids(db, _at(5), 3) == [urgent, mid, old_low]
+    assert _due_ids(db, _at(5), 10) == [urgent, mid, old_low, new_low]
+    rows = _read(db, tasks.due, _at(5), 10)
+    assert [row.priority for row in rows] == [9, 5, 0, 0]
+    assert rows[0].key == (9, _at(4), urgent)
+    # A row not due yet is not due, whatever its priority.
+    assert _due_ids(db, _at(3), 10) == [mid, old_low, new_low]
+    assert _due_ids(db, _at(60), 1) == [urgent]
+
+
+@contract
+def test_keyset_paging_across_priorities_never_repeats_or_skips(db):
+    # Rows at the same retry_at in several levels, and in one level (told
+    # apart by id), a level with nothing due, and rows not yet due.
+    specs = [(at % 4, priority) for at, priority in zip(
+        range(40), [9, 0, 5, 0, 5, 9, 1, 0] * 5)]
+    specs += [(30, 9), (30, 3), (30, 0)]
+    ids = _ranked(db, *specs)
+    by_id = dict(zip(ids, specs))
+    expected = sorted((i for i in ids if by_id[i][0] <= 5),
+                      key=lambda i: (-by_id[i][1], by_id[i][0], i))
+
+    for limit in (1, 3, 7, 40, 41):
+        seen, after = [], None
+        while True:
+            rows = _read(db, db.repositories.retry_tasks.due, _at(5),
+                         limit, after)
+            seen.extend(row.id for row in rows)
+            if len(rows) < limit:
+                break
+            after = rows[-1].key
+        assert seen == expected, limit
+
+
+@contract
+def test_a_row_written_before_the_last_key_read_waits_for_the_next_pass(
+        db):
+    tasks = db.repositories.retry_tasks
+    urgent, low = _ranked(db, (1, 9), (2, 0))
+    [first] = _read(db, tasks.due, _at(5), 1)
+    later_urgent, later_low = _ranked(db, (0, 9), (3, 0))
+
+    assert first.id == urgent
+    # Behind the key of the last row read: a pass does not go back up.
+    assert _due_ids(db, _at(5), 10, first.key) == [low, later_low]
+    assert _due_ids(db, _at(5), 10) == [later_urgent, urgent, low,
+                                        later_low]
+
+
+@contract
+def test_the_idle_probes_see_every_priority(db):
+    tasks = db.repositories.retry_tasks
+    _ranked(db, (60, 9), (30, 0), (90, 5))
+
+    assert not _read(db, tasks.any_due, _at(29))
+    assert _read(db, tasks.any_due, _at(30))
+    assert _read(db, tasks.next_due_after, NOW) == _at(30)
+    assert _read(db, tasks.next_due_after, _at(30)) == _at(60)
+    assert _read(db, tasks.count_due, _at(60)) == 2
+
+
+# End of the priorities block.
 
 
 # Locks and services.
@@ -832,6 +1036,25 @@ def test_begin_after_a_read_outside_a_transaction_is_refused(db):
         with session.begin():
             assert db.repositories.steps.claim(session, order.id, REQUEST,
                                                0, NOW, 'w1@h', _at(60))
+
+
+@pytest.mark.parametrize('backend', ('postgresql', 'mysql'))
+def test_a_write_transaction_reads_what_was_committed_since_it_began(
+        database):
+    # A worker writes several results in one transaction; a result read
+    # after another process committed a parallel step must see it, or
+    # neither result sees every step DONE. (SQLite and the fake let one
+    # writer at a time: another cannot commit in between.)
+    repos = database.repositories
+    first, second = _claimed(database, 'w1@h'), _order(database)
+    with database.session() as session, session.begin():
+        assert repos.steps.finish(session, first, REQUEST, 1, NOW,
+                                  models.STEP_DONE)
+        assert repos.steps.for_order(session, second)[REQUEST].owner is None
+        _write(database, repos.steps.claim, second, REQUEST, 0, NOW,
+               'w2@h', _at(60))
+        assert repos.steps.for_order(session, second)[REQUEST].owner == \
+            'w2@h'
 
 
 # What follows holds the fake to its own rules, for which a real

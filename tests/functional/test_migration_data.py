@@ -6,6 +6,9 @@ time. Upgraded to head, each becomes rows of ``order_steps`` as
 ``alembic/versions/0003_order_steps.py`` documents, its retry rows still
 match their step and token, and a real worker and retry daemon finish
 every PENDING order.
+
+A database at revision 0003 keeps every retry row, with its id, through
+0004, after which no id is ever given again, on SQLite too.
 """
 
 import datetime
@@ -234,3 +237,99 @@ def _check_finished(database, old, database_url, transport_url, tmp_path):
 def _counts(database):
     with database.session() as session:
         return orders.count_by_status(session)
+
+
+# Revision 0004: priorities; retry ids never reused, SQLite included.
+
+_ORDERS_0003 = sa.table(
+    'orders', sa.column('id'), sa.column('type'), sa.column('status'),
+    sa.column('meta', sa.JSON), sa.column('error_reason'),
+    sa.column('created_at', models.Timestamp),
+    sa.column('updated_at', models.Timestamp))
+_RETRIES_0003 = sa.table(
+    'order_retry_tasks', sa.column('id'),
+    *(sa.column(column.name, column.type) for column in _OLD_RETRIES.c))
+
+
+def _retry_rows(connection):
+    return [tuple(row) for row in connection.execute(
+        sa.select(_RETRIES_0003).order_by(_RETRIES_0003.c.id))]
+
+
+@pytest.fixture
+def rows_at_0003(database_url, backend):
+    """A database at 0003 with two orders and retry rows whose highest id
+    was deleted; returns the rows as they are before 0004."""
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    migration.upgrade(engine, '0003')
+    now = datetime.datetime.utcnow().replace(microsecond=654321)
+    order_ids = ['00000000-0000-0000-0004-00000000000%d' % i for i in (1, 2)]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(_ORDERS_0003), [
+            dict(id=order_id, type='certificate', status=models.PENDING,
+                 meta={}, error_reason=None, created_at=now, updated_at=now)
+            for order_id in order_ids])
+        connection.execute(sa.insert(_OLD_RETRIES), [
+            dict(_old_retry(order_id, CHECK, 1, count, now +
+                            datetime.timedelta(seconds=count)),
+                 parked=count == 2, park_reason='bad' if count == 2 else None)
+            for count in range(3) for order_id in order_ids])
+        highest = _retry_rows(connection)[-1][0]
+        connection.execute(sa.delete(_RETRIES_0003).where(
+            _RETRIES_0003.c.id == highest))
+        connection.execute(sa.insert(_OLD_RETRIES).values(
+            _old_retry(order_ids[0], REQUEST, 1, 0, now)))
+        rows = _retry_rows(connection)
+    engine.dispose()
+    # Before 0004 SQLite gives the deleted highest id to the next row.
+    assert (rows[-1][0] == highest) is (backend == 'sqlite')
+    return order_ids, rows
+
+
+def test_0004_keeps_every_retry_row_and_id_and_ids_are_never_reused(
+        rows_at_0003, database_url, backend):
+    order_ids, before = rows_at_0003
+    database = db_session.Database.from_url(database_url)
+    try:
+        migration.upgrade(database.engine)
+        with database.engine.connect() as connection:
+            assert _retry_rows(connection) == before
+        _check_0004_schema(database.engine, backend)
+        with database.session() as session, session.begin():
+            assert orders.priorities(session, order_ids) == {
+                order_id: 0 for order_id in order_ids}
+            assert {task.priority for task in
+                    retry_tasks.list_tasks(session)} == {0}
+            highest = before[-1][0]
+            assert retry_tasks.delete(session, [highest]) == 1
+            new = retry_tasks.add(session, order_ids[0], CHECK, before[0][3],
+                                  priority=9)
+        assert new > highest
+        with database.session() as session, session.begin():
+            assert retry_tasks.get(session, new).priority == 9
+            # The foreign key still cascades.
+            session.execute(sa.delete(models.Order).where(
+                models.Order.id == order_ids[0]))
+        with database.session() as session:
+            assert {task.order_id for task in
+                    retry_tasks.list_tasks(session)} == {order_ids[1]}
+    finally:
+        database.dispose()
+
+
+def _check_0004_schema(engine, backend):
+    inspector = sa.inspect(engine)
+    assert {index['name']: index['column_names'] for index in
+            inspector.get_indexes('order_retry_tasks')} == {
+        'ix_order_retry_tasks_order_id': ['order_id'],
+        'ix_order_retry_tasks_due': ['parked', 'retry_at', 'id'],
+        'ix_order_retry_tasks_priority_due': ['parked', 'priority',
+                                              'retry_at', 'id']}
+    [foreign_key] = inspector.get_foreign_keys('order_retry_tasks')
+    assert (foreign_key['referred_table'], foreign_key['options']) == (
+        'orders', {'ondelete': 'CASCADE'})
+    if backend == 'sqlite':
+        with engine.connect() as connection:
+            assert 'AUTOINCREMENT' in connection.exec_driver_sql(
+                "SELECT sql FROM sqlite_master "
+                "WHERE name = 'order_retry_tasks'").scalar()

@@ -3,6 +3,8 @@
 from alembic import autogenerate
 from alembic import migration as alembic_migration
 from alembic import script
+import pytest
+from sqlalchemy import schema
 
 from worker.db import migration
 from worker.db import models
@@ -29,3 +31,17 @@ def test_upgrade_twice_is_a_no_op(database):
     before = migration.current_revision(database.engine)
     migration.upgrade(database.engine)
     assert migration.current_revision(database.engine) == before
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_sqlite_retry_ids_autoincrement_in_models_and_migrations(database):
+    # compare_metadata does not compare table options: a table rebuilt
+    # without AUTOINCREMENT would reuse the highest id on SQLite.
+    created = str(schema.CreateTable(models.OrderRetryTask.__table__)
+                  .compile(dialect=database.engine.dialect))
+    with database.engine.connect() as connection:
+        migrated = connection.exec_driver_sql(
+            "SELECT sql FROM sqlite_master "
+            "WHERE name = 'order_retry_tasks'").scalar()
+    for ddl in (created, migrated):
+        assert 'id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT' in ddl

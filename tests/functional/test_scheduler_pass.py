@@ -13,7 +13,6 @@ from worker.db import locks
 from worker.db import models
 from worker.db import retry_tasks
 from worker.db import services
-from worker.db import steps
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
@@ -229,54 +228,47 @@ class _StealLockClient(fakes.RecordingRPCClient):
 
 
 class _FastWorkerClient(fakes.RecordingRPCClient):
-    """While the batch is cast, a worker moves the first order on.
+    """While the batch is cast, a worker replaces the first order's row.
 
-    It deletes that order's row and another order's new row takes its id
-    (SQLite reuses the highest id), as a fast worker can.
+    As a worker that ran the step and asks for another try does: it
+    deletes the row the pass is casting and writes a new one. That row has
+    the highest id, which SQLite without AUTOINCREMENT would give again to
+    the new row.
     """
 
-    def __init__(self, database, moved, newcomer):
+    def __init__(self, database, moved):
         super().__init__()
         self._database = database
-        self._moved, self._newcomer = moved, newcomer
+        self._moved = moved
+        self.replaced = None
 
     def cast(self, ctxt, method, **kwargs):
         super().cast(ctxt, method, **kwargs)
-        if self._moved is None:
+        if self.replaced is not None:
             return
         with self._database.session() as session, session.begin():
             [row] = retry_tasks.list_tasks(session, order_id=self._moved)
-            session.execute(sa.delete(models.OrderRetryTask).where(
-                models.OrderRetryTask.id == row.id))
-            session.execute(sa.insert(models.OrderRetryTask).values(
-                id=row.id, order_id=self._newcomer,
-                retry_task='check_certificate_status',
-                retry_at=NOW + datetime.timedelta(seconds=30),
-                retry_args=json.dumps([self._newcomer]),
-                retry_kwargs='{"generation": 0}', retry_count=0,
-                parked=False, created_at=NOW))
-        self._moved = None
+            retry_tasks.delete_for_order(session, self._moved)
+            new_id = retry_tasks.add(
+                session, self._moved, 'check_certificate_status',
+                NOW + datetime.timedelta(seconds=30), args=[self._moved],
+                kwargs={'generation': 1}, now=NOW)
+        self.replaced = (row.id, new_id)
 
 
-def test_a_row_that_took_a_cast_rows_id_is_kept(database):
+def test_a_row_replaced_while_cast_is_kept(database):
     [moved] = _make_orders(database, 1)
-    with database.session() as session, session.begin():
-        # Both waiting, neither in flight; the newcomer's row comes later.
-        newcomer = counting.waiting_order(session, NOW)
-    client = _FastWorkerClient(database, moved, newcomer)
+    client = _FastWorkerClient(database, moved)
 
     result, _ = _run(database, client=client)
 
     assert result.dispatched == 1
-    # The newcomer's row, under the cast row's id, is still there, and
-    # its step was not marked as dispatched for a cast it never had.
+    # The new row has an id of its own, and the pass, which deletes the
+    # rows it cast by id, left it alone.
+    cast_id, new_id = client.replaced
+    assert new_id > cast_id
     [kept] = _pending(database)
-    assert kept.order_id == newcomer
-    with database.session() as session:
-        for order_id in (moved, newcomer):
-            step = steps.for_order(session, order_id)[
-                'check_certificate_status']
-            assert step.dispatched_at is None
+    assert (kept.id, kept.order_id) == (new_id, moved)
 
 
 def test_lost_lock_stops_the_pass_without_deleting(database):

@@ -17,18 +17,22 @@ LOG = logging.getLogger(__name__)
 
 
 def create_orders(database, worker_api, workflow, meta, count, now,
-                  rows_per_cast=50):
+                  rows_per_cast=50, priority=0):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
 
     :param worker_api: a ``worker.rpcapi.WorkerAPI``, or None to leave the
         first casts to the retry daemon.
+    :param priority: the orders' priority (``worker.db.models``), which
+        their retry rows get.
     :returns: the orders created.
+    :raises ValueError: ``priority`` is not a priority.
     """
     repositories = database.repositories
     with database.session() as session, session.begin():
-        created = [repositories.orders.create(session, workflow, meta, now)
+        created = [repositories.orders.create(session, workflow, meta, now,
+                                              priority=priority)
                    for _ in range(count)]
     steps = [rpcapi.Step(name, order.id, 0)
              for order in created for name in workflow.roots()]

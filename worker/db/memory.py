@@ -14,11 +14,10 @@ primary and foreign keys of orders, steps and retry rows are checked
 (``DBDuplicateEntry``, ``DBReferenceError``). The fake does not model
 isolation beyond that serialization, row or gap locks, deadlocks, the
 session's identity map (every read returns fresh copies; changing one
-writes nothing), MySQL's case-insensitive string comparisons, nor
-SQLite's reuse of the highest retry id (ids here only grow, as on
-PostgreSQL and MariaDB). A transaction is stricter than SQLite's: after
-a database error every statement in it fails, as on PostgreSQL, until
-it is rolled back.
+writes nothing), nor MySQL's case-insensitive string comparisons. Retry
+ids only grow, as on every backend. A transaction is stricter than
+SQLite's: after a database error every statement in it fails, as on
+PostgreSQL, until it is rolled back.
 
 ``tests/functional/test_memory_repositories.py`` holds it to the SQL
 repositories' behaviour on every backend.
@@ -263,12 +262,13 @@ class InMemoryOrders(_Repository):
     """``worker.db.orders`` on the in-memory store."""
 
     @_writes
-    def create(self, session, workflow, meta, now):
+    def create(self, session, workflow, meta, now, priority=0):
         """Insert a PENDING order of ``workflow``'s type, and its steps."""
         order = OrderRecord(
             id=str(uuid.uuid4()), type=workflow.type_name,
             status=models.PENDING, meta=_json(dict(meta or {})),
-            error_reason=None, created_at=now, updated_at=now)
+            error_reason=None, priority=models.check_priority(priority),
+            created_at=now, updated_at=now)
         self._store.orders[order.id] = order
         _insert_steps(self._store, order.id, workflow.names,
                       set(workflow.roots()), now)
@@ -280,21 +280,35 @@ class InMemoryOrders(_Repository):
         """Return the order with this id, or None."""
         return copy.deepcopy(self._store.orders.get(order_id))
 
-    @_reads
     def with_steps(self, session, order_id):
         """Return ``(order, {name: step})``; ``(None, {})`` if none."""
-        order = self._store.orders.get(order_id)
-        if order is None:
-            return None, {}
-        return copy.deepcopy(order), {
-            step.name: copy.deepcopy(step)
-            for step in sorted(self._store.steps.values(), key=_step_key)
-            if step.order_id == order_id}
+        return self.with_steps_many(session, [order_id]).get(
+            order_id, (None, {}))
+
+    @_reads
+    def with_steps_many(self, session, order_ids):
+        """Return ``{order_id: (order, {name: step})}`` of those that
+        exist."""
+        found = {order_id: (copy.deepcopy(self._store.orders[order_id]), {})
+                 for order_id in order_ids
+                 if order_id in self._store.orders}
+        for step in sorted(self._store.steps.values(), key=_step_key):
+            if step.order_id in found:
+                found[step.order_id][1][step.name] = copy.deepcopy(step)
+        return found
 
     @_reads
     def get_many(self, session, order_ids):
         """Return ``{id: order}`` of those of ``order_ids`` that exist."""
         return {order_id: copy.deepcopy(self._store.orders[order_id])
+                for order_id in order_ids or ()
+                if order_id in self._store.orders}
+
+    @_reads
+    def priorities(self, session, order_ids):
+        """Return ``{id: priority}`` of those of ``order_ids`` that exist.
+        """
+        return {order_id: self._store.orders[order_id].priority
                 for order_id in order_ids or ()
                 if order_id in self._store.orders}
 
@@ -345,12 +359,9 @@ class InMemoryOrders(_Repository):
 
     @_writes
     def complete(self, session, order_id, now, meta):
-        """Move a PENDING order to ACTIVE, merging ``meta`` into its meta.
-        """
-        order = self._store.orders.get(order_id)
-        merged = dict(order.meta or {}, **(meta or {})) if order else meta
+        """Move a PENDING order to ACTIVE with ``meta`` as its meta."""
         return self._move(order_id, now, models.PENDING,
-                          status=models.ACTIVE, meta=_json(merged))
+                          status=models.ACTIVE, meta=_json(dict(meta or {})))
 
     @_writes
     def fail(self, session, order_id, now, reason):
@@ -428,12 +439,26 @@ class InMemorySteps(_Repository):
     def claim(self, session, order_id, name, generation, now, owner,
               lease_until):
         """Take the step for one run by moving its generation forward."""
+        return self._claim(order_id, name, generation, now, owner,
+                           lease_until)
+
+    def _claim(self, order_id, name, generation, now, owner, lease_until):
         step = self._store.steps.get((order_id, name))
         return step is not None and self._fenced_update(
             order_id, name, generation, now, generation=generation + 1,
             owner=owner, claimed_at=now, lease_expires_at=lease_until,
             dispatched_at=None, attempt=step.attempt + 1,
             started_at=step.started_at or now)
+
+    @_writes
+    def claim_many(self, session, claims, now, owner):
+        """Claim several steps; the ``(order_id, name)`` claimed."""
+        claimed = set()
+        for order_id, name, generation, lease_until in claims:
+            if self._claim(order_id, name, generation, now, owner,
+                           lease_until):
+                claimed.add((order_id, name))
+        return claimed
 
     @_writes
     def retry(self, session, order_id, name, token, now, failures, polls,
@@ -554,7 +579,8 @@ class InMemorySteps(_Repository):
 
 
 def _due_key(task):
-    return (task.retry_at, task.id)
+    """Where ``due`` puts a row: priority descending, retry_at, id."""
+    return (-task.priority, task.retry_at, task.id)
 
 
 class InMemoryRetryTasks(_Repository):
@@ -562,8 +588,9 @@ class InMemoryRetryTasks(_Repository):
 
     @_writes
     def add(self, session, order_id, retry_task, retry_at, args=(),
-            kwargs=None, retry_count=0, now=None):
-        """Insert a retry row for ``order_id``; returns it."""
+            kwargs=None, retry_count=0, now=None, priority=0):
+        """Insert a retry row for ``order_id``; returns its id."""
+        models.check_priority(priority)
         if order_id not in self._store.orders:
             raise _missing_order('order_retry_tasks')
         task = RetryTaskRecord(
@@ -571,10 +598,10 @@ class InMemoryRetryTasks(_Repository):
             retry_task=retry_task, retry_at=retry_at,
             retry_args=json.dumps(list(args)),
             retry_kwargs=json.dumps(dict(kwargs or {})),
-            retry_count=retry_count, parked=False, park_reason=None,
-            created_at=now or retry_at)
+            retry_count=retry_count, priority=priority, parked=False,
+            park_reason=None, created_at=now or retry_at)
         self._store.tasks[task.id] = task
-        return copy.deepcopy(task)
+        return task.id
 
     def _unparked(self):
         return [task for task in self._store.tasks.values()
@@ -582,14 +609,21 @@ class InMemoryRetryTasks(_Repository):
 
     @_reads
     def due(self, session, now, limit, after=None):
-        """Up to ``limit`` unparked due rows by (retry_at, id), after it."""
+        """Up to ``limit`` unparked due rows, highest priority first, then
+        by (retry_at, id); after the row whose ``DueTask.key`` is
+        ``after``."""
+        start = None
+        if after is not None:
+            priority, retry_at, task_id = after
+            start = (-priority, retry_at, task_id)
         found = sorted((task for task in self._unparked()
                         if task.retry_at <= now and
-                        (after is None or _due_key(task) > tuple(after))),
+                        (start is None or _due_key(task) > start)),
                        key=_due_key)
         return [retry_tasks.DueTask(
             task.id, task.order_id, task.retry_task, task.retry_at,
             task.retry_args, task.retry_kwargs, task.retry_count,
+            task.priority,
             (task.order_id, task.retry_task) in self._store.steps)
             for task in found[:limit]]
 
@@ -623,23 +657,19 @@ class InMemoryRetryTasks(_Repository):
             if task.order_id == order_id and
             (step is None or task.retry_task == step)])
 
-    def _as_read(self, rows):
-        read = {(row.id, row.order_id, row.retry_at) for row in rows}
-        return [task for task in self._store.tasks.values()
-                if (task.id, task.order_id, task.retry_at) in read]
-
     @_writes
     def delete_as_read(self, session, rows):
-        """Delete rows (``DueTask``) still as read; their (order, step)."""
-        deleted = self._as_read(rows or ())
-        for task in deleted:
-            del self._store.tasks[task.id]
+        """Delete rows (``DueTask``) by id; the (order, step) of those
+        deleted."""
+        deleted = [self._store.tasks.pop(row.id) for row in rows or ()
+                   if row.id in self._store.tasks]
         return {(task.order_id, task.retry_task) for task in deleted}
 
     @_writes
     def park(self, session, row, reason):
-        """Set a row (as it was read) aside."""
-        for task in self._as_read([row]):
+        """Set a row (as it was read, by id) aside."""
+        task = self._store.tasks.get(row.id)
+        if task is not None:
             self._store.tasks[task.id] = dataclasses.replace(
                 task, parked=True, park_reason=reason)
 
@@ -665,7 +695,7 @@ class InMemoryRetryTasks(_Repository):
             (task for task in self._store.tasks.values()
              if (parked is None or task.parked == parked) and
              (not order_id or task.order_id == order_id)),
-            key=_due_key))
+            key=lambda task: (task.retry_at, task.id)))
 
 
 class InMemoryServices(_Repository):

@@ -36,9 +36,29 @@ STEP_STATUSES = (STEP_WAITING, STEP_PENDING, STEP_DONE, STEP_FAILED,
 
 ORDER_RETRY_TASK_LOCK = 'OrderRetryTask'
 
+# An order's priority: when more retry rows are due than one pass casts,
+# those of higher priority are cast first. 0 to 9, the ten levels of
+# AMQP 0-9-1 message priorities: enough to tell classes of orders apart,
+# and few because the due query reads each level with a query of its own
+# (``retry_tasks.due``), so each level costs a pass one index probe.
+MIN_PRIORITY = 0
+MAX_PRIORITY = 9
+
 # The kinds of process in ``services``.
 WORKER = 'worker'
 SCHEDULER = 'scheduler'
+
+
+def check_priority(priority):
+    """Return ``priority``; raise ValueError if it is not a priority.
+
+    A row of another priority would never be read by the due query.
+    """
+    if not isinstance(priority, int) or isinstance(priority, bool) or \
+            not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise ValueError('priority must be an integer from %d to %d, not %r'
+                         % (MIN_PRIORITY, MAX_PRIORITY, priority))
+    return priority
 
 
 class Base(orm.DeclarativeBase):
@@ -69,6 +89,10 @@ class Order(Base):
     status: orm.Mapped[str] = orm.mapped_column(sa.String(16), index=True)
     meta: orm.Mapped[dict] = orm.mapped_column(sa.JSON, default=dict)
     error_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    #: ``MIN_PRIORITY`` to ``MAX_PRIORITY``, higher sooner; copied to the
+    #: order's retry rows.
+    priority: orm.Mapped[int] = orm.mapped_column(
+        sa.SmallInteger, default=0, server_default='0')
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
@@ -129,7 +153,12 @@ class OrderStep(Base):
 class OrderRetryTask(Base):
     """A task to cast again to the workers at or after ``retry_at``.
 
-    ``retry_task`` names the step of the order to run again.
+    ``retry_task`` names the step of the order to run again, and
+    ``priority`` is its order's, copied when the row is written so that the
+    due query orders rows without reading their orders.
+
+    Ids are never reused, on SQLite too (AUTOINCREMENT): a row the
+    scheduler read is still that row, or gone, when it deletes it by id.
 
     ``retry_args`` and ``retry_kwargs`` are stored as JSON text and decoded
     by the scheduler row by row, so that one malformed row is set aside
@@ -138,9 +167,18 @@ class OrderRetryTask(Base):
 
     __tablename__ = 'order_retry_tasks'
     __table_args__ = (
-        # The due query is "parked = false AND retry_at <= now ORDER BY
-        # retry_at, id": this index makes it read only the due rows.
+        # "Is anything due" and "when is the next row due" are "parked =
+        # false AND retry_at <= now" (or > moment) by retry_at: one probe
+        # of this index, whatever the priorities.
         sa.Index('ix_order_retry_tasks_due', 'parked', 'retry_at', 'id'),
+        # The due batch reads each priority level by retry_at, id: "parked
+        # = false AND priority = p AND retry_at <= now" is one range of
+        # this index, read only as far as the batch needs.
+        sa.Index('ix_order_retry_tasks_priority_due', 'parked', 'priority',
+                 'retry_at', 'id'),
+        # Without it SQLite gives a new row the highest id plus one, the
+        # id of a row just deleted.
+        {'sqlite_autoincrement': True},
     )
 
     id: orm.Mapped[int] = orm.mapped_column(
@@ -153,6 +191,8 @@ class OrderRetryTask(Base):
     retry_args: orm.Mapped[str] = orm.mapped_column(sa.Text)
     retry_kwargs: orm.Mapped[str] = orm.mapped_column(sa.Text)
     retry_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    priority: orm.Mapped[int] = orm.mapped_column(
+        sa.SmallInteger, default=0, server_default='0')
     parked: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
     park_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)

@@ -13,17 +13,23 @@ from worker.db import models
 from worker.db import steps
 
 
-def create(session, workflow, meta, now):
+def create(session, workflow, meta, now, priority=0):
     """Insert a PENDING order of ``workflow``'s type, and its steps.
 
     Its first steps (those that come after none) count as dispatched at
     ``now``: the caller casts them after the commit, and the retry
     scheduler dispatches them again if no worker has taken them up within
     ``[scheduler] dispatch_deadline_seconds`` (a failed or lost cast).
+
+    :param priority: ``models.MIN_PRIORITY`` to ``models.MAX_PRIORITY``;
+        when more retry rows are due than a pass casts, those of orders of
+        a higher priority go first.
+    :raises ValueError: ``priority`` is not a priority.
     """
     order = models.Order(
         id=str(uuid.uuid4()), type=workflow.type_name,
-        status=models.PENDING, meta=dict(meta or {}), created_at=now,
+        status=models.PENDING, meta=dict(meta or {}),
+        priority=models.check_priority(priority), created_at=now,
         updated_at=now)
     session.add(order)
     session.flush()
@@ -40,16 +46,25 @@ def get(session, order_id):
 def with_steps(session, order_id):
     """Return ``(order, {name: step})`` in one query; ``(None, {})`` if
     there is no such order."""
-    rows = session.execute(
-        sa.select(models.Order, models.OrderStep)
-        .outerjoin(models.OrderStep,
-                   models.OrderStep.order_id == models.Order.id)
-        .where(models.Order.id == order_id)
-        .order_by(models.OrderStep.name)).all()
-    if not rows:
-        return None, {}
-    return rows[0][0], {step.name: step for _, step in rows
-                        if step is not None}
+    return with_steps_many(session, [order_id]).get(order_id, (None, {}))
+
+
+def with_steps_many(session, order_ids):
+    """Return ``{order_id: (order, {name: step})}`` in one query, for those
+    of ``order_ids`` that exist."""
+    found = {}
+    if not order_ids:
+        return found
+    for order, step in session.execute(
+            sa.select(models.Order, models.OrderStep)
+            .outerjoin(models.OrderStep,
+                       models.OrderStep.order_id == models.Order.id)
+            .where(models.Order.id.in_(list(order_ids)))
+            .order_by(models.Order.id, models.OrderStep.name)):
+        _, steps_of_order = found.setdefault(order.id, (order, {}))
+        if step is not None:
+            steps_of_order[step.name] = step
+    return found
 
 
 def get_many(session, order_ids):
@@ -58,6 +73,15 @@ def get_many(session, order_ids):
         return {}
     return {order.id: order for order in session.scalars(
         sa.select(models.Order).where(models.Order.id.in_(list(order_ids))))}
+
+
+def priorities(session, order_ids):
+    """Return ``{id: priority}`` of those of ``order_ids`` that exist."""
+    if not order_ids:
+        return {}
+    return dict(session.execute(
+        sa.select(models.Order.id, models.Order.priority)
+        .where(models.Order.id.in_(list(order_ids)))).all())
 
 
 def list_orders(session, status=None, limit=None):
@@ -115,12 +139,13 @@ def _move(session, order_id, now, source, **values):
 
 
 def complete(session, order_id, now, meta):
-    """Move a PENDING order to ACTIVE, merging ``meta`` into its metadata.
+    """Move a PENDING order to ACTIVE with ``meta`` as its metadata.
+
+    The caller merges: an order's metadata changes only here and when it
+    is created, so the order as its worker read it is the order now.
     """
-    order = get(session, order_id)
-    merged = dict(order.meta or {}, **(meta or {})) if order else meta
     return _move(session, order_id, now, models.PENDING,
-                 status=models.ACTIVE, meta=merged)
+                 status=models.ACTIVE, meta=dict(meta or {}))
 
 
 def fail(session, order_id, now, reason):

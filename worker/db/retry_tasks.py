@@ -8,6 +8,8 @@ import sqlalchemy as sa
 
 from worker.db import models
 
+_TABLE = models.OrderRetryTask.__table__
+
 
 @dataclasses.dataclass(frozen=True)
 class DueTask:
@@ -20,51 +22,92 @@ class DueTask:
     retry_args: str
     retry_kwargs: str
     retry_count: int
+    priority: int
     #: The row's order has a step named ``retry_task``.
     step_exists: bool
 
+    @property
+    def key(self):
+        """Its place in the order ``due`` returns rows in: the ``after``
+        of the next batch when it ends one."""
+        return (self.priority, self.retry_at, self.id)
+
 
 def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
-        retry_count=0, now=None):
-    """Insert a retry row for ``order_id``; returns it."""
-    task = models.OrderRetryTask(
+        retry_count=0, now=None, priority=0):
+    """Insert a retry row for ``order_id``; returns its id.
+
+    :param priority: the order's (``Order.priority``), copied so that the
+        due query orders rows without reading their orders.
+    :raises ValueError: ``priority`` is not a priority.
+    """
+    # A Core insert: on the worker's hot path, no ORM object to build,
+    # flush and keep in the session.
+    result = session.execute(sa.insert(_TABLE).values(
         order_id=order_id, retry_task=retry_task, retry_at=retry_at,
         retry_args=json.dumps(list(args)),
         retry_kwargs=json.dumps(dict(kwargs or {})),
-        retry_count=retry_count, parked=False,
-        created_at=now or retry_at)
-    session.add(task)
-    session.flush()
-    return task
+        retry_count=retry_count, priority=models.check_priority(priority),
+        parked=False, created_at=now or retry_at))
+    return result.inserted_primary_key[0]
 
 
 def due(session, now, limit, after=None):
     """Return up to ``limit`` unparked rows with ``retry_at <= now``.
 
-    Rows come in (retry_at, id) order, each with whether its order has
-    the step it names. ``after`` is the (retry_at, id) key
-    of the last row of the previous batch, so a batch never sees a row again
-    (keyset paging: a row kept after a failed cast does not come back in
-    the same pass). The cost is that of the rows returned, through
-    ``ix_order_retry_tasks_due``, not that of the table.
+    Rows come highest priority first, then in (retry_at, id) order (their
+    ``DueTask.key`` order, priority descending), each with whether its
+    order has the step it names. ``after`` is the ``key`` of the last row
+    of the previous batch, so a batch never sees a row again (keyset
+    paging: a row kept after a failed cast does not come back in the same
+    pass).
+
+    Each priority level is one range of
+    ``ix_order_retry_tasks_priority_due``, read by a query of its own from
+    the highest level down, and only as far as the batch needs: a batch
+    costs the rows it returns plus one probe of each level it goes
+    through, and a pass goes through each level once (a batch starts at
+    the level of ``after``). A single query ordered by priority then
+    retry_at could not stop at ``now`` within each level: it would read
+    the rows not yet due of every level above the last one it returns.
     """
+    rows = []
+    top = models.MAX_PRIORITY if after is None else after[0]
+    for priority in range(top, models.MIN_PRIORITY - 1, -1):
+        query = _due_of_level(now, priority, limit - len(rows))
+        if after is not None and priority == top:
+            query = query.where(_after(after[1], after[2]))
+        rows.extend(DueTask(*row) for row in session.execute(query))
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def _due_of_level(now, priority, limit):
     task = models.OrderRetryTask
-    query = (
+    return (
         sa.select(task.id, task.order_id, task.retry_task, task.retry_at,
                   task.retry_args, task.retry_kwargs, task.retry_count,
-                  models.OrderStep.name.is_not(None))
+                  task.priority, models.OrderStep.name.is_not(None))
         .outerjoin(models.OrderStep,
                    sa.and_(models.OrderStep.order_id == task.order_id,
                            models.OrderStep.name == task.retry_task))
-        .where(task.parked == sa.false(), task.retry_at <= now)
+        .where(task.parked == sa.false(), task.priority == priority,
+               task.retry_at <= now)
         .order_by(task.retry_at, task.id)
         .limit(limit))
-    if after is not None:
-        last_at, last_id = after
-        query = query.where(sa.or_(
-            task.retry_at > last_at,
-            sa.and_(task.retry_at == last_at, task.id > last_id)))
-    return [DueTask(*row) for row in session.execute(query)]
+
+
+def _after(last_at, last_id):
+    """Rows after ``(last_at, last_id)`` in (retry_at, id) order.
+
+    ``retry_at >= last_at`` is redundant but is what every database
+    starts its index range at; from the OR alone PostgreSQL would read the
+    level from its first row.
+    """
+    task = models.OrderRetryTask
+    return sa.and_(task.retry_at >= last_at, sa.or_(
+        task.retry_at > last_at, task.id > last_id))
 
 
 def any_due(session, now):
@@ -126,47 +169,35 @@ def delete_for_order(session, order_id, step=None):
     delete(session, list(session.scalars(query)))
 
 
-def _as_read(rows):
-    """Match ``rows`` as they were read, not rows that took their ids since.
-
-    An id can come back: SQLite gives a new row the highest id plus one,
-    so once the row with the highest id is deleted (a worker replaced it
-    while the scheduler was casting it) the next insert, maybe another
-    order's, takes that id again.
-    """
-    task = models.OrderRetryTask
-    # The id list first: it is what the databases plan the primary key
-    # lookup from (PostgreSQL does not, from the row values alone).
-    return sa.and_(
-        task.id.in_([row.id for row in rows]),
-        sa.tuple_(task.id, task.order_id, task.retry_at).in_(
-            [(row.id, row.order_id, row.retry_at) for row in rows]))
-
-
 def delete_as_read(session, rows):
     """Delete these rows (``DueTask``) as the scheduler read them.
 
-    Returns the ``(order_id, step)`` of the rows deleted.
+    By id alone: an id is never given to another row (AUTOINCREMENT on
+    SQLite, sequences elsewhere), so a row read is still that row or is
+    gone (a worker replaced it: its new row has a new id and stays).
+    Returns the ``(order_id, step)`` of the rows deleted; with ``DELETE
+    ... RETURNING`` where the database has it (PostgreSQL, SQLite 3.35,
+    MariaDB 10.0.5; not MySQL), in the same statement.
     """
     if not rows:
         return set()
-    task = models.OrderRetryTask
+    matching = _TABLE.c.id.in_([row.id for row in rows])
+    named = (_TABLE.c.order_id, _TABLE.c.retry_task)
+    if session.get_bind().dialect.delete_returning:
+        return {tuple(row) for row in session.execute(
+            sa.delete(_TABLE).where(matching).returning(*named))}
     deleted = {tuple(row) for row in session.execute(
-        sa.select(task.order_id, task.retry_task).where(_as_read(rows)))}
-    session.execute(
-        sa.delete(models.OrderRetryTask).where(_as_read(rows))
-        .execution_options(synchronize_session=False))
+        sa.select(*named).where(matching))}
+    session.execute(sa.delete(_TABLE).where(matching))
     return deleted
 
 
 def park(session, row, reason):
-    """Set a row (as it was read) aside: it is never due again until an
-    operator acts."""
+    """Set a row (as it was read, by id) aside: it is never due again
+    until an operator acts."""
     session.execute(
-        sa.update(models.OrderRetryTask)
-        .where(_as_read([row]))
-        .values(parked=True, park_reason=reason)
-        .execution_options(synchronize_session=False))
+        sa.update(_TABLE).where(_TABLE.c.id == row.id)
+        .values(parked=True, park_reason=reason))
 
 
 def get(session, task_id):

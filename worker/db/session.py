@@ -29,6 +29,21 @@ def _tune_sqlite(dbapi_connection, connection_record):
     cursor.close()
 
 
+def _read_committed(dbapi_connection, connection_record):
+    # NOTE: MariaDB's default, REPEATABLE READ, gives a transaction the
+    # rows as they were at its first read. A worker writes a batch of
+    # results in one transaction: the second result of the batch would
+    # read its order's steps as they were at the first result's read,
+    # before another worker committed a parallel step, and both would
+    # miss that every step is DONE. READ COMMITTED, PostgreSQL's default,
+    # gives each statement the rows as last committed, so the code runs
+    # with one set of rules on both. It needs binlog_format ROW or MIXED
+    # (MariaDB's default, and what Galera requires).
+    cursor = dbapi_connection.cursor()
+    cursor.execute('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED')
+    cursor.close()
+
+
 def _keep_connections(null_pool, size, overflow, timeout):
     """Return a QueuePool built like ``null_pool``.
 
@@ -96,6 +111,9 @@ class Database:
             sa.event.listen(engine, 'connect', _tune_sqlite)
             sa.event.listen(engine, 'begin', _begin_immediate)
             # Connections opened before the listener was added.
+            engine.dispose()
+        elif engine.dialect.name == 'mysql':
+            sa.event.listen(engine, 'connect', _read_committed)
             engine.dispose()
         return cls(engine)
 

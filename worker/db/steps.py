@@ -96,6 +96,52 @@ def claim(session, order_id, name, generation, now, owner, lease_until):
         started_at=sa.func.coalesce(_Step.started_at, now))
 
 
+def claim_many(session, claims, now, owner):
+    """Claim several steps at once, as ``claim`` claims one.
+
+    :param claims: ``[(order_id, name, generation, lease_until), ...]``,
+        each step at most once.
+    :returns: the ``(order_id, name)`` of the steps claimed; the others
+        had moved on.
+
+    One UPDATE per distinct lease. When it moves fewer rows than asked
+    (another process was quicker for some), one read tells which moved
+    for this claim: those at ``generation + 1`` with ``owner`` and
+    ``claimed_at == now``. UPDATE ... RETURNING would save that read, but
+    MariaDB has no such statement. The caller makes ``now`` unique among
+    its own claims, so that its claims cannot be told apart only by time.
+    """
+    by_lease = {}
+    for order_id, name, generation, lease_until in claims:
+        by_lease.setdefault(lease_until, []).append(
+            (order_id, name, generation))
+    moved = 0
+    for lease_until, keys in by_lease.items():
+        moved += session.execute(
+            sa.update(_Step)
+            .where(_Step.order_id.in_(list({key[0] for key in keys})),
+                   sa.tuple_(_Step.order_id, _Step.name,
+                             _Step.generation).in_(keys),
+                   _Step.status == models.STEP_PENDING)
+            .values(generation=_Step.generation + 1, owner=owner,
+                    claimed_at=now, lease_expires_at=lease_until,
+                    dispatched_at=None, attempt=_Step.attempt + 1,
+                    started_at=sa.func.coalesce(_Step.started_at, now),
+                    updated_at=now)
+            .execution_options(synchronize_session=False)).rowcount
+    asked = {(order_id, name): generation
+             for order_id, name, generation, _ in claims}
+    if moved == len(asked):
+        return set(asked)
+    rows = session.execute(
+        sa.select(_Step.order_id, _Step.name, _Step.generation)
+        .where(_Step.order_id.in_(list({key[0] for key in asked})),
+               sa.tuple_(_Step.order_id, _Step.name).in_(list(asked)),
+               _Step.owner == owner, _Step.claimed_at == now))
+    return {(order_id, name) for order_id, name, generation in rows
+            if asked.get((order_id, name)) == generation - 1}
+
+
 # A run's result releases the step: no owner, not in flight.
 _RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
              'dispatched_at': None}

@@ -54,26 +54,28 @@ def _read(database, action):
         return action(database.repositories, session)
 
 
-def _make_orders(database, count, due_in=-1):
-    """PENDING certificate orders, each waiting for its status check: a
-    retry row of CHECK due at NOW + due_in."""
+def _make_orders(database, count, due_in=-1, priority=0):
+    """PENDING certificate orders of ``priority``, each waiting for its
+    status check: a retry row of CHECK due at NOW + due_in."""
     def make(repos, session):
         ids = []
         for i in range(count):
-            order_id = _waiting(repos, session)
+            order_id = _waiting(repos, session, priority)
             repos.retry_tasks.add(
                 session, order_id, CHECK,
                 NOW + _seconds(due_in) + datetime.timedelta(milliseconds=i),
-                args=[order_id], kwargs={'generation': 0}, now=NOW)
+                args=[order_id], kwargs={'generation': 0}, now=NOW,
+                priority=priority)
             ids.append(order_id)
         return ids
     return _write(database, make)
 
 
-def _waiting(repos, session):
+def _waiting(repos, session, priority=0):
     """A certificate order whose request is DONE and whose status check
     waits for a retry row (not dispatched)."""
-    order = repos.orders.create(session, CERTIFICATE, {}, NOW)
+    order = repos.orders.create(session, CERTIFICATE, {}, NOW,
+                                priority=priority)
     assert repos.steps.claim(session, order.id, REQUEST, 0, NOW, 'w@h',
                              NOW + _seconds(60))
     assert repos.steps.finish(session, order.id, REQUEST, 1, NOW,
@@ -369,6 +371,65 @@ def test_a_stopping_daemon_ends_its_pass_after_the_current_batch(database):
 
     assert result.dispatched == 7 and len(_rows(database)) == 13
     assert _lock(database) is None
+
+
+class _StopAfterFirstBatch(fakes.RecordingRPCClient):
+    """Makes the pass stop after its first batch, as when it reaches
+    max_pass_seconds: more rows are due than the pass casts."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self._stop = stop
+
+    def cast(self, ctxt, method, **kwargs):
+        super().cast(ctxt, method, **kwargs)
+        self._stop.set()
+
+
+def test_a_pass_that_cannot_cast_every_due_row_casts_the_urgent_first(
+        database):
+    # The oldest rows are the least urgent; batches of 7.
+    low = _make_orders(database, 10, due_in=-300)
+    mid = _make_orders(database, 4, due_in=-200, priority=5)
+    urgent = _make_orders(database, 5, due_in=-1, priority=9)
+    stop = threading.Event()
+    retry_manager, client = _manager(
+        database, _conf(**{'scheduler.cast_concurrency': 1}),
+        _StopAfterFirstBatch(stop), stop_event=stop)
+
+    result = retry_manager.run_once(NOW)
+
+    assert result.dispatched == 7
+    assert [kwargs['order_id'] for _, kwargs in client.casts] == \
+        urgent + mid[:2]
+    assert {row.order_id for row in _rows(database)} == set(mid[2:] + low)
+
+    # The next pass goes on where the priorities say, not by age.
+    result, client = _run(database, _conf(
+        **{'scheduler.cast_concurrency': 1}))
+    assert result.dispatched == 12
+    assert [kwargs['order_id'] for _, kwargs in client.casts] == \
+        mid[2:] + low
+
+
+def test_a_step_taken_back_keeps_its_orders_priority(database):
+    _heartbeat(database, '6@dead', NOW - _seconds(61))
+
+    def claimed(repos, session):
+        order = repos.orders.create(session, CERTIFICATE, {}, NOW,
+                                    priority=7)
+        assert repos.steps.claim(session, order.id, REQUEST, 0, NOW,
+                                 '6@dead', NOW + _seconds(3600))
+        return order.id
+    lost = _write(database, claimed)
+    # The cast fails: the row stays, as recovery wrote it.
+    client = fakes.RecordingRPCClient(fail=lambda method, kwargs: True)
+
+    result, _ = _run(database, client=client)
+
+    assert result.recovered == 1 and result.cast_failures == 1
+    [row] = _rows(database)
+    assert (row.order_id, row.retry_task, row.priority) == (lost, REQUEST, 7)
 
 
 def test_the_next_pass_comes_when_a_waiting_row_falls_due(database):

@@ -167,10 +167,11 @@ def _worker(database, step_concurrency=1, **overrides):
         client, observed)
 
 
-def _order(database, type_name='certificate', meta=None):
+def _order(database, type_name='certificate', meta=None, priority=0):
     with database.session() as session, session.begin():
         return database.repositories.orders.create(
-            session, order_types.get(type_name), meta or {}, NOW).id
+            session, order_types.get(type_name), meta or {}, NOW,
+            priority=priority).id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,7 +279,7 @@ def test_a_request_issued_later_starts_its_check_after_the_delay(
 
 def test_retry_later_polls_the_step_with_its_new_token(database,
                                                        use_plugin):
-    order_id = _order(database)
+    order_id = _order(database, priority=7)
     use_plugin(ScriptedPlugin(base.RetryLater(5)))
 
     _worker(database).run(REQUEST, order_id, 0)
@@ -289,9 +290,10 @@ def test_retry_later_polls_the_step_with_its_new_token(database,
             request.failures, request.owner) == (models.STEP_PENDING, 1, 1,
                                                  0, None)
     [retry] = state.retries
+    # The row carries its order's priority, which orders the due rows.
     assert (retry.retry_task, retry.retry_at, retry.retry_kwargs,
-            retry.retry_count) == (REQUEST, NOW + _seconds(5),
-                                   '{"generation": 1}', 0)
+            retry.retry_count, retry.priority) == (
+                REQUEST, NOW + _seconds(5), '{"generation": 1}', 0, 7)
 
 
 def test_an_unavailable_remote_backs_off_then_fails_the_order(
@@ -639,3 +641,81 @@ def test_a_step_has_one_idempotency_key_for_all_its_runs(database,
     assert len({first.idempotency_key, second.idempotency_key,
                 other.idempotency_key}) == 3
     assert second.idempotency_key_of('first') == first.idempotency_key
+
+
+# Claims and results written in batches (worker.group_commit hands the
+# manager whatever reached the database together; called directly here,
+# so that the batch is known).
+
+def _checks_pending(database, worker, count):
+    """``count`` certificate orders whose status check is PENDING."""
+    order_ids = [_order(database) for _ in range(count)]
+    for order_id in order_ids:
+        worker.run(REQUEST, order_id, 0)
+    return order_ids
+
+
+def test_a_batch_claims_each_current_step_once(database, use_plugin):
+    use_plugin(ScriptedPlugin(*[base.Completed()] * 3))
+    worker = _worker(database)
+    current, other = _checks_pending(database, worker, 2)
+
+    claimed = worker.manager._claim_batch([
+        rpcapi.Step(CHECK, current, 0), rpcapi.Step(CHECK, current, 0),
+        rpcapi.Step(CHECK, other, 3), rpcapi.Step(REQUEST, other, 0)])
+
+    # The duplicate in the batch, the future token and the finished step
+    # claim nothing.
+    run, view = claimed[0]
+    assert claimed[1:] == [None, None, None]
+    assert (run.order_id, run.step, run.token, view.token) == (
+        current, CHECK, 1, 1)
+    assert _state(database, current).steps[CHECK].owner == OWNER
+    assert _state(database, other).steps[CHECK].generation == 0
+    assert worker.observed[-3:] == ['stale'] * 3
+
+
+def test_a_result_superseded_after_a_write_costs_only_itself(database,
+                                                             use_plugin):
+    use_plugin(ScriptedPlugin(*[base.Completed()] * 3))
+    worker = _worker(database)
+    order_ids = _checks_pending(database, worker, 3)
+    claimed = worker.manager._claim_batch(
+        [rpcapi.Step(CHECK, order_id, 0) for order_id in order_ids])
+    # The middle order ends elsewhere while its check runs, its step left
+    # as it was: the check's own write goes through, its order's does not.
+    with database.session() as session, session.begin():
+        assert database.repositories.orders.fail(session, order_ids[1], NOW,
+                                                 'ended elsewhere')
+
+    worker.manager._apply_batch([(run, base.Completed({'n': index}))
+                                 for index, (run, _) in enumerate(claimed)])
+
+    first, middle, last = (_state(database, order_id)
+                           for order_id in order_ids)
+    for state, index in ((first, 0), (last, 2)):
+        assert state.order.status == models.ACTIVE
+        assert state.order.meta['n'] == index
+        assert state.steps[CHECK].status == models.STEP_DONE
+    # Rolled back whole: its step is still claimed, as it was.
+    assert middle.order.status == models.ERROR
+    assert (middle.steps[CHECK].status, middle.steps[CHECK].owner) == (
+        models.STEP_PENDING, OWNER)
+    assert sorted(worker.observed[-3:]) == ['active', 'active',
+                                            'superseded']
+
+
+def test_ready_steps_of_a_batch_go_out_in_one_message(database,
+                                                      use_plugin):
+    use_plugin(ScriptedPlugin(*[base.Completed()] * 3))
+    worker = _worker(database)
+    order_ids = [_order(database) for _ in range(3)]
+    claimed = worker.manager._claim_batch(
+        [rpcapi.Step(REQUEST, order_id, 0) for order_id in order_ids])
+
+    worker.manager._apply_batch([(run, base.Completed())
+                                 for run, _ in claimed])
+
+    assert worker.client.messages == [
+        ('run_steps', rpcapi.RUN_STEPS_VERSION,
+         {'steps': [[CHECK, order_id, 0] for order_id in order_ids]})]
