@@ -7,11 +7,14 @@ from oslo_db import options as db_options
 # Production deployments set [database] connection to PostgreSQL or MariaDB.
 DEFAULT_CONNECTION = 'sqlite:///barbican-retry.sqlite'
 
-# NOTE: a worker process runs up to [DEFAULT] executor_thread_pool_size
-# steps at once (16, see worker.rpc.set_defaults), each needing a
-# connection. With oslo.db's pool of 5, every checkout past 5 opened and
-# closed a new connection: the pool matches the threads instead.
-DEFAULT_MAX_POOL_SIZE = 16
+# NOTE: a worker process reads the steps of up to [DEFAULT]
+# executor_thread_pool_size messages at once (16, see
+# worker.rpc.set_defaults), while one transaction claims a batch, one
+# writes a batch of results and one heartbeats: 19 connections. Every
+# checkout past the pool's size opens and closes a new connection (a new
+# server process on PostgreSQL), which cost more than the transaction:
+# the pool holds them all.
+DEFAULT_MAX_POOL_SIZE = 20
 
 
 def register_opts(conf):

@@ -5,12 +5,16 @@ they return False, and change nothing, when the order has moved on. The
 fencing of the work itself is per step (``worker.db.steps``).
 """
 
+import functools
 import uuid
 
 import sqlalchemy as sa
 
 from worker.db import models
+from worker.db import statements
 from worker.db import steps
+
+_TABLE = statements.ORDERS
 
 
 def create(session, workflow, meta, now, priority=0):
@@ -118,23 +122,34 @@ def lock_live(session, order_id, now):
     last one sees all the others (to turn the order ACTIVE once). Returns
     False if the order is no longer live.
     """
-    result = session.execute(
-        sa.update(models.Order)
-        .where(models.Order.id == order_id,
-               models.Order.status.in_([models.PENDING,
-                                        models.CANCELLING]))
-        .values(updated_at=now)
-        .execution_options(synchronize_session=False))
+    result = statements.execute(session, _LOCK_LIVE, {
+        'where_id': order_id, 'set_updated_at': now})
     return result.rowcount == 1
+
+
+_LOCK_LIVE = (sa.update(_TABLE)
+              .where(statements.where(_TABLE.c.id),
+                     _TABLE.c.status.in_([models.PENDING,
+                                          models.CANCELLING]))
+              .values(statements.setting(_TABLE, ['updated_at'])))
+
+
+@functools.lru_cache(maxsize=None)
+def _move_statement(names):
+    """The UPDATE of ``_move`` that sets the columns ``names``."""
+    return (sa.update(_TABLE)
+            .where(statements.where(_TABLE.c.id),
+                   statements.where(_TABLE.c.status))
+            .values(statements.setting(_TABLE, names)))
 
 
 def _move(session, order_id, now, source, **values):
     """Update the order only if its status is still ``source``."""
-    result = session.execute(
-        sa.update(models.Order)
-        .where(models.Order.id == order_id, models.Order.status == source)
-        .values(updated_at=now, **values)
-        .execution_options(synchronize_session=False))
+    values['updated_at'] = now
+    parameters = statements.set_parameters(values)
+    parameters.update(where_id=order_id, where_status=source)
+    result = statements.execute(
+        session, _move_statement(tuple(sorted(values))), parameters)
     return result.rowcount == 1
 
 

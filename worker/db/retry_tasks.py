@@ -7,8 +7,9 @@ import json
 import sqlalchemy as sa
 
 from worker.db import models
+from worker.db import statements
 
-_TABLE = models.OrderRetryTask.__table__
+_TABLE = statements.RETRY_TASKS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +44,7 @@ def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
     """
     # A Core insert: on the worker's hot path, no ORM object to build,
     # flush and keep in the session.
-    result = session.execute(sa.insert(_TABLE).values(
+    result = statements.execute(session, sa.insert(_TABLE).values(
         order_id=order_id, retry_task=retry_task, retry_at=retry_at,
         retry_args=json.dumps(list(args)),
         retry_kwargs=json.dumps(dict(kwargs or {})),
@@ -158,15 +159,23 @@ def delete(session, task_ids):
 def delete_for_order(session, order_id, step=None):
     """Delete every retry row of one order, or of one of its steps.
 
-    Reads the ids first and deletes by primary key: on MySQL/MariaDB a
-    DELETE by the secondary ``order_id`` index takes gap locks that
-    deadlock with concurrent inserts of other orders' rows.
+    One DELETE by the ``order_id`` index. On MySQL/MariaDB it locks only
+    the rows it deletes: at READ COMMITTED (``worker.db.session``) InnoDB
+    takes no gap locks, which would deadlock with concurrent inserts of
+    other orders' rows.
     """
-    query = sa.select(models.OrderRetryTask.id).where(
-        models.OrderRetryTask.order_id == order_id)
-    if step is not None:
-        query = query.where(models.OrderRetryTask.retry_task == step)
-    delete(session, list(session.scalars(query)))
+    if step is None:
+        statements.execute(session, _DELETE_FOR_ORDER,
+                           {'where_order_id': order_id})
+    else:
+        statements.execute(session, _DELETE_FOR_STEP, {
+            'where_order_id': order_id, 'where_retry_task': step})
+
+
+_DELETE_FOR_ORDER = sa.delete(_TABLE).where(
+    statements.where(_TABLE.c.order_id))
+_DELETE_FOR_STEP = _DELETE_FOR_ORDER.where(
+    statements.where(_TABLE.c.retry_task))
 
 
 def delete_as_read(session, rows):

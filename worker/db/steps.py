@@ -5,13 +5,16 @@ Writes made on behalf of a dispatch are conditional on the step's
 when the step has moved on since the dispatch was made.
 """
 
+import functools
 import typing
 
 import sqlalchemy as sa
 
 from worker.db import models
+from worker.db import statements
 
 _Step = models.OrderStep
+_TABLE = statements.STEPS
 
 
 class RecoveryRow(typing.NamedTuple):
@@ -59,25 +62,48 @@ def for_order(session, order_id):
 
 
 def get_many(session, keys):
-    """Return ``{(order_id, name): step}`` of those of ``keys`` that exist."""
+    """Return ``{(order_id, name): step}`` of those of ``keys`` that exist.
+
+    The steps are rows, read-only, with the columns as attributes: what
+    a worker checks a message against before it claims.
+    """
     if not keys:
         return {}
-    return {(step.order_id, step.name): step for step in session.scalars(
-        sa.select(_Step).where(
-            _Step.order_id.in_(list({key[0] for key in keys})),
-            sa.tuple_(_Step.order_id, _Step.name).in_(list(keys))))}
+    return {(step.order_id, step.name): step for step in statements.execute(
+        session, sa.select(_TABLE).where(
+            _TABLE.c.order_id.in_(list({key[0] for key in keys})),
+            sa.tuple_(_TABLE.c.order_id, _TABLE.c.name).in_(list(keys))))}
+
+
+@functools.lru_cache(maxsize=None)
+def _fenced_statement(names):
+    """The UPDATE of ``_fenced_update`` that sets the columns ``names``."""
+    return (sa.update(_TABLE)
+            .where(statements.where(_TABLE.c.order_id),
+                   statements.where(_TABLE.c.name),
+                   statements.where(_TABLE.c.generation),
+                   _TABLE.c.status == models.STEP_PENDING)
+            .values(statements.setting(_TABLE, names)))
 
 
 def _fenced_update(session, order_id, name, token, now, **values):
-    """Update a PENDING step only if its generation is still ``token``."""
-    result = session.execute(
-        sa.update(_Step)
-        .where(_Step.order_id == order_id, _Step.name == name,
-               _Step.generation == token,
-               _Step.status == models.STEP_PENDING)
-        .values(updated_at=now, **values)
-        .execution_options(synchronize_session=False))
-    return result.rowcount == 1
+    """Update a PENDING step only if its generation is still ``token``.
+
+    The statement is built once for each set of columns set to plain
+    values; those set to SQL expressions are added to it.
+    """
+    values['updated_at'] = now
+    expressions = {column: value for column, value in values.items()
+                   if isinstance(value, sa.ColumnElement)}
+    plain = {column: value for column, value in values.items()
+             if column not in expressions}
+    statement = _fenced_statement(tuple(sorted(plain)))
+    if expressions:
+        statement = statement.values(expressions)
+    parameters = statements.set_parameters(plain)
+    parameters.update(where_order_id=order_id, where_name=name,
+                      where_generation=token)
+    return statements.execute(session, statement, parameters).rowcount == 1
 
 
 def claim(session, order_id, name, generation, now, owner, lease_until):
@@ -88,12 +114,22 @@ def claim(session, order_id, name, generation, now, owner, lease_until):
     step records ``owner`` until its result is written or
     ``lease_until`` passes.
     """
-    return _fenced_update(
-        session, order_id, name, generation, now,
-        generation=generation + 1, owner=owner, claimed_at=now,
-        lease_expires_at=lease_until, dispatched_at=None,
-        attempt=_Step.attempt + 1,
-        started_at=sa.func.coalesce(_Step.started_at, now))
+    result = statements.execute(session, (
+        sa.update(_TABLE)
+        .where(_TABLE.c.order_id == order_id, _TABLE.c.name == name,
+               _TABLE.c.generation == generation,
+               _TABLE.c.status == models.STEP_PENDING)
+        .values(_claimed(now, owner, lease_until))))
+    return result.rowcount == 1
+
+
+def _claimed(now, owner, lease_until):
+    """What a claim sets: the next generation, its owner and lease."""
+    return dict(generation=_TABLE.c.generation + 1, owner=owner,
+                claimed_at=now, lease_expires_at=lease_until,
+                dispatched_at=None, attempt=_TABLE.c.attempt + 1,
+                started_at=sa.func.coalesce(_TABLE.c.started_at, now),
+                updated_at=now)
 
 
 def claim_many(session, claims, now, owner):
@@ -117,18 +153,13 @@ def claim_many(session, claims, now, owner):
             (order_id, name, generation))
     moved = 0
     for lease_until, keys in by_lease.items():
-        moved += session.execute(
-            sa.update(_Step)
-            .where(_Step.order_id.in_(list({key[0] for key in keys})),
-                   sa.tuple_(_Step.order_id, _Step.name,
-                             _Step.generation).in_(keys),
-                   _Step.status == models.STEP_PENDING)
-            .values(generation=_Step.generation + 1, owner=owner,
-                    claimed_at=now, lease_expires_at=lease_until,
-                    dispatched_at=None, attempt=_Step.attempt + 1,
-                    started_at=sa.func.coalesce(_Step.started_at, now),
-                    updated_at=now)
-            .execution_options(synchronize_session=False)).rowcount
+        moved += statements.execute(session, (
+            sa.update(_TABLE)
+            .where(_TABLE.c.order_id.in_(list({key[0] for key in keys})),
+                   sa.tuple_(_TABLE.c.order_id, _TABLE.c.name,
+                             _TABLE.c.generation).in_(keys),
+                   _TABLE.c.status == models.STEP_PENDING)
+            .values(_claimed(now, owner, lease_until)))).rowcount
     asked = {(order_id, name): generation
              for order_id, name, generation, _ in claims}
     if moved == len(asked):
@@ -170,13 +201,19 @@ def start(session, order_id, names, now, dispatched):
     """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
     if not names:
         return
-    session.execute(
-        sa.update(_Step)
-        .where(_Step.order_id == order_id, _Step.name.in_(list(names)),
-               _Step.status == models.STEP_WAITING)
-        .values(status=models.STEP_PENDING, updated_at=now,
-                dispatched_at=now if dispatched else None)
-        .execution_options(synchronize_session=False))
+    statements.execute(session, _START, {
+        'where_order_id': order_id, 'names': list(names),
+        'set_updated_at': now,
+        'set_dispatched_at': now if dispatched else None})
+
+
+_START = (sa.update(_TABLE)
+          .where(statements.where(_TABLE.c.order_id),
+                 _TABLE.c.name.in_(sa.bindparam('names', expanding=True)),
+                 _TABLE.c.status == models.STEP_WAITING)
+          .values(statements.setting(_TABLE,
+                                     ['updated_at', 'dispatched_at']))
+          .values(status=models.STEP_PENDING))
 
 
 def revoke_open(session, order_id, now, reason):
@@ -300,6 +337,6 @@ def take_back(session, order_id, name, generation, now, failed=None):
     """
     values = dict(generation=generation + 1, **_RELEASED)
     if failed:
-        values.update(failures=_Step.failures + 1, last_error=failed)
+        values.update(failures=_TABLE.c.failures + 1, last_error=failed)
     return _fenced_update(session, order_id, name, generation, now,
                           **values)
