@@ -133,6 +133,66 @@ def count_in_log(daemon, text):
     return sum(1 for line in daemon.log().splitlines() if text in line)
 
 
+def tree_cpu_seconds(pid):
+    """User + system CPU seconds of a process and all its descendants.
+
+    Children that ended and were waited for count through their parent's
+    ``children_*`` times; a pool's processes live as long as the
+    measurement, so a reading at each end gives the CPU spent between.
+    """
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root] + root.children(recursive=True):
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += (times.user + times.system + times.children_user +
+                  times.children_system)
+    return total
+
+
+def largest_rss_mb(sampler, root_pid):
+    """``(root, child)``: the largest RSS in MB the sampled tree's root
+    reached, and the largest any one of its descendants reached."""
+    root = child = 0.0
+    for pid, (_, largest) in sampler.processes.items():
+        if pid == root_pid:
+            root = max(root, largest / (1024.0 * 1024.0))
+        else:
+            child = max(child, largest / (1024.0 * 1024.0))
+    return root, child
+
+
+class PoolWatch:
+    """The CPU and memory of a worker pool and its retry daemon.
+
+    Started when the work begins; ``stop`` gives the pool's CPU per step
+    (every worker process, user + system) and the largest RSS that the
+    pool's parent, any one of its worker processes and the daemon reached.
+    """
+
+    def __init__(self, workers, retry):
+        self._workers = workers.process.pid
+        self._retry = retry.process.pid
+        self._cpu = tree_cpu_seconds(self._workers)
+        self._samplers = [RssSampler(pid, interval=0.5).start()
+                          for pid in (self._workers, self._retry)]
+
+    def stop(self, steps):
+        """Stop sampling; the figures, per step over ``steps`` steps."""
+        cpu = tree_cpu_seconds(self._workers) - self._cpu
+        for sampler in self._samplers:
+            sampler.stop()
+        parent, child = largest_rss_mb(self._samplers[0], self._workers)
+        retry, _ = largest_rss_mb(self._samplers[1], self._retry)
+        return {'worker_cpu_seconds': cpu,
+                'cpu_ms_per_step': (1000.0 * cpu / steps if steps
+                                    else float('nan')),
+                'worker_parent_mb': parent, 'worker_process_mb': child,
+                'retry_mb': retry}
+
+
 class RssSampler:
     """Samples the memory of a process and all its children in a thread.
 

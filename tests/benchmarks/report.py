@@ -76,13 +76,43 @@ def _rows_drain(result):
         'Celery: %d / %d' % (celery['lost'], celery['duplicated']), None,
         '0 / 0', ours['lost'] == 0 and ours['duplicated'] == 0))
     if complete:
-        rows.append(Row(
-            '   drain, orders completed (claim + complete)',
-            '%.0f orders/s, %d lost / %d dup' % (
-                complete['rate'], complete['lost'], complete['duplicated']),
-            reference, complete['rate'] / celery['rate']
-            if celery['rate'] else None, '(info)', None))
+        rows.extend(_rows_drain_complete(complete, celery, reference))
+    big = result.get('ours_complete_100k')
+    if big:
+        rows.append(_row_pool_memory(big))
     return rows
+
+
+def _rows_drain_complete(complete, celery, reference):
+    """Issue 12's targets 1, 3 and 7 on the drain with claim + complete."""
+    ratio = complete['rate'] / celery['rate'] if celery['rate'] else None
+    whole = complete['lost'] == 0 and complete['duplicated'] == 0
+    return [Row(
+        '12.1 drain %d due at T, %d workers, claim + plugin + complete'
+        % (complete['rows'], complete['processes']),
+        '%.0f orders/s, %d lost / %d dup' % (
+            complete['rate'], complete['lost'], complete['duplicated']),
+        reference + ' (no-op)', ratio, '>= 1.0x, 0 / 0',
+        ratio is not None and ratio >= 1.0 and whole),
+        _row_cpu('12.3 worker CPU per step, that drain', complete),
+        _row_pool_memory(complete)]
+
+
+def _row_cpu(measurement, figures):
+    return Row(measurement, '%.2f ms' % figures['cpu_ms_per_step'],
+               'all worker processes, user + system: %.1f s'
+               % figures['worker_cpu_seconds'], None, '<= 1 ms',
+               figures['cpu_ms_per_step'] <= 1.0)
+
+
+def _row_pool_memory(figures):
+    largest = max(figures['worker_parent_mb'], figures['worker_process_mb'],
+                  figures['retry_mb'])
+    return Row(
+        '12.7 largest RSS of one pool process, draining %d' % figures['rows'],
+        '%.0f MB' % largest, 'worker parent %.0f, worker %.0f, retry %.0f MB'
+        % (figures['worker_parent_mb'], figures['worker_process_mb'],
+           figures['retry_mb']), None, '<= 100 MB', largest <= 100.0)
 
 
 def _rows_pass_cost(result):
@@ -159,7 +189,35 @@ def _rows_worker_pool(result):
         '   machine CPU busy meanwhile (%d CPUs in all)' % two['cpus'],
         '%.0f%% (2 processes)' % (100 * two['cpu_busy']),
         '1 process: %.0f%%' % (100 * one['cpu_busy']), None, '(info)',
-        None)] + _rows_fanout(result)
+        None)] + _rows_procrastinate(result) + [
+        _row_cpu('12.3 worker CPU per step, %d process(es)'
+                 % figures['processes'], figures) for figures in (one, two)
+    ] + _rows_fanout(result)
+
+
+def _rows_procrastinate(result):
+    """Issue 12's target 2: whole orders/s against Procrastinate."""
+    rows = []
+    for key, ours in (('procrastinate_one', result['one']),
+                      ('procrastinate_two', result['two'])):
+        peer = result.get(key)
+        if peer is None:
+            continue
+        measurement = ('12.2 certificate orders/s, %d worker process(es)'
+                       % ours['processes'])
+        if 'error' in peer:
+            rows.append(Row(measurement, '%.1f orders/s' % ours['rate'],
+                            'Procrastinate: ERROR %s' % peer['error'][:50],
+                            None, '>= 3x', False))
+            continue
+        ratio = ours['rate'] / peer['rate'] if peer['rate'] else None
+        rows.append(Row(
+            measurement, '%.1f orders/s' % ours['rate'],
+            'Procrastinate %s, %d process(es) c=%s, 2 jobs: %.1f orders/s'
+            % (peer.get('version', '?'), peer['processes'],
+               peer.get('concurrency', '?'), peer['rate']),
+            ratio, '>= 3x', ratio is not None and ratio >= 3.0))
+    return rows
 
 
 def _rows_fanout(result):

@@ -31,6 +31,7 @@ from oslo_utils import timeutils
 
 from tests.benchmarks import env
 from tests.benchmarks import procs
+from tests.functional import databases
 from worker.common import order_actions
 from worker import order_types
 
@@ -80,9 +81,10 @@ def measure(transport_url, count, worker_processes, workdir, log,
         api = env.worker_api(transport_url, topic)
         with procs.workers(workdir, config, worker_processes,
                            name + '-workers') as workers, \
-                procs.scheduler(workdir, config, name + '-retry'):
+                procs.scheduler(workdir, config, name + '-retry') as retry:
             log('worker pool: %d %s orders, %d worker process(es)', count,
                 order_type, worker_processes)
+            watch = procs.PoolWatch(workers, retry)
             first_cast = timeutils.utcnow()
             started = time.monotonic()
             cpu_before = psutil.cpu_times()
@@ -93,6 +95,7 @@ def measure(transport_url, count, worker_processes, workdir, log,
                 database, '', count,
                 timeout=60 + count * len(workflow.names) / 20.0)
             busy = _busy_share(cpu_before, psutil.cpu_times())
+            pool_figures = watch.stop(steps=done * len(workflow.names))
             dropped = procs.count_in_log(workers, 'Dropped ')
     seconds = (last - first_cast).total_seconds() if last else float('nan')
     return {
@@ -103,6 +106,7 @@ def measure(transport_url, count, worker_processes, workdir, log,
                       else 0.0),
         'cast_seconds': cast_seconds, 'dropped': dropped,
         'cpu_busy': busy, 'cpus': len(os.sched_getaffinity(0)),
+        **pool_figures,
     }
 
 
@@ -114,11 +118,28 @@ def _busy_share(before, after):
     return 1.0 - idle / total if total else 0.0
 
 
+def _procrastinate(count, processes, workdir, log):
+    """Procrastinate's figure for the same work, or ``{'error': ...}``."""
+    try:
+        from tests.benchmarks import procrastinate_side
+        # The server ours runs on; the peer makes a database of its own.
+        return procrastinate_side.measure(
+            databases.server_url('postgresql'), workdir, count, processes,
+            log)
+    except Exception as exc:  # the peer's failure is a row, not a crash
+        log('procrastinate (%d processes) failed: %s', processes, exc)
+        return {'error': '%s: %s' % (type(exc).__name__, exc)}
+
+
 def run(transport_url, workdir, quick, log):
-    """All of target 6; returns the raw figures."""
+    """Targets 6, 12.2 and 12.3; returns the raw figures."""
     count = 400 if quick else 3000
-    return {'orders': count,
-            'one': measure(transport_url, count, 1, workdir, log),
-            'two': measure(transport_url, count, 2, workdir, log),
-            'fanout_two': measure(transport_url, count, 2, workdir, log,
-                                  order_type='fanout')}
+    results = {'orders': count,
+               'one': measure(transport_url, count, 1, workdir, log),
+               'two': measure(transport_url, count, 2, workdir, log),
+               'fanout_two': measure(transport_url, count, 2, workdir, log,
+                                     order_type='fanout')}
+    for key, processes in (('procrastinate_one', 1),
+                           ('procrastinate_two', 2)):
+        results[key] = _procrastinate(count, processes, workdir, log)
+    return results
