@@ -117,9 +117,6 @@ def test_create_get_and_list_orders(db):
     assert order.meta == {'pair': [1, 2]}  # as JSON gives it back
     assert (order.type, order.error_reason, order.updated_at) == (
         'certificate', None, _at(1))
-    assert set(_read(db, repos.orders.get_many,
-                     [first.id, 'missing'])) == {first.id}
-    assert _read(db, repos.orders.get_many, []) == {}
     assert [o.id for o in _read(db, repos.orders.list_orders)] == [
         second, first.id, third]
     assert [o.id for o in _read(db, repos.orders.list_orders,
@@ -262,19 +259,6 @@ def test_with_steps_many_reads_orders_and_their_steps_at_once(db):
     assert sorted(steps) == sorted(order_types.get('fanout').names)
     assert found[claimed][1][REQUEST].owner == 'w-1'
     assert _read(db, repos.orders.with_steps_many, []) == {}
-
-
-@contract
-def test_get_many_steps(db):
-    steps_repo = db.repositories.steps
-    first, second = _order(db), _order(db)
-
-    got = _read(db, steps_repo.get_many, {(first, REQUEST), (second, CHECK),
-                                          (first, 'missing'),
-                                          ('missing', REQUEST)})
-    assert set(got) == {(first, REQUEST), (second, CHECK)}
-    assert got[second, CHECK].status == models.STEP_WAITING
-    assert _read(db, steps_repo.get_many, []) == {}
 
 
 @contract

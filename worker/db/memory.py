@@ -298,13 +298,6 @@ class InMemoryOrders(_Repository):
         return found
 
     @_reads
-    def get_many(self, session, order_ids):
-        """Return ``{id: order}`` of those of ``order_ids`` that exist."""
-        return {order_id: copy.deepcopy(self._store.orders[order_id])
-                for order_id in order_ids or ()
-                if order_id in self._store.orders}
-
-    @_reads
     def priorities(self, session, order_ids):
         """Return ``{id: priority}`` of those of ``order_ids`` that exist.
         """
@@ -418,13 +411,6 @@ class InMemorySteps(_Repository):
     def for_order(self, session, order_id):
         """Return ``{name: step}`` of one order."""
         return self.for_orders(session, [order_id])[order_id]
-
-    @_reads
-    def get_many(self, session, keys):
-        """Return ``{(order_id, name): step}`` of the ``keys`` that exist.
-        """
-        return {tuple(key): copy.deepcopy(self._store.steps[tuple(key)])
-                for key in keys or () if tuple(key) in self._store.steps}
 
     def _fenced_update(self, order_id, name, token, now, **values):
         step = self._store.steps.get((order_id, name))

@@ -71,14 +71,6 @@ def with_steps_many(session, order_ids):
     return found
 
 
-def get_many(session, order_ids):
-    """Return ``{id: order}`` of those of ``order_ids`` that exist."""
-    if not order_ids:
-        return {}
-    return {order.id: order for order in session.scalars(
-        sa.select(models.Order).where(models.Order.id.in_(list(order_ids))))}
-
-
 def priorities(session, order_ids):
     """Return ``{id: priority}`` of those of ``order_ids`` that exist."""
     if not order_ids:

@@ -61,20 +61,6 @@ def for_order(session, order_id):
     return for_orders(session, [order_id])[order_id]
 
 
-def get_many(session, keys):
-    """Return ``{(order_id, name): step}`` of those of ``keys`` that exist.
-
-    The steps are rows, read-only, with the columns as attributes: what
-    a worker checks a message against before it claims.
-    """
-    if not keys:
-        return {}
-    return {(step.order_id, step.name): step for step in statements.execute(
-        session, sa.select(_TABLE).where(
-            _TABLE.c.order_id.in_(list({key[0] for key in keys})),
-            sa.tuple_(_TABLE.c.order_id, _TABLE.c.name).in_(list(keys))))}
-
-
 @functools.lru_cache(maxsize=None)
 def _fenced_statement(names):
     """The UPDATE of ``_fenced_update`` that sets the columns ``names``."""
