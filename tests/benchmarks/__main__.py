@@ -1,9 +1,14 @@
-"""``python -m tests.benchmarks``: run the measurements of issue 4.
+"""``python -m tests.benchmarks``: run the measurements of issues 4 and 12.
 
-    . SERVICES_DIR/env   # sets BARBICAN_RETRY_TEST_{TRANSPORT,POSTGRESQL}_URL
-    python -m tests.benchmarks --quick              # under 3 minutes
+    python -m tests.benchmarks --quick              # a few minutes
     python -m tests.benchmarks --output DIR         # the full run
     python -m tests.benchmarks --only pass_cost,memory --quick
+
+It installs its own requirements (tests/benchmarks/requirements.txt) into
+the running interpreter's environment when they are missing, and starts
+RabbitMQ, PostgreSQL and MariaDB of its own (``tests/functional/
+services.sh``, stopped at the end) unless running ones are given through
+their env file (``. SERVICES_DIR/env``).
 
 Prints one table (figure, reference measured in the same run, ratio,
 target, met?) and writes ``results.json`` and PNG plots to ``--output``.
@@ -12,33 +17,27 @@ failed, 2 when a service is missing.
 """
 
 import argparse
+import importlib
 import logging
 import os
+import pathlib
 import platform
+import subprocess
 import sys
 import time
 import traceback
 
-from tests.benchmarks import dispatch
-from tests.benchmarks import drain
-from tests.benchmarks import env
-from tests.benchmarks import lateness
-from tests.benchmarks import memory
-from tests.benchmarks import pass_cost
-from tests.benchmarks import profile
-from tests.benchmarks import report
-from tests.benchmarks import worker_pool
-
 # In the order they run: the in-process measurements first, while the
-# machine is quietest; the ones that start daemons after.
-MEASUREMENTS = {
-    'dispatch': dispatch.run,
-    'pass_cost': pass_cost.run,
-    'drain': drain.run,
-    'lateness': lateness.run,
-    'memory': memory.run,
-    'worker_pool': worker_pool.run,
-}
+# machine is quietest; the ones that start daemons after. Each is the
+# module of that name here, with a ``run`` function; they are imported
+# once the requirements are in.
+MEASUREMENTS = ('dispatch', 'pass_cost', 'drain', 'lateness', 'memory',
+                'worker_pool')
+
+_REQUIREMENTS = pathlib.Path(__file__).with_name('requirements.txt')
+# The importable names of what requirements.txt lists (py-spy is a
+# program, looked for only by --profile).
+_REQUIRED_MODULES = ('matplotlib', 'psutil', 'kombu')
 
 
 def _parse_args(argv):
@@ -82,9 +81,39 @@ def _quiet_libraries():
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def _install_requirements():
+    """Install requirements.txt here unless its modules import already."""
+    try:
+        for name in _REQUIRED_MODULES:
+            importlib.import_module(name)
+    except ImportError as exc:
+        sys.stderr.write('tests.benchmarks: %s; installing %s\n'
+                         % (exc, _REQUIREMENTS))
+        subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '-r',
+                        str(_REQUIREMENTS)], check=True)
+        importlib.invalidate_caches()
+
+
 def main(argv=None):
     """Run the selected measurements; print the table; write the files."""
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    _install_requirements()
+    from tests.benchmarks import env
+    from tests.chaos import services as chaos_services
+    with env.scratch_dir() as workdir:
+        # The servers, when started here, run as their own users when we
+        # are root: they must reach their directories in ours.
+        os.chmod(workdir, 0o755)
+        services = chaos_services.Services(str(workdir))
+        try:
+            return _run(args, env, workdir)
+        finally:
+            services.close()
+
+
+def _run(args, env, workdir):
+    from tests.benchmarks import profile
+    from tests.benchmarks import report
     try:
         transport_url, _ = env.require_services()
     except env.MissingService as exc:
@@ -103,28 +132,29 @@ def main(argv=None):
     failed = False
     began = time.monotonic()
     try:
-        with env.scratch_dir() as workdir:
-            for name in args.only:
-                log('== %s', name)
-                section = time.monotonic()
-                try:
-                    results[name] = MEASUREMENTS[name](
-                        transport_url, workdir, args.quick, log)
-                except Exception as exc:
-                    failed = True
-                    log('%s failed:\n%s', name, traceback.format_exc())
-                    results[name] = {'error': '%s: %s' % (
-                        type(exc).__name__, exc)}
-                results[name]['elapsed_seconds'] = time.monotonic() - section
-            if args.profile:
-                log('== profile of one dispatch pass')
-                try:
-                    results['profile'] = profile.dispatch_pass(
-                        transport_url, workdir, args.output, log)
-                except Exception as exc:
-                    failed = True
-                    log('profile failed:\n%s', traceback.format_exc())
-                    results['profile'] = {'error': str(exc)}
+        for name in args.only:
+            log('== %s', name)
+            section = time.monotonic()
+            try:
+                measurement = importlib.import_module(
+                    'tests.benchmarks.' + name)
+                results[name] = measurement.run(transport_url, workdir,
+                                                args.quick, log)
+            except Exception as exc:
+                failed = True
+                log('%s failed:\n%s', name, traceback.format_exc())
+                results[name] = {'error': '%s: %s' % (
+                    type(exc).__name__, exc)}
+            results[name]['elapsed_seconds'] = time.monotonic() - section
+        if args.profile:
+            log('== profile of one dispatch pass')
+            try:
+                results['profile'] = profile.dispatch_pass(
+                    transport_url, workdir, args.output, log)
+            except Exception as exc:
+                failed = True
+                log('profile failed:\n%s', traceback.format_exc())
+                results['profile'] = {'error': str(exc)}
     finally:
         env.cleanup_transports()
     results['meta']['elapsed_seconds'] = time.monotonic() - began
