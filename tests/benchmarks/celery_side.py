@@ -13,15 +13,14 @@ tasks are counted the same way as the product's orders.
 """
 
 import os
-import pathlib
 import signal
 import subprocess
-import sys
 import time
 
 import kombu
 
 from tests.benchmarks import broker
+from tests.benchmarks import peers
 
 CELERY_VERSION = '5.7.0'
 VENV_VARIABLE = 'BARBICAN_RETRY_BENCH_CELERY_VENV'
@@ -54,7 +53,6 @@ def noop(index):
 
 _PUBLISHER = '''"""Publish N no-op tasks due at epoch T (generated)."""
 import datetime
-import sys
 
 from brbench_celery_app import noop
 
@@ -65,37 +63,11 @@ for index in range(count):
 '''
 
 
-def venv_path():
-    """Where the Celery virtualenv lives."""
-    return pathlib.Path(os.environ.get(VENV_VARIABLE) or os.path.expanduser(
-        '~/.cache/barbican-retry-bench/celery-venv'))
-
-
 def ensure_venv(log):
-    """Create the Celery virtualenv unless it has the right Celery already.
-
-    :returns: the path of its ``python``.
-    """
-    path = venv_path()
-    python = path / 'bin' / 'python'
-    check = [str(python), '-c',
-             'import celery, sys; sys.exit(celery.__version__ != %r)'
-             % CELERY_VERSION]
-    if python.exists() and subprocess.run(check).returncode == 0:
-        return python
-    log('celery: installing Celery %s into %s', CELERY_VERSION, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # sys.executable is the project's venv; venv builds from its base.
-    subprocess.run([sys.executable, '-m', 'venv', '--clear', str(path)],
-                   check=True)
-    installed = subprocess.run(
-        [str(python), '-m', 'pip', 'install', '-q',
-         'celery==%s' % CELERY_VERSION],
-        capture_output=True, text=True)
-    if installed.returncode:
-        raise RuntimeError('could not install Celery:\n%s%s'
-                           % (installed.stdout, installed.stderr))
-    return python
+    """The Celery virtualenv (``peers.ensure_venv``); its ``python``."""
+    return peers.ensure_venv('celery', 'celery', CELERY_VERSION,
+                             ['celery==%s' % CELERY_VERSION], VENV_VARIABLE,
+                             log)
 
 
 def _queue_state(kombu_url, queue):
