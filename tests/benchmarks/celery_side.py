@@ -53,6 +53,7 @@ def noop(index):
 
 _PUBLISHER = '''"""Publish N no-op tasks due at epoch T (generated)."""
 import datetime
+import sys
 
 from brbench_celery_app import noop
 

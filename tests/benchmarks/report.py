@@ -62,8 +62,14 @@ def _rows_dispatch(result):
 def _rows_drain(result):
     ours, celery = result['ours'], result['celery']
     complete = result.get('ours_complete')
-    reference = 'Celery %s prefork c=%d, eta: %.0f tasks/s' % (
-        celery['celery'], celery['processes'], celery['rate'])
+    if 'error' in celery:
+        # Our figures still print; their ratios cannot.
+        celery = {'celery': '?', 'processes': 0, 'rate': 0.0, 'lost': -1,
+                  'duplicated': -1}
+        reference = 'Celery: ERROR %s' % result['celery']['error'][:40]
+    else:
+        reference = 'Celery %s prefork c=%d, eta: %.0f tasks/s' % (
+            celery['celery'], celery['processes'], celery['rate'])
     ratio = ours['rate'] / celery['rate'] if celery['rate'] else None
     rows = [Row(
         '2. drain %d rows due at T, %d workers (no-op step)'
