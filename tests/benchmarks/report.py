@@ -64,8 +64,7 @@ def _rows_drain(result):
     complete = result.get('ours_complete')
     if 'error' in celery:
         # Our figures still print; their ratios cannot.
-        celery = {'celery': '?', 'processes': 0, 'rate': 0.0, 'lost': -1,
-                  'duplicated': -1}
+        celery = {'rate': 0.0}
         reference = 'Celery: ERROR %s' % result['celery']['error'][:40]
     else:
         reference = 'Celery %s prefork c=%d, eta: %.0f tasks/s' % (
@@ -79,7 +78,8 @@ def _rows_drain(result):
     rows.append(Row(
         '2. drain lost / duplicated',
         '%d / %d' % (ours['lost'], ours['duplicated']),
-        'Celery: %d / %d' % (celery['lost'], celery['duplicated']), None,
+        'Celery: %d / %d' % (celery['lost'], celery['duplicated'])
+        if 'lost' in celery else reference, None,
         '0 / 0', ours['lost'] == 0 and ours['duplicated'] == 0))
     if complete:
         rows.extend(_rows_drain_complete(complete, celery, reference))
