@@ -100,15 +100,24 @@ def main(argv=None):
     _install_requirements()
     from tests.benchmarks import env
     from tests.chaos import services as chaos_services
-    with env.scratch_dir() as workdir:
-        # The servers, when started here, run as their own users when we
-        # are root: they must reach their directories in ours.
-        os.chmod(workdir, 0o755)
-        services = chaos_services.Services(str(workdir))
-        try:
-            return _run(args, env, workdir)
-        finally:
-            services.close()
+    try:
+        with env.scratch_dir() as workdir:
+            try:
+                services = chaos_services.Services(
+                    str(workdir),
+                    (env.TRANSPORT_VARIABLE, env.POSTGRESQL_VARIABLE))
+            except subprocess.CalledProcessError as exc:
+                sys.stderr.write('tests.benchmarks: could not start the '
+                                 'servers (%s)\n' % exc)
+                return 2
+            try:
+                return _run(args, env, workdir)
+            finally:
+                services.close()
+    except KeyboardInterrupt:
+        # The servers are stopped by now (Services.close); no traceback.
+        sys.stderr.write('tests.benchmarks: interrupted\n')
+        return 130
 
 
 def _run(args, env, workdir):

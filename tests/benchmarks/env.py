@@ -17,6 +17,7 @@ import uuid
 
 from oslo_config import cfg
 
+from tests.chaos import services as chaos_services
 from tests.functional import databases
 from worker.db import migration
 from worker.db import session as db_session
@@ -65,8 +66,13 @@ def new_topic(prefix='brbench'):
 
 @contextlib.contextmanager
 def scratch_dir(prefix='barbican-retry-bench-'):
-    """A temporary directory for config files, logs and SQLite files."""
+    """A temporary directory for config files, logs and SQLite files.
+
+    Servers started for the run keep their data in it too: as root they
+    run as their own users, so it is made traversable for them.
+    """
     with tempfile.TemporaryDirectory(prefix=prefix) as path:
+        chaos_services.make_reachable(path)
         yield pathlib.Path(path)
 
 

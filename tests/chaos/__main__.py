@@ -30,11 +30,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
     os.makedirs(workdir, exist_ok=True)
-    # mkdtemp makes it private; the database servers, started as root,
-    # run as their own users and must reach their data directories in it.
-    os.chmod(workdir, 0o755)
+    # The servers started below keep their data in it (workdir/services).
+    chaos_services.make_reachable(workdir)
     print('chaos: logs in %s' % workdir, flush=True)
-    services = chaos_services.Services(workdir)
+    required = [chaos_services.TRANSPORT_VARIABLE]
+    if chaos_services.url_variable(args.db):
+        required.append(chaos_services.url_variable(args.db))
+    services = chaos_services.Services(workdir, required)
     try:
         report = run.run(args.db, args.orders, args.duration, workdir,
                          services, seed=args.seed,

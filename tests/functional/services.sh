@@ -15,6 +15,10 @@
 # while its server is stopped by a chaos test.
 set -euo pipefail
 
+# mariadbd is in /usr/sbin, which an ordinary user's PATH lacks on Debian
+# (root's has it): without this only root could start the servers.
+export PATH=$PATH:/usr/sbin:/sbin
+
 SELF=$(readlink -f "$0")
 PACKAGES=(rabbitmq-server mariadb-server postgresql)
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
@@ -465,7 +469,10 @@ start_all() {
     load_conf "$DIR"
     write_helpers
     if [ "$(id -u)" = 0 ]; then
-        runuser -u "$PG_USER" -- test -x "$DIR" || die "$PG_USER cannot reach $DIR (a parent dir is private?)"
+        local user
+        for user in "$PG_USER" "$MYSQL_USER"; do
+            runuser -u "$user" -- test -x "$DIR" || die "$user cannot reach $DIR (a parent dir is private? chmod o+x it)"
+        done
     fi
 
     # Stop whatever we started if anything below fails.
