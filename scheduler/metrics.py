@@ -1,4 +1,12 @@
-"""Prometheus metrics of a barbican-retry daemon."""
+"""Prometheus metrics of a barbican-retry daemon.
+
+What the daemon did (passes, casts, recoveries) and, from the census that
+it reads every ``report_interval``, what the database holds (processes
+alive, unfinished orders, parked rows). The alert rules in
+``etc/prometheus/`` and the dashboard in ``etc/grafana/`` read these
+names; ``tests/functional/test_observability.py`` checks that each one
+they name is exported.
+"""
 
 import prometheus_client
 
@@ -8,8 +16,14 @@ _LATENESS_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600,
                      1800, 3600)
 
 
+#: Every label of ``barbican_retry_passes_total``, exported at 0 from the
+#: start so that rates and alerts see each series before its first pass.
+PASS_OUTCOMES = ('ran', 'idle', 'skipped', 'failed')
+
+
 class SchedulerMetrics:
-    """The daemon's counters, fed from each pass's ``PassResult``."""
+    """The daemon's metrics, fed from each pass's ``PassResult`` and from
+    the census."""
 
     def __init__(self):
         registry = prometheus_client.CollectorRegistry()
@@ -23,6 +37,17 @@ class SchedulerMetrics:
             'passes', 'Passes by outcome: ran (took the lock), idle '
             '(nothing due, nothing lost: only read), skipped (another '
             'daemon held the lock), failed (raised).', ['outcome'])
+        for outcome in PASS_OUTCOMES:
+            self.passes.labels(outcome=outcome)
+        self.last_pass = prometheus_client.Gauge(
+            'barbican_retry_last_pass_timestamp_seconds',
+            'When this daemon last ended a pass that ran or was idle '
+            '(Unix time); its start time until then.', registry=registry)
+        self.last_pass.set_to_current_time()
+        self.period = prometheus_client.Gauge(
+            'barbican_retry_schedule_period_seconds',
+            'The configured [scheduler] schedule_period_seconds: the alert '
+            'rules derive their bounds from it.', registry=registry)
         self.pass_duration = prometheus_client.Histogram(
             'barbican_retry_pass_duration_seconds',
             'Duration of passes that took the lock.', registry=registry)
@@ -48,11 +73,34 @@ class SchedulerMetrics:
             'barbican_retry_due_backlog',
             'Retry rows due but not cast at the end of the last pass.',
             registry=registry)
+        self.services_alive = prometheus_client.Gauge(
+            'barbican_retry_services_alive',
+            'Processes alive by their heartbeats, by kind (worker, '
+            'scheduler), as the database shows them.', ['kind'],
+            registry=registry)
+        self.unfinished_orders = prometheus_client.Gauge(
+            'barbican_retry_unfinished_orders',
+            'Orders not yet in a final status, by status (PENDING, '
+            'CANCELLING).', ['status'], registry=registry)
+        self.parked_rows = prometheus_client.Gauge(
+            'barbican_retry_parked_rows',
+            'Retry rows set aside as uncastable, waiting for an operator.',
+            registry=registry)
+
+    def record_census(self, census):
+        """Set the gauges that show the database's state (a ``Census``)."""
+        for kind, count in census.services_alive.items():
+            self.services_alive.labels(kind=kind).set(count)
+        for status, count in census.unfinished_orders.items():
+            self.unfinished_orders.labels(status=status).set(count)
+        self.parked_rows.set(census.parked_rows)
 
     def record_pass(self, result):
         """Count one pass that ran (``result`` is its PassResult)."""
         if result.stale_lock_cleared:
             self.stale_locks_cleared.inc()
+        if result.idle or result.locked:
+            self.last_pass.set_to_current_time()
         if not result.locked:
             self.passes.labels(
                 outcome='idle' if result.idle else 'skipped').inc()

@@ -6,6 +6,8 @@ from oslo_log import log as logging
 from oslo_service import service
 from oslo_utils import timeutils
 
+from scheduler import census
+from scheduler import liveness
 from scheduler import manager
 from scheduler import metrics as scheduler_metrics
 from worker.common import backend
@@ -45,6 +47,7 @@ class SchedulerService(service.Service):
         self._manager = None
         self._heartbeat = None
         self._metrics = None
+        self._census_failing = False
         self._timer = None
 
     def start(self):
@@ -66,6 +69,9 @@ class SchedulerService(service.Service):
             metrics_server.serve(self._conf, self._metrics.registry,
                                  self._conf.metrics.scheduler_port)
             observe_lateness = self._metrics.lateness.observe
+            self.tg.add_timer_args(self._conf.report_interval,
+                                   self._take_census, initial_delay=0,
+                                   stop_on_exception=False)
         self._manager = manager.RetryManager(
             self._conf, self._database, worker_api,
             stop_event=self._stopping, observe_lateness=observe_lateness,
@@ -90,8 +96,28 @@ class SchedulerService(service.Service):
             self.tg.timer_done(self._timer)
             self._start_timer('Configuration reloaded')
 
+    def _take_census(self):
+        """Export what the database holds (metrics enabled only)."""
+        try:
+            self._metrics.record_census(census.take(
+                self._database,
+                liveness.Cutoffs.at(self._clock(), self._conf)))
+        except Exception as exc:
+            # The gauges keep their last values; a database that is away
+            # fails the passes too, and they are counted and alerted on.
+            if not self._census_failing:
+                LOG.warning('Could not read the census for the metrics, '
+                            'will retry: %s', exc)
+            self._census_failing = True
+            return
+        if self._census_failing:
+            LOG.info('Census for the metrics read again')
+        self._census_failing = False
+
     def _start_timer(self, what):
         group = self._conf.scheduler
+        if self._metrics is not None:
+            self._metrics.period.set(group.schedule_period_seconds)
         initial = self._manager.first_delay(self._clock())
         self._timer = self.tg.add_dynamic_timer_args(
             self._periodic_pass, initial_delay=initial,

@@ -234,7 +234,7 @@ class WorkerManager:
     def _drop(self, step, row):
         LOG.info('Dropped %s of order %s with stale token %d (step is %s)',
                  step.step, step.order_id, step.generation, _describe(row))
-        self._observe_result('stale')
+        self._observe_result(outcomes.STALE)
 
     # Deadlocks and lost connections roll the transaction back whole, so
     # running it again is safe; the message was already acknowledged and
@@ -330,7 +330,7 @@ class WorkerManager:
                 LOG.warning('Step %s of order %s moved past token %d while '
                             'it ran; its result was discarded', run.step,
                             run.order_id, run.token)
-                self._observe_result('superseded')
+                self._observe_result(outcomes.SUPERSEDED)
                 continue
             # Logged after the commit: one such line per state change.
             LOG.info('Order %s (%s, token %d): %s', run.order_id, run.step,

@@ -5,6 +5,15 @@ Served by ``worker.common.metrics_server``: one registry per process.
 
 import prometheus_client
 
+from worker import outcomes
+
+#: Every label of ``barbican_retry_worker_steps_total``: each is exported
+#: from the start, at 0, so that rates and alerts see a series before its
+#: first step.
+STEP_RESULTS = (outcomes.DONE, outcomes.ACTIVE, outcomes.ERROR,
+                outcomes.RETRY, outcomes.CANCELLED, outcomes.STALE,
+                outcomes.SUPERSEDED)
+
 
 class WorkerMetrics:
     """Counts the steps a worker process ran, by their result."""
@@ -19,6 +28,8 @@ class WorkerMetrics:
             '(dropped: token no longer current), superseded (result '
             'discarded: the step moved on while it ran).',
             ['result'], registry=self.registry)
+        for result in STEP_RESULTS:
+            self.orders_processed.labels(result=result)
 
     def observe_result(self, result):
         """Count one step's result."""

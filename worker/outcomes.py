@@ -25,6 +25,11 @@ ACTIVE = 'active'
 ERROR = 'error'
 RETRY = 'retry'
 CANCELLED = 'cancelled'
+#: Not outcomes of a run but results the worker counts too: a message
+#: dropped because its token is no longer current, and a result discarded
+#: because its step moved on while it ran.
+STALE = 'stale'
+SUPERSEDED = 'superseded'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Fixtures of the functional tests: real databases, a real broker."""
 
 import os
+import shutil
 
 import pytest
 
@@ -57,6 +58,15 @@ def transport_url():
     if not url:
         _missing('RabbitMQ')
     return url
+
+
+@pytest.fixture
+def promtool():
+    """Path of Prometheus's ``promtool`` (Debian's package prometheus)."""
+    path = shutil.which('promtool')
+    if not path:
+        _missing('promtool (Debian package prometheus)')
+    return path
 
 
 @pytest.fixture

@@ -8,9 +8,11 @@ of its own so that a test can SIGTERM or SIGKILL it with its children.
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 
 from worker.db import models
@@ -205,6 +207,20 @@ class Deployment:
         """SIGKILL whatever is still running."""
         for daemon in self.daemons:
             daemon.kill()
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now (for a metrics endpoint)."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def scrape(port):
+    """The text of the metrics endpoint on ``port`` of 127.0.0.1."""
+    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port,
+                                timeout=5) as response:
+        return response.read().decode()
 
 
 def wait_for(predicate, timeout, what):

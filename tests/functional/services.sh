@@ -20,7 +20,7 @@ set -euo pipefail
 export PATH=$PATH:/usr/sbin:/sbin
 
 SELF=$(readlink -f "$0")
-PACKAGES=(rabbitmq-server mariadb-server postgresql)
+PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus)  # prometheus: promtool, for the alert rules' tests
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
 READY_TIMEOUT=90                   # seconds to wait for a server to come up
 STOP_TIMEOUT=60                    # seconds to wait for a server to go away

@@ -125,6 +125,8 @@ def test_create_get_and_list_orders(db):
                                                        models.ERROR: 1}
     assert _read(db, repos.orders.count_unfinished_by_type) == {
         'certificate': 1, 'fanout': 1}
+    assert _read(db, repos.orders.count_unfinished_by_status) == {
+        models.PENDING: 2}
 
 
 @contract
@@ -688,6 +690,9 @@ def test_due_rows_in_order_with_keyset_paging(db):
     assert not _read(db, tasks.any_due, _at(0))  # only the parked row
     assert _read(db, tasks.count_due, _at(5)) == 3
     assert _read(db, tasks.count_due, _at(0)) == 0
+    assert _read(db, tasks.count_later, _at(5)) == 1      # future
+    assert _read(db, tasks.count_later, _at(0)) == 4
+    assert _read(db, tasks.count_parked) == 1
     assert _read(db, tasks.next_due_after, _at(-1)) == _at(1)
     assert _read(db, tasks.next_due_after, _at(2)) == _at(9)
     assert _read(db, tasks.next_due_after, _at(9)) is None

@@ -2,10 +2,8 @@
 
 import datetime
 import json
-import socket
 import subprocess
 import time
-import urllib.request
 
 import pytest
 
@@ -162,18 +160,6 @@ def test_cancel_stops_a_running_step_and_removes_retries(
     assert workers.stop() == 0
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def _scrape(port):
-    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port,
-                                timeout=5) as response:
-        return response.read().decode()
-
-
 def _metric(text, name):
     """Sum of the samples of ``name`` (a full sample name, labels and all,
     or its prefix before the labels)."""
@@ -186,7 +172,7 @@ def _metric(text, name):
 
 def test_status_check_and_metrics_of_a_running_deployment(deployment,
                                                           database):
-    scheduler_port, worker_port = _free_port(), _free_port()
+    scheduler_port, worker_port = processes.free_port(), processes.free_port()
     options = dict(FAST, metrics={'enabled': 'true',
                                   'scheduler_port': scheduler_port,
                                   'worker_port': worker_port})
@@ -215,7 +201,7 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
     up = subprocess.run(status, capture_output=True, text=True, timeout=60)
     assert up.returncode == 0, up.stdout
 
-    scheduler_text = _scrape(scheduler_port)
+    scheduler_text = processes.scrape(scheduler_port)
     assert _metric(scheduler_text, 'barbican_retry_rows_dispatched_total') \
         == 20
     assert _metric(scheduler_text,
@@ -226,7 +212,7 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
     assert _metric(scheduler_text,
                    'barbican_retry_passes_total{outcome="idle"}') >= 1
     assert 'barbican_retry_due_backlog 0.0' in scheduler_text
-    worker_text = _scrape(worker_port)
+    worker_text = processes.scrape(worker_port)
     # Each order: its request step done (status check scheduled), then
     # its status check, the last step.
     assert _metric(worker_text,

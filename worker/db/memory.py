@@ -320,6 +320,14 @@ class InMemoryOrders(_Repository):
             order.status for order in self._store.orders.values()))
 
     @_reads
+    def count_unfinished_by_status(self, session):
+        """Return ``{status: count}`` of the orders not in a terminal
+        status."""
+        return dict(collections.Counter(
+            order.status for order in self._store.orders.values()
+            if order.status in models.UNFINISHED_STATUSES))
+
+    @_reads
     def count_unfinished_by_type(self, session):
         """Return ``{type: count}`` of the orders not in a terminal status.
         """
@@ -628,6 +636,16 @@ class InMemoryRetryTasks(_Repository):
     def count_due(self, session, now):
         """Count the unparked rows due at ``now``."""
         return sum(task.retry_at <= now for task in self._unparked())
+
+    @_reads
+    def count_later(self, session, now):
+        """Count the unparked rows due after ``now``."""
+        return sum(task.retry_at > now for task in self._unparked())
+
+    @_reads
+    def count_parked(self, session):
+        """Count the parked rows."""
+        return sum(task.parked for task in self._store.tasks.values())
 
     @_writes
     def delete(self, session, task_ids):

@@ -145,6 +145,22 @@ def count_due(session, now):
         .where(task.parked == sa.false(), task.retry_at <= now))
 
 
+def count_later(session, now):
+    """Count the unparked rows due after ``now``."""
+    task = models.OrderRetryTask
+    return session.scalar(
+        sa.select(sa.func.count()).select_from(task)
+        .where(task.parked == sa.false(), task.retry_at > now))
+
+
+def count_parked(session):
+    """Count the parked rows (reads only those rows)."""
+    task = models.OrderRetryTask
+    return session.scalar(
+        sa.select(sa.func.count()).select_from(task)
+        .where(task.parked == sa.true()))
+
+
 def delete(session, task_ids):
     """Delete the rows with these ids; returns how many were deleted."""
     if not task_ids:

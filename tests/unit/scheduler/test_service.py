@@ -2,11 +2,13 @@
 pass returns; a pass that raises is counted and logged, never fatal."""
 
 import datetime
+import logging
 
 from scheduler import manager
 from scheduler import metrics
 from scheduler import service
 from tests import config
+from worker.db import memory
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 
@@ -66,3 +68,49 @@ def test_a_stopping_service_runs_no_more_passes():
 
     assert svc.run_pass_now() == 15
     assert svc._manager.passes == []
+
+
+def test_every_pass_outcome_is_exported_from_the_start():
+    svc = _service(manager.PassResult(idle=True))
+    sample = svc._metrics.registry.get_sample_value
+    # None (not 0) for a series not exported.
+    assert [sample('barbican_retry_passes_total', {'outcome': outcome})
+            for outcome in metrics.PASS_OUTCOMES] == [0.0] * 4
+
+
+def test_the_last_pass_moves_on_passes_that_ran_or_were_idle_only():
+    svc = _service(manager.PassResult(locked=False, idle=False))
+    svc._metrics.last_pass.set(1)
+    svc.run_pass_now()     # skipped: another daemon held the lock
+    assert _sample(svc, 'barbican_retry_last_pass_timestamp_seconds') == 1
+
+    svc._manager.result = manager.PassResult(idle=True)
+    svc.run_pass_now()
+    assert _sample(svc, 'barbican_retry_last_pass_timestamp_seconds') > \
+        NOW.timestamp() - 1
+
+
+class _DatabaseAway:
+    repositories = None
+
+    def reader(self):
+        raise RuntimeError('database gone')
+
+
+def test_a_census_that_fails_is_logged_once_until_it_is_read_again(caplog):
+    caplog.set_level(logging.INFO)
+    svc = _service(manager.PassResult(idle=True))
+    svc._database = _DatabaseAway()
+    svc._take_census()
+    svc._take_census()
+    assert caplog.text.count('Could not read the census') == 1
+    assert svc._metrics.registry.get_sample_value(
+        'barbican_retry_parked_rows') == 0
+
+    svc._database = memory.InMemoryDatabase()
+    svc._take_census()
+    assert 'Census for the metrics read again' in caplog.text
+    assert _sample(svc, 'barbican_retry_services_alive',
+                   kind='worker') == 0
+    assert svc._metrics.registry.get_sample_value(
+        'barbican_retry_unfinished_orders', {'status': 'PENDING'}) == 0.0

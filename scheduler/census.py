@@ -1,0 +1,48 @@
+"""The state that the database holds and the metrics show: a census.
+
+The counters of a process say what it did; what the whole deployment is
+in (processes alive by their heartbeats, unfinished orders, parked rows)
+only the database knows. A retry daemon with metrics enabled reads it
+every ``report_interval`` (``scheduler.service``) and exports it as
+gauges (``scheduler.metrics``). Every daemon exports the same values:
+rules and dashboards take their ``max``.
+
+Each count reads an index: the finished orders and the rows waiting,
+which pile up, are not counted.
+"""
+
+import dataclasses
+
+from worker.db import models
+
+
+@dataclasses.dataclass(frozen=True)
+class Census:
+    """Counts read from the database in one transaction."""
+
+    #: ``{kind: count}`` of the processes alive by their heartbeats, every
+    #: kind of ``models`` present (0 when none is alive).
+    services_alive: dict
+    #: ``{status: count}`` of the unfinished orders, every unfinished
+    #: status present.
+    unfinished_orders: dict
+    #: Retry rows set aside as uncastable.
+    parked_rows: int
+
+
+def take(database, cutoffs):
+    """Read a ``Census`` at ``cutoffs.now`` (a ``liveness.Cutoffs``)."""
+    repositories = database.repositories
+    with database.reader() as session, session.begin():
+        live = repositories.services.list_services(session)
+        unfinished = repositories.orders.count_unfinished_by_status(session)
+        parked = repositories.retry_tasks.count_parked(session)
+    alive = dict.fromkeys((models.SCHEDULER, models.WORKER), 0)
+    for service in live:
+        if cutoffs.is_alive(service.heartbeat_at):
+            alive[service.kind] = alive.get(service.kind, 0) + 1
+    return Census(
+        services_alive=alive,
+        unfinished_orders={status: unfinished.get(status, 0)
+                           for status in models.UNFINISHED_STATUSES},
+        parked_rows=parked)
