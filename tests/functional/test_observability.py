@@ -67,6 +67,21 @@ def test_promtool_checks_the_rules(promtool):
     assert 'SUCCESS: %d rules found' % len(_rules()) in out
 
 
+def test_promtool_checks_the_example_scrape_configuration(
+        promtool, tmp_path):
+    config = _load_yaml(os.path.join(ETC, 'prometheus',
+                                     'prometheus.yml.example'))
+    assert config['rule_files'] == [
+        '/etc/prometheus/barbican-retry-rules.yml']
+    config['rule_files'] = [RULES]      # where it is in this checkout
+    path = tmp_path / 'prometheus.yml'
+    path.write_text(yaml.safe_dump(config))
+    _promtool(promtool, 'check', 'config', str(path))
+    jobs = {job['job_name'] for job in config['scrape_configs']}
+    with open(RULES) as stream:
+        assert 'job=~"%s"' % '|'.join(sorted(jobs)) in stream.read()
+
+
 def test_every_alert_tells_the_operator_what_to_run():
     for name, rule in _alerts().items():
         assert rule['labels']['severity'] in ('critical', 'warning'), name

@@ -201,6 +201,17 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
     up = subprocess.run(status, capture_output=True, text=True, timeout=60)
     assert up.returncode == 0, up.stdout
 
+    shown = cluster.manage_json('status')
+    assert (shown['retry_daemons_alive'], shown['workers_alive']) == (1, 1)
+    [daemon] = [p for p in shown['processes'] if p['kind'] == 'scheduler']
+    assert daemon['last_pass_at'] and daemon['next_pass_at']
+    assert shown['orders']['ACTIVE'] == 20
+    assert shown['oldest_pending'] is None
+    assert shown['retry_rows'] == {'due_now': 0, 'later': 0, 'parked': 0}
+    screen = _manage(cluster, 'status').stdout
+    assert 'Retry daemons: 1 alive' in screen
+    assert 'Orders: PENDING 0, ACTIVE 20,' in screen
+
     scheduler_text = processes.scrape(scheduler_port)
     assert _metric(scheduler_text, 'barbican_retry_rows_dispatched_total') \
         == 20
