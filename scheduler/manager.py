@@ -84,13 +84,18 @@ class RetryManager:
         ``[DEFAULT] host`` by default.
     :param measure_backlog: count the rows left due after each pass that
         took the lock (``PassResult.backlog``), for the metrics.
+    :param clock_trusted: returns False while this daemon's clock is off
+        by more than ``[DEFAULT] max_clock_offset_seconds``: its passes
+        then cast due rows but take back no step and clear no lock, since
+        both judge others by their timestamps (``worker.common.clock``).
     """
 
     def __init__(self, conf, database, worker_api, stop_event=None,
                  observe_lateness=None, holder_name=None,
-                 measure_backlog=False):
+                 measure_backlog=False, clock_trusted=lambda: True):
         name = holder_name or conf.host
         self._conf = conf
+        self._clock_trusted = clock_trusted
         self._database = database
         self._observe_lateness = observe_lateness
         self._measure_backlog = measure_backlog
@@ -142,13 +147,17 @@ class RetryManager:
         Returns ``(outlook, recover)``; ``recover`` says whether the pass
         must take lost orders back.
         """
+        judges = self._clock_trusted()
         lock = self._lock.glance(session, cutoffs)
         if lock is pass_lock.Glance.FRESH:
-            return Outlook.HELD, self._recovery.due(cutoffs.now)
+            return Outlook.HELD, judges and self._recovery.due(cutoffs.now)
         if lock is pass_lock.Glance.OLD:
+            if not judges:
+                # Old by a clock that is off: not ours to clear.
+                return Outlook.HELD, False
             # Judged, and maybe cleared, under a write transaction.
             return Outlook.OLD_LOCK, self._recovery.due(cutoffs.now)
-        if self._recovery.needed(session, cutoffs):
+        if judges and self._recovery.needed(session, cutoffs):
             return Outlook.WORK, True
         if self._database.repositories.retry_tasks.any_due(
                 session, cutoffs.now):

@@ -31,6 +31,9 @@ class Process:
     #: Retry daemons only: when the last pass ended and the next is due.
     last_pass_at: datetime.datetime | None
     next_pass_at: datetime.datetime | None
+    #: The database's clock minus the process's host's, at its last
+    #: heartbeat, in seconds (``worker.common.clock``); None if unknown.
+    clock_offset: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +92,8 @@ def take(database, conf, now):
         name=row.name, kind=row.kind, host=row.host, pid=row.pid,
         started_at=row.started_at, heartbeat_at=row.heartbeat_at,
         alive=cutoffs.is_alive(row.heartbeat_at),
-        last_pass_at=row.last_pass_at, next_pass_at=row.next_pass_at)
+        last_pass_at=row.last_pass_at, next_pass_at=row.next_pass_at,
+        clock_offset=row.clock_offset)
         for row in services]
     return Overview(
         now=now, processes=processes, lock=lock, retry_rows=retry_rows,

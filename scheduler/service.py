@@ -4,13 +4,13 @@ import threading
 
 from oslo_log import log as logging
 from oslo_service import service
-from oslo_utils import timeutils
 
 from scheduler import census
 from scheduler import liveness
 from scheduler import manager
 from scheduler import metrics as scheduler_metrics
 from worker.common import backend
+from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
 from worker.db import models
@@ -32,9 +32,11 @@ class SchedulerService(service.Service):
 
     :param transport: an existing transport to share (the all-in-one demo
         passes its in-process one); by default one is built in ``start()``.
+    :param clock: returns "now" (naive UTC); by default the database's
+        time (``worker.common.clock``), measured at each heartbeat.
     """
 
-    def __init__(self, conf, transport=None, clock=timeutils.utcnow):
+    def __init__(self, conf, transport=None, clock=None):
         super().__init__()
         self._conf = conf
         self._shared_transport = transport
@@ -56,8 +58,13 @@ class SchedulerService(service.Service):
         super().start()
         self._stopping.clear()
         self._database = db_session.Database.from_conf(self._conf)
+        database_clock = clock.DatabaseClock(
+            self._database, self._conf.max_clock_offset_seconds,
+            judges_liveness=True)
+        self._clock = self._clock or database_clock.now
         self._heartbeat = heartbeat.Heartbeat(
-            self._database, models.SCHEDULER, self._conf.host)
+            self._database, models.SCHEDULER, self._conf.host,
+            database_clock)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         self._transport = (self._shared_transport or
                            rpc.get_transport(self._conf))
@@ -66,6 +73,8 @@ class SchedulerService(service.Service):
         observe_lateness = None
         if self._conf.metrics.enabled:
             self._metrics = scheduler_metrics.SchedulerMetrics()
+            metrics_server.export_clock_offset(self._metrics.registry,
+                                               database_clock)
             metrics_server.serve(self._conf, self._metrics.registry,
                                  self._conf.metrics.scheduler_port)
             observe_lateness = self._metrics.lateness.observe
@@ -76,7 +85,8 @@ class SchedulerService(service.Service):
             self._conf, self._database, worker_api,
             stop_event=self._stopping, observe_lateness=observe_lateness,
             holder_name=self._heartbeat.name,
-            measure_backlog=self._metrics is not None)
+            measure_backlog=self._metrics is not None,
+            clock_trusted=lambda: not database_clock.too_far)
         self._start_timer('Retry scheduler started')
 
     def reload(self, conf):

@@ -4,6 +4,7 @@ from oslo_log import log as logging
 from oslo_service import service
 
 from worker.common import backend
+from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
 from worker.db import models
@@ -40,13 +41,17 @@ class WorkerService(service.Service):
         backend.require_threading()
         super().start()
         self._database = db_session.Database.from_conf(self._conf)
+        database_clock = clock.DatabaseClock(
+            self._database, self._conf.max_clock_offset_seconds)
         self._heartbeat = heartbeat.Heartbeat(self._database, models.WORKER,
-                                              self._conf.host)
+                                              self._conf.host, database_clock)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         observe_result = None
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
+            metrics_server.export_clock_offset(step_metrics.registry,
+                                               database_clock)
             metrics_server.serve(self._conf, step_metrics.registry,
                                  self._conf.metrics.worker_port,
                                  tries=self._conf.worker.workers)
@@ -56,7 +61,8 @@ class WorkerService(service.Service):
             transport, self._conf.worker.topic)
         self._endpoint = manager.WorkerManager(
             self._conf, self._database, self._heartbeat.name,
-            worker_api=worker_api, observe_result=observe_result,
+            worker_api=worker_api, clock=database_clock.now,
+            observe_result=observe_result,
             step_concurrency=rpc.executor_threads(self._conf))
         self.tg.add_timer_args(self._conf.report_interval,
                                self._endpoint.apply_deferred_results,

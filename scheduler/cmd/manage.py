@@ -10,6 +10,7 @@ from cliff import commandmanager
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
+from worker.common import clock
 from worker import conf as worker_conf
 from worker.db import session as db_session
 from worker import rpc
@@ -33,6 +34,7 @@ class ManageApp(app.App):
         self.conf = None
         self._database = None
         self._transport = None
+        self._clock = None
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         """Add oslo.config's ``--config-file`` and ``--config-dir``."""
@@ -64,6 +66,18 @@ class ManageApp(app.App):
         if self._database is None:
             self._database = db_session.Database.from_conf(self.conf)
         return self._database
+
+    def now(self):
+        """The database server's time now (naive UTC).
+
+        Commands write and compare times that the daemons compare too:
+        this host's clock is measured against the database's once, at the
+        first call, as the daemons do at each heartbeat.
+        """
+        if self._clock is None:
+            self._clock = clock.measured(self.database,
+                                         self.conf.max_clock_offset_seconds)
+        return self._clock.now()
 
     def worker_api(self):
         """An RPC client of the worker pool."""

@@ -4,7 +4,6 @@ import sys
 
 from cliff import command
 from cliff import show
-from oslo_utils import timeutils
 
 from scheduler.cmd import display
 from scheduler import liveness
@@ -20,7 +19,7 @@ class ShowLock(show.ShowOne):
 
     def take_action(self, parsed_args):
         database = self.app.database
-        cutoffs = liveness.Cutoffs.at(timeutils.utcnow(), self.app.conf)
+        cutoffs = liveness.Cutoffs.at(self.app.now(), self.app.conf)
         with database.session() as session:
             lock = pass_lock.judge(session, database.repositories, cutoffs)
         columns = ('entity_to_lock', 'held', 'worker_host_name',

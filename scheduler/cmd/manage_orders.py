@@ -8,7 +8,6 @@ from cliff import command
 from cliff import lister
 from cliff import show
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 from scheduler.cmd import display
 from scheduler import explain
@@ -146,7 +145,7 @@ class CreateOrders(lister.Lister):
         workflow = order_types.get(parsed_args.type)
         created = order_actions.create_orders(
             self.app.database, _worker_api(self.app), workflow,
-            parsed_args.meta, parsed_args.count, timeutils.utcnow(),
+            parsed_args.meta, parsed_args.count, self.app.now(),
             rows_per_cast=self.app.conf.scheduler.rows_per_cast,
             priority=parsed_args.priority)
         return (('id', 'type', 'status', 'priority'),
@@ -181,7 +180,7 @@ class ExplainOrder(_OneOrder, show.ShowOne):
     def take_action(self, parsed_args):
         why = explain.explain_order(self.app.database, self.app.conf,
                                     parsed_args.order_id,
-                                    timeutils.utcnow())
+                                    self.app.now())
         return ('id', 'status', 'why'), (parsed_args.order_id, why.status,
                                          why.sentence)
 
@@ -259,7 +258,7 @@ class CancelOrder(_OneOrder, command.Command):
         cancelled = order_actions.cancel_order(
             database, _worker_api(self.app), order_types.get(order.type),
             order.id,
-            parsed_args.reason, timeutils.utcnow())
+            parsed_args.reason, self.app.now())
         if cancelled is None:
             raise LookupError('no PENDING order %s' % parsed_args.order_id)
         self.app.stdout.write('order %s %s\n' % (

@@ -3,7 +3,6 @@
 from cliff import command
 from cliff import lister
 from cliff import show
-from oslo_utils import timeutils
 
 from scheduler.cmd import display
 from scheduler import liveness
@@ -70,7 +69,7 @@ class RequeueRetry(_OneTask, command.Command):
         with database.session() as session, session.begin():
             self._get(session, parsed_args.task_id)
             retry_tasks.requeue(session, parsed_args.task_id,
-                                timeutils.utcnow())
+                                self.app.now())
         self.app.stdout.write('retry task %d is due now; the next pass '
                               'casts it\n' % parsed_args.task_id)
 
@@ -79,7 +78,7 @@ class ExplainRetry(_OneTask, show.ShowOne):
     """Say why a retry task has not fired yet."""
 
     def take_action(self, parsed_args):
-        cutoffs = liveness.Cutoffs.at(timeutils.utcnow(), self.app.conf)
+        cutoffs = liveness.Cutoffs.at(self.app.now(), self.app.conf)
         now = cutoffs.now
         database = self.app.database
         with database.session() as session:

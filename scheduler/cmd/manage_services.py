@@ -1,7 +1,6 @@
 """``barbican-retry-manage service …``: the processes and their heartbeats."""
 
 from cliff import lister
-from oslo_utils import timeutils
 
 from scheduler.cmd import display
 from scheduler import liveness
@@ -15,10 +14,17 @@ class ListServices(lister.Lister):
         database = self.app.database
         with database.session() as session:
             rows = services.list_services(session)
-        cutoffs = liveness.Cutoffs.at(timeutils.utcnow(), self.app.conf)
+        cutoffs = liveness.Cutoffs.at(self.app.now(), self.app.conf)
         columns = ('name', 'kind', 'host', 'pid', 'started_at',
                    'heartbeat_at')
-        return (columns + ('alive',),
+        # clock_offset_seconds: the database's clock minus the process's
+        # host's, at its last heartbeat (worker.common.clock).
+        return (columns + ('alive', 'clock_offset_seconds'),
                 [display.row(row, columns) +
-                 (cutoffs.is_alive(row.heartbeat_at),)
+                 (cutoffs.is_alive(row.heartbeat_at),
+                  _rounded(row.clock_offset))
                  for row in rows])
+
+
+def _rounded(offset):
+    return None if offset is None else round(offset, 3)

@@ -3,7 +3,6 @@
 import json
 
 from cliff import command
-from oslo_utils import timeutils
 import prettytable
 
 from scheduler.cmd import display
@@ -31,6 +30,12 @@ def _duration(seconds):
     if hours < 48:
         return '%dh %02dm' % (hours, minutes)
     return '%dd %02dh' % divmod(hours, 24)
+
+
+def _offset(process):
+    if process.clock_offset is None:
+        return '-'
+    return '%+.1fs' % process.clock_offset
 
 
 def _lock_line(now, lock):
@@ -62,17 +67,18 @@ def render_text(overview):
         overview.alive(models.SCHEDULER)))
     if daemons:
         lines.append(_table(
-            ('name', 'alive', 'heartbeat', 'last pass', 'next pass'),
+            ('name', 'alive', 'heartbeat', 'last pass', 'next pass',
+             'clock offset'),
             [(p.name, 'yes' if p.alive else 'NO',
               _ago(now, p.heartbeat_at), _ago(now, p.last_pass_at),
-              _ago(now, p.next_pass_at)) for p in daemons]))
+              _ago(now, p.next_pass_at), _offset(p)) for p in daemons]))
     lines.append('Workers: %d alive' % len(overview.alive(models.WORKER)))
     if workers:
         lines.append(_table(
-            ('name', 'alive', 'heartbeat', 'started'),
+            ('name', 'alive', 'heartbeat', 'started', 'clock offset'),
             [(p.name, 'yes' if p.alive else 'NO',
-              _ago(now, p.heartbeat_at), _ago(now, p.started_at))
-             for p in workers]))
+              _ago(now, p.heartbeat_at), _ago(now, p.started_at),
+              _offset(p)) for p in workers]))
     rows = overview.retry_rows
     lines += [
         '',
@@ -111,6 +117,7 @@ def as_json(overview):
                 (overview.now - p.heartbeat_at).total_seconds(), 3),
             'last_pass_at': moment(p.last_pass_at),
             'next_pass_at': moment(p.next_pass_at),
+            'clock_offset_seconds': p.clock_offset,
         } for p in overview.processes],
         'lock': {'held': lock.held, 'holder': lock.holder,
                  'taken_at': moment(lock.taken_at), 'stale': lock.stale,
@@ -143,7 +150,7 @@ class Status(command.Command):
     def take_action(self, parsed_args):
         """Read the overview and print it."""
         overview = overview_module.take(self.app.database, self.app.conf,
-                                        timeutils.utcnow())
+                                        self.app.now())
         if parsed_args.format == 'json':
             json.dump(as_json(overview), self.app.stdout, indent=2)
             self.app.stdout.write('\n')

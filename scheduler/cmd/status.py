@@ -10,11 +10,11 @@ import sys
 
 from oslo_config import cfg
 from oslo_upgradecheck import upgradecheck
-from oslo_utils import timeutils
 
 from scheduler import conf as scheduler_conf
 from scheduler import liveness
 from scheduler import pass_lock
+from worker.common import clock
 from worker import conf as worker_conf
 from worker.db import migration
 from worker.db import models
@@ -34,6 +34,7 @@ class Checks(upgradecheck.UpgradeCommands):
         super().__init__()
         self._conf = conf
         self._database = None
+        self._clock = None
 
     def _db(self):
         if self._database is None:
@@ -51,7 +52,10 @@ class Checks(upgradecheck.UpgradeCommands):
                       % (current, ', '.join(heads)))
 
     def _cutoffs(self):
-        return liveness.Cutoffs.at(timeutils.utcnow(), self._conf)
+        if self._clock is None:
+            self._clock = clock.measured(self._db(),
+                                         self._conf.max_clock_offset_seconds)
+        return liveness.Cutoffs.at(self._clock.now(), self._conf)
 
     def _check_lock(self):
         database = self._db()

@@ -190,11 +190,14 @@ class Deployment:
         write_config(self.config, self.database_url, self.transport_url,
                      self.topic, options)
 
-    def start(self, script, name):
-        """Start ``script`` logging to ``<name>.log``; returns the Daemon."""
+    def start(self, script, name, env=None):
+        """Start ``script`` logging to ``<name>.log``; returns the Daemon.
+
+        ``env``: variables to add to this process's environment.
+        """
         daemon = Daemon(script, self.config,
                         os.path.join(str(self.directory), name + '.log'),
-                        env=self.env)
+                        env=dict(self.env, **(env or {})))
         self.daemons.append(daemon.start())
         return daemon
 

@@ -3,7 +3,6 @@
 import os
 
 from oslo_log import log as logging
-from oslo_utils import timeutils
 
 LOG = logging.getLogger(__name__)
 
@@ -16,10 +15,15 @@ def service_name(host, pid=None):
 class Heartbeat:
     """Writes one process's heartbeat row; removes it on a clean stop.
 
+    Each heartbeat first measures the process's clock against the
+    database's (``clock.measure``), then records the offset with the
+    heartbeat, in the database's time.
+
     :param kind: ``models.WORKER`` or ``models.SCHEDULER``.
+    :param clock: the process's ``worker.common.clock.DatabaseClock``.
     """
 
-    def __init__(self, database, kind, host, clock=timeutils.utcnow):
+    def __init__(self, database, kind, host, clock):
         self._database = database
         self._services = database.repositories.services
         self.kind = kind
@@ -33,8 +37,11 @@ class Heartbeat:
         """Write the heartbeat; log (once per outage) when it cannot."""
         try:
             with self._database.session() as session, session.begin():
+                offset = self._clock.measure(session)
                 self._services.heartbeat(session, self.name, self.kind,
-                                         self.host, self.pid, self._clock())
+                                         self.host, self.pid,
+                                         self._clock.now(),
+                                         clock_offset=offset)
         except Exception as exc:
             if not self._failing:
                 LOG.error('Heartbeat of %s failed, will retry: %s',

@@ -13,6 +13,16 @@ import prometheus_client
 LOG = logging.getLogger(__name__)
 
 
+def export_clock_offset(registry, clock):
+    """Export ``clock``'s last measured offset (a ``DatabaseClock``)."""
+    gauge = prometheus_client.Gauge(
+        'barbican_retry_clock_offset_seconds',
+        'Seconds the database server\'s clock is ahead of this host\'s '
+        '(negative: behind), measured at the last heartbeat; this '
+        'process corrects its times by it.', registry=registry)
+    gauge.set_function(lambda: clock.offset_seconds or 0.0)
+
+
 def serve(conf, registry, first_port, tries=1):
     """Serve ``registry`` on the first free port from ``first_port``.
 

@@ -23,6 +23,16 @@ default_opts = [
                help='Seconds between two heartbeats of a process. At most '
                     'a third of service_down_time, so that one late '
                     'heartbeat never makes a live process look dead.'),
+    cfg.FloatOpt('max_clock_offset_seconds',
+                 default=10.0, min=0.5, max=3600,
+                 help='Every process measures its clock against the '
+                      'database server\'s at each heartbeat and corrects '
+                      'its times by the difference. Beyond this many '
+                      'seconds it also logs an error at each heartbeat '
+                      '(fix the host\'s NTP), and a retry daemon that far '
+                      'off takes back no step and clears no lock until its '
+                      'clock is fixed. Shown in "service list" and as the '
+                      'metric barbican_retry_clock_offset_seconds.'),
 ]
 
 

@@ -34,6 +34,7 @@ import threading
 import uuid
 
 from oslo_db import exception as db_exc
+from oslo_utils import timeutils
 from sqlalchemy import exc as sa_exc
 
 from worker.db import models
@@ -706,14 +707,22 @@ class InMemoryServices(_Repository):
     """``worker.db.services`` on the in-memory store."""
 
     @_writes
-    def heartbeat(self, session, name, kind, host, pid, now):
+    def heartbeat(self, session, name, kind, host, pid, now,
+                  clock_offset=None):
         """Record that ``name`` is alive at ``now`` (insert if missing)."""
         service = self._store.services.get(name)
         self._store.services[name] = (
-            dataclasses.replace(service, heartbeat_at=now) if service else
+            dataclasses.replace(service, heartbeat_at=now,
+                                clock_offset=clock_offset) if service else
             ServiceRecord(name=name, kind=kind, host=host, pid=pid,
                           started_at=now, heartbeat_at=now,
-                          last_pass_at=None, next_pass_at=None))
+                          last_pass_at=None, next_pass_at=None,
+                          clock_offset=clock_offset))
+
+    @_reads
+    def database_time(self, session):
+        """The store's clock: this host's UTC time."""
+        return timeutils.utcnow()
 
     @_writes
     def record_pass(self, session, name, last_pass_at, next_pass_at):

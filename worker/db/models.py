@@ -239,3 +239,6 @@ class Service(Base):
         Timestamp)
     next_pass_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         Timestamp)
+    # Seconds the database server's clock was ahead of this process's host
+    # at its last heartbeat (negative: behind); ``worker.common.clock``.
+    clock_offset: orm.Mapped[float | None] = orm.mapped_column(sa.Float)

@@ -4,13 +4,18 @@ A service is named ``pid@host`` like pulpcore's workers. It is alive while
 its heartbeat is younger than ``[DEFAULT] service_down_time``.
 """
 
+import datetime
+
 import sqlalchemy as sa
 
 from worker.db import models
 
 
-def heartbeat(session, name, kind, host, pid, now):
+def heartbeat(session, name, kind, host, pid, now, clock_offset=None):
     """Record that ``name`` is alive at ``now`` (insert it if missing).
+
+    ``clock_offset``: seconds the database's clock is ahead of the
+    process's host, as the process last measured it.
 
     A process whose row was removed as dead while it was cut off from the
     database (an outage) comes back with its next heartbeat.
@@ -18,12 +23,34 @@ def heartbeat(session, name, kind, host, pid, now):
     result = session.execute(
         sa.update(models.Service)
         .where(models.Service.name == name)
-        .values(heartbeat_at=now)
+        .values(heartbeat_at=now, clock_offset=clock_offset)
         .execution_options(synchronize_session=False))
     if result.rowcount == 0:
         session.execute(sa.insert(models.Service).values(
             name=name, kind=kind, host=host, pid=pid, started_at=now,
-            heartbeat_at=now))
+            heartbeat_at=now, clock_offset=clock_offset))
+
+
+# The database server's UTC time, by dialect, as a naive timestamp (SQLite
+# gives text). Each reads the clock when the statement runs, not when the
+# transaction began (PostgreSQL's now() would).
+_SERVER_TIME = {
+    'postgresql': "SELECT clock_timestamp() AT TIME ZONE 'UTC'",
+    'mysql': 'SELECT UTC_TIMESTAMP(6)',
+    'sqlite': "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')",
+}
+
+
+def database_time(session):
+    """Return the database server's UTC time now (naive).
+
+    On SQLite, which runs in this process, that is this host's clock.
+    """
+    dialect = session.get_bind().dialect.name
+    value = session.execute(sa.text(_SERVER_TIME[dialect])).scalar_one()
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    return value.replace(tzinfo=None)
 
 
 def record_pass(session, name, last_pass_at, next_pass_at):

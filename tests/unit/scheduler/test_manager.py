@@ -473,3 +473,29 @@ def test_an_idle_pass_records_only_once_per_report_interval(database):
     assert last_pass() == NOW
     retry_manager.run_once(NOW + _seconds(11))
     assert last_pass() == NOW + _seconds(11)
+
+
+def test_a_daemon_whose_clock_is_off_casts_but_judges_no_one(database):
+    """Beyond max_clock_offset_seconds: no step taken back, no lock
+    cleared; due rows are still cast. Trusted again, it does both."""
+    _heartbeat(database, '6@dead', NOW - _seconds(61))
+    lost = _claimed(database, '6@dead', NOW - _seconds(120))
+    _make_orders(database, 2)
+    trusted = [False]
+    retry_manager, client = _manager(database,
+                                     clock_trusted=lambda: trusted[0])
+
+    result = retry_manager.run_once(NOW)
+    assert (result.recovered, result.dispatched) == (0, 2)
+    assert _step(database, lost, REQUEST).owner == '6@dead'
+
+    _write(database, lambda repos, session: repos.locks.insert(
+        session, LOCK, '6@dead', 'dead-token', NOW - _seconds(3600)))
+    result = retry_manager.run_once(NOW + _seconds(1))
+    assert not result.stale_lock_cleared and not result.locked
+    assert _lock(database).owner_token == 'dead-token'
+
+    trusted[0] = True
+    result = retry_manager.run_once(NOW + _seconds(2))
+    assert result.stale_lock_cleared and result.recovered == 1
+    assert _step(database, lost, REQUEST).owner is None

@@ -29,7 +29,7 @@ def _deployment():
                                  _at(-2))
         repos.services.record_pass(session, '1@r', _at(-5), _at(10))
         repos.services.heartbeat(session, '2@w', models.WORKER, 'w', 2,
-                                 _at(-1))
+                                 _at(-1), clock_offset=120.25)
         repos.services.heartbeat(session, '3@w', models.WORKER, 'w', 3,
                                  _at(-600))
         repos.locks.insert(session, models.ORDER_RETRY_TASK_LOCK, '1@r',
@@ -78,6 +78,8 @@ def test_the_screen_and_the_json_show_the_same_state():
 
     assert 'Retry daemons: 1 alive' in text
     assert 'Workers: 1 alive' in text
+    assert '| 2@w  | yes   | 1.0s ago    | 1.0s ago    | +120.2s      |' \
+        in text
     assert '| 1@r  | yes   | 2.0s ago  | 5.0s ago  | in 10.0s  |' in text
     assert '| 3@w  | NO    | 10m 00s ago | 10m 00s ago |' in text
     assert 'Lock: held by 1@r since 2026-11-22 11:59:59.000 (1.0s ago)' \
@@ -91,6 +93,8 @@ def test_the_screen_and_the_json_show_the_same_state():
     data = manage_status.as_json(seen)
     assert (data['retry_daemons_alive'], data['workers_alive']) == (1, 1)
     assert data['processes'][2]['heartbeat_age_seconds'] == 600
+    assert [p['clock_offset_seconds'] for p in data['processes']] == [
+        None, 120.25, None]
     assert data['lock'] == {'held': True, 'holder': '1@r',
                             'taken_at': '2026-11-22 11:59:59.000',
                             'stale': False, 'stale_reason': None}
