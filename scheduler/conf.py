@@ -3,6 +3,7 @@
 from oslo_config import cfg
 
 from worker.conf import groups
+from worker import rpcapi
 
 scheduler_group = cfg.OptGroup(
     'scheduler', title='Retry scheduler options',
@@ -76,7 +77,7 @@ scheduler_opts = [
                mutable=True,
                help='Casts in flight at once within a batch.'),
     cfg.IntOpt('rows_per_cast',
-               default=50, min=1, max=500,
+               default=50, min=1, max=rpcapi.MAX_STEPS_PER_MESSAGE,
                mutable=True,
                help='Due rows carried by one message to the workers (RPC '
                     '1.1 run_steps; upgrade the workers first), which run '

@@ -23,6 +23,7 @@ only itself.
 
 import concurrent.futures
 import datetime
+import reprlib
 import threading
 import types
 
@@ -112,6 +113,12 @@ class WorkerManager:
 
         :param steps: ``[[step, order_id, generation], ...]``.
         """
+        if isinstance(steps, list) and \
+                len(steps) > rpcapi.MAX_STEPS_PER_MESSAGE:
+            LOG.error('Dropped a message of %d steps: no sender of ours '
+                      'puts more than %d in one', len(steps),
+                      rpcapi.MAX_STEPS_PER_MESSAGE)
+            return
         futures = [self._steps.submit(self._run_step, step)
                    for step in self._well_formed(steps)]
         concurrent.futures.wait(futures)
@@ -132,7 +139,7 @@ class WorkerManager:
         a quarter of a worker's CPU, to spare the claim's batch a step
         that it drops at no cost.
         """
-        wanted = []
+        wanted, malformed = [], []
         for step in steps if isinstance(steps, list) else [steps]:
             try:
                 name, order_id, generation = step
@@ -141,9 +148,16 @@ class WorkerManager:
                         rpc.is_generation(generation)):
                     raise TypeError('wrong types')
             except (TypeError, ValueError) as exc:
-                LOG.error('Dropped malformed step %r: %s', step, exc)
+                malformed.append((step, exc))
                 continue
             wanted.append(rpcapi.Step(name, order_id, generation))
+        if malformed:
+            # One line per message, of bounded length: a message of
+            # thousands of bad steps (or of one huge one) is one line.
+            step, exc = malformed[0]
+            LOG.error('Dropped %d malformed step(s) of a message; the '
+                      'first: %s (%s)', len(malformed), _BOUNDED.repr(step),
+                      exc)
         return wanted
 
     def _run_step(self, step):
@@ -391,6 +405,11 @@ class _Undo(Exception):
     def __init__(self, index):
         super().__init__(index)
         self.index = index
+
+
+# Reprs of hostile input, cut short for the log.
+_BOUNDED = reprlib.Repr()
+_BOUNDED.maxstring = _BOUNDED.maxother = 120
 
 
 def _claimed(step, order, rows, workflow, step_policy, now):

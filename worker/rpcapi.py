@@ -20,6 +20,9 @@ from worker import rpc
 # (doc/install.md).
 _BASE_VERSION = '1.0'
 RUN_STEPS_VERSION = '1.1'
+#: The most steps one ``run_steps`` message carries (the bound of
+#: ``[scheduler] rows_per_cast``); workers drop a message with more.
+MAX_STEPS_PER_MESSAGE = 500
 
 
 class InvalidRetry(ValueError):
@@ -124,7 +127,8 @@ _T = typing.TypeVar('_T')
 def _decode(text: str, expected_type: type[_T], column: str) -> _T:
     try:
         value = json.loads(text)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the decoder goes.
         raise InvalidRetry('%s is not valid JSON: %s' % (column, exc))
     if not isinstance(value, expected_type):
         raise InvalidRetry('%s is a JSON %s, expected %s'

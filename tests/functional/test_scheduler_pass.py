@@ -3,6 +3,10 @@
 import datetime
 import json
 
+from hypothesis import given
+from hypothesis import HealthCheck
+from hypothesis import settings
+from hypothesis import strategies as st
 import sqlalchemy as sa
 
 from scheduler import manager
@@ -312,3 +316,45 @@ def test_a_pass_with_nothing_due_only_reads(database):
     # Once its row is due, the same daemon takes the lock and casts it.
     result = retry_manager.run_once(NOW + datetime.timedelta(seconds=61))
     assert result.locked and result.dispatched == 3
+
+
+# Text a database column holds on every backend: no NUL (PostgreSQL
+# refuses it in text), no lone surrogates (not UTF-8).
+_TEXT = st.text(st.characters(blacklist_categories=('Cs',),
+                              blacklist_characters='\x00'), max_size=200)
+
+
+def test_generated_bad_rows_are_parked_with_a_reason_and_never_crash(
+        database):
+    """Rows written straight into the table, of any content: each pass
+    parks the bad ones with a reason and casts the good one beside them.
+    """
+    good = _make_orders(database, 1)
+    [order_id] = _make_orders(database, 1, due_in=-100)
+    steps = st.sampled_from(['check_certificate_status',
+                             'process_type_order']) | \
+        st.text(max_size=64).filter(lambda name: '\x00' not in name)
+    arguments = _TEXT | st.sampled_from([
+        '[]', '{}', 'null', '[1, 2, 3]', json.dumps([order_id]),
+        json.dumps({'generation': -1}), json.dumps({'generation': 2 ** 70}),
+        json.dumps({'generation': '0'}), '[' * 5000 + ']' * 5000])
+    passes = []
+
+    @settings(max_examples=60, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(step=steps, args=arguments, kwargs=arguments)
+    def one_bad_row(step, args, kwargs):
+        _insert_raw_row(database, order_id, step, args, kwargs)
+        result, client = _run(database)
+        passes.append(result)
+        parked = _pending(database, parked=True)
+        assert all(row.park_reason for row in parked)
+        # Not parked: cast (a row that happens to be well formed).
+        assert _pending(database) == []
+
+    one_bad_row()
+    assert sum(result.parked for result in passes) >= 50
+    # The good row went with the first pass, beside the first bad one.
+    assert passes[0].dispatched >= 1
+    assert good[0] not in {row.order_id
+                           for row in _pending(database, parked=True)}

@@ -387,6 +387,31 @@ def test_run_steps_drops_malformed_and_stale_steps_and_runs_the_rest(
     assert _state(database, stale).token(REQUEST) == 0
 
 
+def test_a_message_of_more_steps_than_any_sender_puts_is_dropped_whole(
+        database, use_plugin, caplog):
+    order_id = _order(database)
+    plugin = use_plugin(ScriptedPlugin(base.Completed()))
+    worker = _worker(database)
+
+    worker.manager.run_steps({}, [[REQUEST, order_id, 0]] * 501)
+
+    assert plugin.views == []
+    assert caplog.text.count('Dropped a message of 501 steps') == 1
+    assert _state(database, order_id).token(REQUEST) == 0
+
+
+def test_malformed_steps_are_logged_in_one_line_of_bounded_length(
+        database, caplog):
+    worker = _worker(database)
+
+    worker.manager.run_steps({}, [['x' * 100000, 1, 'no']] * 300)
+
+    [line] = [record.getMessage() for record in caplog.records
+              if 'malformed' in record.getMessage()]
+    assert line.startswith('Dropped 300 malformed step(s) of a message')
+    assert len(line) < 400
+
+
 def test_a_result_the_database_refused_is_written_once_it_answers(
         database, use_plugin):
     order_id = _order(database)
