@@ -185,6 +185,7 @@ def test_broker_outage_of_a_minute_loses_nothing(deployment, database,
     seen = len(retry.log())
     start_broker()
     back = time.monotonic()
+    back_at = time.time()
     _wait_for(lambda: re.search(r'Pass dispatched [1-9]',
                                 retry.log()[seen:]), 30,
               'a pass to cast again after the broker came back')
@@ -194,6 +195,15 @@ def test_broker_outage_of_a_minute_loses_nothing(deployment, database,
     assert resumed < 5
     _wait_for(lambda: _all_active(database, 50), 60,
               'every order ACTIVE after the broker came back')
+    # The workers consume again within a default period (15 s) of the
+    # broker's return: reconnections at most rabbit_interval_max (5 s)
+    # apart (worker/rpc.py set_defaults).
+    consumed = min(call['started']
+                   for call in test_plugin.read_log(cluster.plugin_log)
+                   if call['started'] > back_at) - back_at
+    print('workers consumed again %.1fs after the broker came back'
+          % consumed)
+    assert consumed < 15
     _assert_tokens_only_move_forward(cluster.plugin_log)
     assert workers.stop() == 0 and retry.stop() == 0
 

@@ -3,8 +3,9 @@
 oslo.messaging has no public way to change the default of one of its
 options for every ConfigOpts and for oslo-config-generator alike, so
 ``set_defaults()`` changes the private option lists themselves:
-``oslo_messaging._drivers.amqp.amqp_opts`` (``amqp_durable_queues``) and
-``oslo_messaging.server._pool_opts`` (``executor_thread_pool_size``), which
+``oslo_messaging._drivers.amqp.amqp_opts`` (``amqp_durable_queues``),
+``oslo_messaging._drivers.impl_rabbit.rabbit_opts`` (``rabbit_interval_max``)
+and ``oslo_messaging.server._pool_opts`` (``executor_thread_pool_size``), which
 ``executor_threads()`` also registers and reads.
 
 Each test checks one of these by behaviour and names, when it fails, the
@@ -54,6 +55,11 @@ def _amqp_opts():
                      'amqp_durable_queues', _SET_DEFAULTS + ' relies')
 
 
+def _rabbit_opts():
+    return _internal('oslo_messaging._drivers.impl_rabbit', 'rabbit_opts',
+                     'rabbit_interval_max', _SET_DEFAULTS + ' relies')
+
+
 def _pool_opts():
     return _internal('oslo_messaging.server', '_pool_opts',
                      'executor_thread_pool_size',
@@ -63,6 +69,7 @@ def _pool_opts():
 def _rpc():
     """worker.rpc, once the internals it uses are known to be there."""
     _amqp_opts()
+    _rabbit_opts()
     _pool_opts()
     try:
         return importlib.import_module('worker.rpc')
@@ -101,6 +108,22 @@ def test_the_rabbit_driver_reads_the_durable_queues_default(conf):
         '_drivers.amqp.amqp_opts: [oslo_messaging_rabbit] '
         'amqp_durable_queues reads %r after %s set its default to True, '
         'so queues are no longer durable' % (durable, _SET_DEFAULTS))
+
+
+def test_the_rabbit_driver_reconnects_at_most_5_seconds_apart(conf):
+    """The rabbit driver reads the reconnection bound set_defaults() sets.
+    """
+    rpc = _rpc()
+    transport = rpc.get_transport(conf, url=_RABBIT_URL)
+    try:
+        interval = conf.oslo_messaging_rabbit.rabbit_interval_max
+    finally:
+        transport.cleanup()
+    assert interval == 5, (
+        "oslo.messaging's rabbit driver no longer reads "
+        '_drivers.impl_rabbit.rabbit_opts: rabbit_interval_max reads %r '
+        'after %s set its default to 5, so workers may consume again up '
+        'to 30 s after a broker outage' % (interval, _SET_DEFAULTS))
 
 
 def test_the_sample_config_shows_durable_queues():
