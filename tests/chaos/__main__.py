@@ -23,6 +23,10 @@ def main(argv=None):
                         help='Order type: certificate (default), or fanout '
                              '(steps in parallel; the recorded runs also '
                              'prove one idempotency key per step).')
+    parser.add_argument('--queues', default='classic',
+                        choices=sorted(run.QUEUES),
+                        help='RabbitMQ queues: classic (durable, the '
+                             'default) or quorum.')
     parser.add_argument('--seed', type=int, default=None)
     parser.add_argument('--workdir', default=None,
                         help='Where logs and files go (default: a new '
@@ -41,7 +45,7 @@ def main(argv=None):
         report = run.run(args.db, args.orders, args.duration, workdir,
                          services, seed=args.seed,
                          log=lambda text: print(text, flush=True),
-                         order_type=args.order_type)
+                         order_type=args.order_type, queues=args.queues)
     finally:
         services.close()
     print(report.line(), flush=True)

@@ -41,6 +41,9 @@ OPTIONS = {
 }
 # --type: the order type the orders are created with.
 ORDER_TYPES = {'certificate': 'certificate', 'fanout': 'recording_fanout'}
+# --queues: durable classic queues (the default) or quorum queues.
+QUEUES = {'classic': {},
+          'quorum': {'oslo_messaging_rabbit': {'rabbit_quorum_queue': 'true'}}}
 RETRY_DAEMONS = 2
 WORKER_DAEMONS = 3
 
@@ -57,8 +60,10 @@ class Report:
     lost: int = 0
     double_terminal: int = 0
     stale_effects: int = 0
+    queues: str = 'classic'
     kills: int = 0
     broker_restarts: int = 0
+    broker_kills: int = 0
     db_restarts: int = 0
     recovery_s: float = 0.0
     leftovers: dict = dataclasses.field(default_factory=dict)
@@ -79,12 +84,14 @@ class Report:
     def line(self):
         """The one-line summary."""
         extra = ' '.join('%s=%d' % item for item in self.leftovers.items())
-        line = ('chaos: db=%s type=%s orders=%d terminal=%d stuck=%d '
-                'lost=%d double_terminal=%d stale_effects=%d kills=%d '
-                'broker_restarts=%d db_restarts=%d recovery_s=%.1f %s'
-                % (self.db, self.order_type, self.orders, self.terminal,
-                   self.stuck, self.lost, self.double_terminal,
-                   self.stale_effects, self.kills, self.broker_restarts,
+        line = ('chaos: db=%s type=%s queues=%s orders=%d terminal=%d '
+                'stuck=%d lost=%d double_terminal=%d stale_effects=%d '
+                'kills=%d broker_restarts=%d broker_kills=%d '
+                'db_restarts=%d recovery_s=%.1f %s'
+                % (self.db, self.order_type, self.queues, self.orders,
+                   self.terminal, self.stuck, self.lost,
+                   self.double_terminal, self.stale_effects, self.kills,
+                   self.broker_restarts, self.broker_kills,
                    self.db_restarts, self.recovery_s, extra)).rstrip()
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
@@ -233,16 +240,20 @@ def _pending(database):
 
 
 def run(db, order_count, duration, workdir, services, seed=None,
-        recovery_timeout=300, log=print, order_type='certificate'):
+        recovery_timeout=300, log=print, order_type='certificate',
+        queues='classic'):
     """Run the scenario with orders of ``order_type`` (a key of
-    ``ORDER_TYPES``); returns a Report."""
+    ``ORDER_TYPES``) over ``queues`` (a key of ``QUEUES``); returns a
+    Report."""
     rng = random.Random(seed)
-    report = Report(db=db, orders=order_count, order_type=order_type)
+    report = Report(db=db, orders=order_count, order_type=order_type,
+                    queues=queues)
     database_url = databases.create(db, _Path(workdir))
     database = db_session.Database.from_url(database_url)
     migration.upgrade(database.engine)
     deployment = processes.Deployment(workdir, database_url,
-                                      services.transport_url, OPTIONS)
+                                      services.transport_url,
+                                      dict(OPTIONS, **QUEUES[queues]))
     cluster = Cluster(deployment)
     try:
         cluster.start_all()
@@ -294,8 +305,10 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
     creating = threading.Thread(
         target=_create_waves, args=(created, start + 0.8 * duration))
     creating.start()
-    broker_at = start + duration / 3
-    database_at = start + 2 * duration / 3 if db != 'sqlite' else None
+    broker_at = start + duration / 4
+    # SIGKILL of the broker, no clean stop, while orders are drained.
+    broker_kill_at = start + duration / 2
+    database_at = start + 3 * duration / 4 if db != 'sqlite' else None
     try:
         while time.monotonic() - start < duration:
             time.sleep(rng.uniform(1.0, 3.0))
@@ -307,6 +320,11 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
                 services.restart('rabbitmq', 5, time.sleep)
                 report.broker_restarts += 1
                 broker_at = None
+            if broker_kill_at and now >= broker_kill_at:
+                log('chaos: killing RabbitMQ (SIGKILL)')
+                services.kill('rabbitmq', 3, time.sleep)
+                report.broker_kills += 1
+                broker_kill_at = None
             if database_at and now >= database_at:
                 log('chaos: restarting %s' % db)
                 services.restart(db, 5, time.sleep)

@@ -129,6 +129,17 @@ class Services:
         sleep(down_seconds)
         self._run('BARBICAN_RETRY_TEST_%s_START' % service.upper())
 
+    def kill(self, service, down_seconds, sleep):
+        """SIGKILL ``service``'s server (no clean stop), wait, start it."""
+        with open(os.environ['BARBICAN_RETRY_TEST_%s_PID_FILE'
+                             % service.upper()]) as pid_file:
+            pid = int(pid_file.readline())
+        os.kill(pid, signal.SIGKILL)
+        while os.path.exists('/proc/%d' % pid):
+            sleep(0.1)
+        sleep(down_seconds)
+        self._run('BARBICAN_RETRY_TEST_%s_START' % service.upper())
+
     def close(self):
         """Stop the servers this run started (not ones it reused).
 

@@ -4,6 +4,8 @@ import datetime
 import re
 import time
 
+import amqp
+import kombu
 import pytest
 
 from tests.functional import counting
@@ -27,7 +29,27 @@ OPTIONS = {
 
 
 def test_certificate_orders_all_become_active(deployment, database):
-    cluster = deployment(OPTIONS)
+    _all_become_active(deployment(OPTIONS), database)
+
+
+@pytest.mark.parametrize('backend', ['postgresql'])
+def test_certificate_orders_all_become_active_on_quorum_queues(
+        deployment, database, transport_url):
+    cluster = deployment(dict(OPTIONS, oslo_messaging_rabbit={
+        'rabbit_quorum_queue': 'true'}))
+    _all_become_active(cluster, database)
+    # The workers' queue is a quorum queue: declaring it classic is
+    # refused as inequivalent.
+    url = transport_url.replace('rabbit://', 'amqp://', 1)
+    with kombu.Connection(url) as connection:
+        with pytest.raises(amqp.exceptions.PreconditionFailed,
+                           match='x-queue-type'):
+            kombu.Queue(cluster.topic, durable=True)(
+                connection.channel()).declare()
+
+
+def _all_become_active(cluster, database):
+    """200 certificate orders through 2 worker processes and a daemon."""
     config = cluster.config
     workers = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
