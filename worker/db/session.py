@@ -4,6 +4,8 @@ There is no global session: a service builds one ``Database`` in its
 ``start()`` (after any fork) and hands sessions to repository functions.
 """
 
+import os
+
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -20,6 +22,22 @@ _SQLITE_BUSY_TIMEOUT_MS = 30000
 
 # Execution option of the engine behind ``Database.reader()``.
 _READ_ONLY = 'barbican_retry_read_only'
+
+
+def _create_private_sqlite_file(url):
+    """Create a new SQLite database file readable by its owner only.
+
+    SQLite would create it by the umask (often world-readable), and its
+    -wal and -shm files after it with the same permissions. An existing
+    file is left as its owner made it.
+    """
+    parsed = sa.engine.make_url(url)
+    path = parsed.database
+    if parsed.get_backend_name() != 'sqlite' or not path or \
+            path == ':memory:' or path.startswith('file:') or \
+            os.path.exists(path):
+        return
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 
 
 def _tune_sqlite(dbapi_connection, connection_record):
@@ -101,6 +119,7 @@ class Database:
         (``DBDuplicateEntry``, ``DBConnectionError`` …), so a duplicate key
         reads the same on SQLite, PostgreSQL and MariaDB.
         """
+        _create_private_sqlite_file(url)
         engine = engines.create_engine(url, sqlite_fk=True, **kwargs)
         if engine.dialect.name == 'sqlite':
             if isinstance(engine.pool, sa.pool.NullPool):  # a file
