@@ -18,6 +18,7 @@ import time
 from tests.chaos import checks
 from tests.functional import databases
 from tests.functional import processes
+from worker.common import clock
 from worker.db import migration
 from worker.db import models
 from worker.db import orders
@@ -46,6 +47,10 @@ QUEUES = {'classic': {},
           'quorum': {'oslo_messaging_rabbit': {'rabbit_quorum_queue': 'true'}}}
 RETRY_DAEMONS = 2
 WORKER_DAEMONS = 3
+# Processes whose clocks are off (seconds; worker.common.clock's test
+# variable), every time they are started: they correct by the database's
+# clock, and the daemon beyond max_clock_offset_seconds judges no one.
+SKEWED_CLOCKS = {'worker-0': -30.0, 'retry-0': 30.0}
 
 
 @dataclasses.dataclass
@@ -65,6 +70,7 @@ class Report:
     broker_restarts: int = 0
     broker_kills: int = 0
     db_restarts: int = 0
+    skewed_clocks: int = len(SKEWED_CLOCKS)
     recovery_s: float = 0.0
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
@@ -87,12 +93,13 @@ class Report:
         line = ('chaos: db=%s type=%s queues=%s orders=%d terminal=%d '
                 'stuck=%d lost=%d double_terminal=%d stale_effects=%d '
                 'kills=%d broker_restarts=%d broker_kills=%d '
-                'db_restarts=%d recovery_s=%.1f %s'
+                'db_restarts=%d skewed_clocks=%d recovery_s=%.1f %s'
                 % (self.db, self.order_type, self.queues, self.orders,
                    self.terminal, self.stuck, self.lost,
                    self.double_terminal, self.stale_effects, self.kills,
                    self.broker_restarts, self.broker_kills,
-                   self.db_restarts, self.recovery_s, extra)).rstrip()
+                   self.db_restarts, self.skewed_clocks, self.recovery_s,
+                   extra)).rstrip()
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -110,8 +117,12 @@ class Cluster:
     def start(self, slot, script):
         """Start ``script`` in ``slot`` (a name such as ``worker-1``)."""
         self._starts += 1
+        env = None
+        if slot in SKEWED_CLOCKS:
+            env = {clock.SKEW_VARIABLE: str(SKEWED_CLOCKS[slot])}
         daemon = self.deployment.start(script, '%s.%d' % (slot,
-                                                          self._starts))
+                                                          self._starts),
+                                       env=env)
         self.slots[slot] = daemon
         return daemon
 

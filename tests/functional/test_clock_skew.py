@@ -27,6 +27,7 @@ def _options(max_offset, ports):
                     'max_clock_offset_seconds': max_offset},
         'scheduler': {'schedule_period_seconds': 1,
                       'retry_lock_timeout_seconds': 60,
+                      'max_pass_seconds': 20, 'cast_timeout_seconds': 5,
                       'dispatch_deadline_seconds': 60},
         'worker': {'workers': 2},
         'simple_certificate': {'delay_before_update_seconds': 1},
