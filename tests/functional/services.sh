@@ -20,7 +20,7 @@ set -euo pipefail
 export PATH=$PATH:/usr/sbin:/sbin
 
 SELF=$(readlink -f "$0")
-PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus)  # prometheus: promtool, for the alert rules' tests
+PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl)  # prometheus: promtool, for the alert rules' tests
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
 READY_TIMEOUT=90                   # seconds to wait for a server to come up
 STOP_TIMEOUT=60                    # seconds to wait for a server to go away
@@ -151,7 +151,7 @@ load_conf() {
 
 write_conf() {
     local ports
-    read -r -a ports <<<"$(pick_ports 5)"
+    read -r -a ports <<<"$(pick_ports 6)"
     # The servers must not run as root; when we are root use the package's
     # system users (they exist once the packages are installed).
     local pg_user mysql_user
@@ -162,6 +162,7 @@ DIST_PORT=${ports[1]}
 EPMD_PORT=${ports[2]}
 PG_PORT=${ports[3]}
 MYSQL_PORT=${ports[4]}
+AMQPS_PORT=${ports[5]}
 RABBIT_NODENAME=brtest-$$@localhost
 PG_USER=$pg_user
 MYSQL_USER=$mysql_user
@@ -218,9 +219,40 @@ loopback_users.guest = true
 log.console = false
 log.file.level = info
 EOF
+    # A second listener that speaks TLS only, with a CA and a server
+    # certificate (127.0.0.1, localhost) made here, for the TLS tests.
+    if [ -n "${AMQPS_PORT:-}" ]; then
+        rabbitmq_certificates "$r/tls"
+        cat >>"$r/rabbitmq.conf" <<EOF
+listeners.ssl.default = 127.0.0.1:$AMQPS_PORT
+ssl_options.cacertfile = $r/tls/ca.pem
+ssl_options.certfile = $r/tls/server.pem
+ssl_options.keyfile = $r/tls/server.key
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+EOF
+    fi
     # Erlang wants the cookie private; a random one per instance.
     (umask 077 && python3 -c 'import secrets; print(secrets.token_hex(16).upper(), end="")' >"$r/.erlang.cookie")
     chmod 400 "$r/.erlang.cookie"
+}
+
+# rabbitmq_certificates DIR: a throwaway CA and a server certificate for
+# 127.0.0.1 and localhost signed by it (2 days).
+rabbitmq_certificates() {
+    local t=$1
+    mkdir -p "$t"
+    (
+        cd "$t"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=barbican-retry test CA" \
+            -keyout ca.key -out ca.pem 2>/dev/null
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+            -keyout server.key -out server.csr 2>/dev/null
+        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+            -days 2 -extfile server.ext -out server.pem 2>/dev/null
+        chmod 600 ca.key server.key
+    ) || die "could not make the test certificates in $t"
 }
 
 # Start the broker in the background, without waiting (lets `start` boot
@@ -439,6 +471,11 @@ write_env() {
         echo "export BARBICAN_RETRY_TEST_POSTGRESQL_URL=postgresql+psycopg2://barbican:barbican@127.0.0.1:$PG_PORT/barbican_retry"
         echo "export BARBICAN_RETRY_TEST_MYSQL_URL='mysql+pymysql://barbican:barbican@127.0.0.1:$MYSQL_PORT/barbican_retry?charset=utf8mb4'"
         echo "export BARBICAN_RETRY_TEST_RABBITMQ_PORT=$AMQP_PORT"
+        if [ -n "${AMQPS_PORT:-}" ]; then
+            # The broker's TLS-only listener and the CA of its certificate.
+            echo "export BARBICAN_RETRY_TEST_TLS_TRANSPORT_URL=rabbit://guest:guest@127.0.0.1:$AMQPS_PORT/"
+            echo "export BARBICAN_RETRY_TEST_TLS_CA_FILE=$DIR/rabbitmq/tls/ca.pem"
+        fi
         echo "export BARBICAN_RETRY_TEST_POSTGRESQL_PORT=$PG_PORT"
         echo "export BARBICAN_RETRY_TEST_MYSQL_PORT=$MYSQL_PORT"
         # Pid files (first line is the server's pid) for kill -9 style tests.
