@@ -39,6 +39,9 @@ OPTIONS = {
                'unavailable_backoff_max_seconds': 2},
     'simple_certificate': {'delay_before_update_seconds': 1},
     'fanout': {'poll_interval_seconds': 0.5},
+    # The leases of the steps that _HUNG orders hold past them.
+    'step:certificate.process_type_order': {'timeout_seconds': 6},
+    'step:recording_fanout.issue': {'timeout_seconds': 6},
 }
 # --type: the order type the orders are created with.
 ORDER_TYPES = {'certificate': 'certificate', 'fanout': 'recording_fanout'}
@@ -71,6 +74,7 @@ class Report:
     broker_kills: int = 0
     db_restarts: int = 0
     skewed_clocks: int = len(SKEWED_CLOCKS)
+    hung_calls: int = 0
     recovery_s: float = 0.0
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
@@ -93,13 +97,14 @@ class Report:
         line = ('chaos: db=%s type=%s queues=%s orders=%d terminal=%d '
                 'stuck=%d lost=%d double_terminal=%d stale_effects=%d '
                 'kills=%d broker_restarts=%d broker_kills=%d '
-                'db_restarts=%d skewed_clocks=%d recovery_s=%.1f %s'
+                'db_restarts=%d skewed_clocks=%d hung_calls=%d '
+                'recovery_s=%.1f %s'
                 % (self.db, self.order_type, self.queues, self.orders,
                    self.terminal, self.stuck, self.lost,
                    self.double_terminal, self.stale_effects, self.kills,
                    self.broker_restarts, self.broker_kills,
-                   self.db_restarts, self.skewed_clocks, self.recovery_s,
-                   extra)).rstrip()
+                   self.db_restarts, self.skewed_clocks, self.hung_calls,
+                   self.recovery_s, extra)).rstrip()
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -171,6 +176,9 @@ class Cluster:
 # Kinds of orders: the metadata the recorded types read.
 _RETRYING = '{"unavailable_attempts": 1}'      # R-2 once, then fine
 _FAILING = '{"unavailable_attempts": 99}'      # ERROR after the retries
+# A first run that hangs past its lease (6 s): taken back from a live
+# worker and run again; the hung run's result, when it comes, is stale.
+_HUNG = '{"hold_seconds": 15}'
 _KINDS = {
     'certificate': (
         '{}',
@@ -192,11 +200,11 @@ def _waves(count, duration, order_type):
     Orders keep arriving during the faults, so that kills and restarts
     hit work in flight. One small wave is meant to end in ERROR.
     """
-    failing = max(1, count // 50)
-    rest = count - failing
+    failing = hung = max(1, count // 50)
+    rest = count - failing - hung
     number = max(3, min(rest, duration // 6))
     kinds = _KINDS[order_type]
-    waves = [(failing, _FAILING)]
+    waves = [(failing, _FAILING), (hung, _HUNG)]
     for i in range(number):
         size = rest // number + (1 if i < rest % number else 0)
         if size:
@@ -213,6 +221,8 @@ class _Orders:
         self._waves = list(waves)
         self.ids = []
         self.meant_to_fail = set()
+        #: Orders whose first run hangs past its lease.
+        self.hung = 0
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -238,6 +248,8 @@ class _Orders:
         self.ids += ids
         if meta == _FAILING:
             self.meant_to_fail.update(ids)
+        if meta == _HUNG:
+            self.hung += len(ids)
 
     def waves_left(self):
         """How many waves are still to be created."""
@@ -293,6 +305,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
 
 def _check(report, cluster, deployment, database, created):
     """Fill the report's counts from the logs and the database."""
+    report.hung_calls = created.hung
     changes = checks.state_changes(cluster.worker_logs())
     runs = checks.recorded_runs(deployment.plugin_log)
     report.double_terminal = checks.double_terminal(changes)

@@ -30,6 +30,7 @@ def test_small_chaos_run_loses_nothing(tmp_path, backend, transport_url,
     print(report.line())
     assert report.kills >= 4
     assert report.broker_restarts == 1 and report.broker_kills == 1
+    assert report.hung_calls >= 1 and report.skewed_clocks == 2
     assert report.db_restarts == (0 if backend == 'sqlite' else 1)
     if order_type == 'fanout':
         steps, several, shared = report.keys
