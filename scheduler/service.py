@@ -86,7 +86,7 @@ class SchedulerService(service.Service):
             stop_event=self._stopping, observe_lateness=observe_lateness,
             holder_name=self._heartbeat.name,
             measure_backlog=self._metrics is not None,
-            clock_trusted=lambda: not database_clock.too_far)
+            clock_trusted=lambda: database_clock.trusted)
         self._start_timer('Retry scheduler started')
 
     def reload(self, conf):

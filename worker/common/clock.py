@@ -15,9 +15,9 @@ code already takes "now" as one value per pass or per step (a pass's
 expressions would differ per dialect in dozens of statements and leave
 the in-memory store of the unit tests behind. The price is the error of
 one measurement: half its round trip (logged when it exceeds a second),
-and whatever the host's clock drifts between two heartbeats
-(microseconds for NTP-disciplined or free-running quartz; a step made by
-an operator is caught at the next heartbeat).
+and whatever the host's clock drifts between two heartbeats (well under
+a millisecond for a quartz clock, NTP or not; a step made by an operator
+is caught at the next heartbeat).
 
 A process whose clock is off by more than ``[DEFAULT]
 max_clock_offset_seconds`` logs an error at each heartbeat (its clock is
@@ -91,6 +91,16 @@ class DatabaseClock:
         """True if the last measured offset is beyond the bound."""
         offset = self.offset_seconds
         return offset is not None and abs(offset) > self._max_offset
+
+    @property
+    def trusted(self):
+        """True once measured, and within the bound.
+
+        Until its first heartbeat reaches the database (a database away at
+        start), a process does not know its offset: a retry daemon judges
+        no one until then.
+        """
+        return self.offset_seconds is not None and not self.too_far
 
     def measure(self, session):
         """Measure the offset in ``session`` (one query); return it.

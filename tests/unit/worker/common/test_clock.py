@@ -38,10 +38,11 @@ def test_the_offset_is_the_servers_time_at_the_midpoint_of_the_trip():
     database_clock = _clock(ahead=120.0)
     assert database_clock.offset_seconds is None
     assert database_clock.now() == LOCAL      # before any measurement
+    assert not database_clock.trusted and not database_clock.too_far
 
     assert database_clock.measure(None) == 120.0
     assert database_clock.now() == LOCAL + datetime.timedelta(seconds=120)
-    assert database_clock.too_far
+    assert database_clock.too_far and not database_clock.trusted
 
 
 def test_a_clock_off_beyond_the_bound_logs_an_error_at_each_measure(caplog):
@@ -57,7 +58,7 @@ def test_a_clock_off_beyond_the_bound_logs_an_error_at_each_measure(caplog):
 def test_a_clock_within_the_bound_is_corrected_quietly(caplog):
     database_clock = _clock(ahead=2.5)
     database_clock.measure(None)
-    assert not database_clock.too_far
+    assert not database_clock.too_far and database_clock.trusted
     assert database_clock.now() == LOCAL + datetime.timedelta(seconds=2.5)
     assert not caplog.records
 
