@@ -33,7 +33,6 @@ waits hang). It is for tests only.
 
 import datetime
 import os
-import threading
 import time
 
 from oslo_log import log as logging
@@ -74,17 +73,20 @@ class DatabaseClock:
         self._judges_liveness = judges_liveness
         self._local = local
         self._monotonic = monotonic
-        self._lock = threading.Lock()
-        self._offset = datetime.timedelta(0)
-        #: Seconds: the database's clock minus this host's, as last
-        #: measured; None before the first measurement.
-        self.offset_seconds = None
+        # The database's clock minus this host's, as last measured; None
+        # before the first measurement. Replaced whole (one reference
+        # assignment), so readers in other threads need no lock.
+        self._offset = None
+
+    @property
+    def offset_seconds(self):
+        """The last measured offset in seconds; None before the first."""
+        offset = self._offset
+        return None if offset is None else offset.total_seconds()
 
     def now(self):
         """The database server's UTC time now (naive), as best known."""
-        with self._lock:
-            offset = self._offset
-        return self._local() + offset
+        return self._local() + (self._offset or datetime.timedelta(0))
 
     @property
     def too_far(self):
@@ -113,10 +115,7 @@ class DatabaseClock:
         server = self._database.repositories.services.database_time(session)
         round_trip = self._monotonic() - started
         midpoint = before + datetime.timedelta(seconds=round_trip / 2)
-        offset = server - midpoint
-        with self._lock:
-            self._offset = offset
-        self.offset_seconds = offset.total_seconds()
+        self._offset = server - midpoint
         if round_trip > _SLOW_ROUND_TRIP:
             LOG.warning('Clock offset measured over a %.1fs round trip to '
                         'the database: it may be off by up to %.1fs',

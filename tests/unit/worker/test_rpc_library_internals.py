@@ -95,14 +95,18 @@ def test_amqp_opts_hold_amqp_durable_queues():
         % (opt, _SET_DEFAULTS))
 
 
-def test_the_rabbit_driver_reads_the_durable_queues_default(conf):
-    """The rabbit driver registers those very options, default included."""
-    rpc = _rpc()
-    transport = rpc.get_transport(conf, url=_RABBIT_URL)
+def _rabbit_option(conf, name):
+    """``[oslo_messaging_rabbit] name`` once the rabbit driver is built."""
+    transport = _rpc().get_transport(conf, url=_RABBIT_URL)
     try:
-        durable = conf.oslo_messaging_rabbit.amqp_durable_queues
+        return getattr(conf.oslo_messaging_rabbit, name)
     finally:
         transport.cleanup()
+
+
+def test_the_rabbit_driver_reads_the_durable_queues_default(conf):
+    """The rabbit driver registers those very options, default included."""
+    durable = _rabbit_option(conf, 'amqp_durable_queues')
     assert durable is True, (
         "oslo.messaging's rabbit driver no longer registers "
         '_drivers.amqp.amqp_opts: [oslo_messaging_rabbit] '
@@ -113,12 +117,7 @@ def test_the_rabbit_driver_reads_the_durable_queues_default(conf):
 def test_the_rabbit_driver_reconnects_at_most_5_seconds_apart(conf):
     """The rabbit driver reads the reconnection bound set_defaults() sets.
     """
-    rpc = _rpc()
-    transport = rpc.get_transport(conf, url=_RABBIT_URL)
-    try:
-        interval = conf.oslo_messaging_rabbit.rabbit_interval_max
-    finally:
-        transport.cleanup()
+    interval = _rabbit_option(conf, 'rabbit_interval_max')
     assert interval == 5, (
         "oslo.messaging's rabbit driver no longer reads "
         '_drivers.impl_rabbit.rabbit_opts: rabbit_interval_max reads %r '
