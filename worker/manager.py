@@ -34,7 +34,9 @@ from oslo_utils import timeutils
 
 from worker.conf import order_types as type_options
 from worker.db import models
+from worker import delivery
 from worker import group_commit
+from worker.notifications import sender as sender_module
 from worker import order_types
 from worker import outcomes
 from worker.plugins import base
@@ -60,14 +62,19 @@ class WorkerManager:
         tests control time.
     :param observe_result: called with each step's result (``done``,
         ``active``, ``error``, ``retry``, ``cancelled``, ``stale``,
-        ``superseded``), or None.
+        ``superseded``; a delivery's ``delivered``, ``retry``,
+        ``paused``), or None.
+    :param observe_delivery: called with the events a delivery run sent
+        and whether a request failed, or None.
+    :param sender: posts one event (``worker.notifications.sender``); a
+        parameter so tests replace the network.
     """
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
     def __init__(self, conf, database, service_name, worker_api=None,
                  clock=timeutils.utcnow, observe_result=None,
-                 step_concurrency=1):
+                 step_concurrency=1, observe_delivery=None, sender=None):
         self._conf = conf
         self._database = database
         self._repositories = database.repositories
@@ -75,6 +82,9 @@ class WorkerManager:
         self._worker_api = worker_api
         self._clock = clock
         self._observe_result = observe_result or (lambda result: None)
+        self._observe_delivery = observe_delivery or (
+            lambda sent, failed: None)
+        self._sender = sender or sender_module.Sender(conf)
         # The steps of a run_steps message run here, as many at once as a
         # process runs messages: a message is a way to carry steps, not an
         # order in which to run them.
@@ -166,7 +176,10 @@ class WorkerManager:
             if claimed is None:
                 return
             run, view = claimed
-            result = self._precheck(run, view) or self._call(run, view)
+            if run.delivery:
+                result = self._deliver(run)
+            else:
+                result = self._precheck(run, view) or self._call(run, view)
         except Exception:
             # One step's trouble is its own; the others of its message go
             # on. A claim that failed took nothing.
@@ -194,6 +207,18 @@ class WorkerManager:
             LOG.exception('Step %s of order %s raised', run.step,
                           run.order_id)
             return outcomes.StepError.of(exc)
+
+    def _deliver(self, run):
+        """Send a delivery's next events (``worker.notifications``)."""
+        lease_until = run.claimed_at + _seconds(run.policy.timeout_seconds)
+        result = delivery.run(self._database, self._sender, self._conf, run,
+                              lease_until, self._clock)
+        failed = getattr(result, 'failure', None) is not None
+        if failed:
+            LOG.warning('Delivery %s of order %s: %s', run.step,
+                        run.order_id, result.failure)
+        self._observe_delivery(getattr(result, 'sent', 0), failed)
+        return result
 
     def _precheck(self, run, view):
         """A result that ends the run before it starts, or None.
@@ -297,12 +322,18 @@ class WorkerManager:
                 try:
                     workflow = order_types.get(order.type)
                 except order_types.UnknownOrderType as exc:
-                    # Not claimed: a worker that knows the type takes it
-                    # once the dispatch deadline passes.
-                    LOG.error('Cannot run %s of order %s: %s', step.step,
-                              order.id, exc)
-                    continue
-                if workflow.has_step(step.step):
+                    if models.url_id_of(step.step) is not None:
+                        # A delivery needs no order type.
+                        workflow = None
+                    else:
+                        # Not claimed: a worker that knows the type takes
+                        # it once the dispatch deadline passes.
+                        LOG.error('Cannot run %s of order %s: %s',
+                                  step.step, order.id, exc)
+                        continue
+                if models.url_id_of(step.step) is not None:
+                    step_policy = delivery.policy(self._conf)
+                elif workflow.has_step(step.step):
                     step_policy = type_options.step_policy(
                         self._conf, workflow, step.step)
                 else:
@@ -319,8 +350,10 @@ class WorkerManager:
         for index, (order, rows, workflow, step_policy) in wanted.items():
             step = steps[index]
             if (step.order_id, step.step) in claimed:
-                answers[index] = _claimed(step, order, rows, workflow,
-                                          step_policy, now)
+                answers[index] = _claimed(
+                    step, order, rows, workflow, step_policy, now,
+                    workflow is not None and
+                    type_options.step_events(self._conf, workflow))
             else:
                 dropped.append((step, rows[step.step]))
         return answers, dropped
@@ -369,8 +402,13 @@ class WorkerManager:
                     continue
                 run, result = items[index]
                 try:
-                    written[index] = outcomes.write(
-                        session, self._repositories, run, result, now)
+                    if run.delivery:
+                        written[index] = delivery.write(
+                            session, self._repositories, self._conf, run,
+                            result, now)
+                    else:
+                        written[index] = outcomes.write(
+                            session, self._repositories, run, result, now)
                 except outcomes.Superseded as exc:
                     if exc.wrote:
                         raise _Undo(index)
@@ -412,8 +450,9 @@ _BOUNDED = reprlib.Repr()
 _BOUNDED.maxstring = _BOUNDED.maxother = 120
 
 
-def _claimed(step, order, rows, workflow, step_policy, now):
-    """The ``(Run, OrderView)`` of a step just claimed at ``now``."""
+def _claimed(step, order, rows, workflow, step_policy, now, step_events):
+    """The ``(Run, OrderView)`` of a step just claimed at ``now``; a
+    delivery has no view."""
     row = rows[step.step]
     run = outcomes.Run(
         order_id=order.id, step=step.step, token=step.generation + 1,
@@ -421,8 +460,10 @@ def _claimed(step, order, rows, workflow, step_policy, now):
         started_at=row.started_at or now, last_error=row.last_error,
         order_created_at=order.created_at, order_meta=order.meta,
         order_priority=order.priority,
-        workflow=workflow, policy=step_policy, steps=rows)
-    if not workflow.has_step(step.step):
+        workflow=workflow, policy=step_policy, steps=rows,
+        subscribed=any(models.url_id_of(name) is not None for name in rows),
+        step_events=step_events, claimed_at=now)
+    if run.delivery or not workflow.has_step(step.step):
         return run, None
     return run, _view(order, workflow, rows, run)
 

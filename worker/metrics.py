@@ -5,6 +5,7 @@ Served by ``worker.common.metrics_server``: one registry per process.
 
 import prometheus_client
 
+from worker import delivery
 from worker import outcomes
 
 #: Every label of ``barbican_retry_worker_steps_total``: each is exported
@@ -12,7 +13,7 @@ from worker import outcomes
 #: first step.
 STEP_RESULTS = (outcomes.DONE, outcomes.ACTIVE, outcomes.ERROR,
                 outcomes.RETRY, outcomes.CANCELLED, outcomes.STALE,
-                outcomes.SUPERSEDED)
+                outcomes.SUPERSEDED, delivery.DELIVERED, delivery.PAUSED)
 
 
 class WorkerMetrics:
@@ -26,10 +27,26 @@ class WorkerMetrics:
             'last step; the order is ACTIVE), error, retry (scheduled '
             'again), cancelled (a compensation step ended), stale '
             '(dropped: token no longer current), superseded (result '
-            'discarded: the step moved on while it ran).',
+            'discarded: the step moved on while it ran); deliveries of '
+            'notifications: delivered (sent what there was), retry, '
+            'paused (their URL is unavailable).',
             ['result'], registry=self.registry)
         for result in STEP_RESULTS:
             self.orders_processed.labels(result=result)
+        self.events_delivered = prometheus_client.Counter(
+            'barbican_retry_notification_events_delivered', 'Events of '
+            'orders acknowledged by their callback URLs.',
+            registry=self.registry)
+        self.requests_failed = prometheus_client.Counter(
+            'barbican_retry_notification_requests_failed', 'Requests to '
+            'callback URLs that failed (any answer but a 2xx, a timeout, '
+            'a connection refused or dropped).', registry=self.registry)
+
+    def observe_delivery(self, sent, failed):
+        """Count a delivery run's acknowledged events and failure."""
+        self.events_delivered.inc(sent)
+        if failed:
+            self.requests_failed.inc()
 
     def observe_result(self, result):
         """Count one step's result."""

@@ -15,6 +15,7 @@ import datetime
 import typing
 
 from worker.db import models
+from worker.notifications import events
 from worker.plugins import base
 from worker import policy as policy_module
 from worker import rpcapi
@@ -71,18 +72,32 @@ class Run:
     order_meta: typing.Mapping[str, typing.Any] | None
     #: The order's priority, which the step's retry rows get.
     order_priority: int
-    #: The order type's ``worker.order_types.base.Workflow``.
+    #: The order type's ``worker.order_types.base.Workflow``; None for a
+    #: delivery of an order whose type is not installed here.
     workflow: typing.Any
     policy: policy_module.StepPolicy
     #: ``{name: OrderStep}`` of the order as read when the run was
     #: claimed.
     steps: typing.Mapping[str, typing.Any] = dataclasses.field(
         default_factory=dict)
+    #: The order has deliveries (``worker.notifications``): its changes
+    #: are events.
+    subscribed: bool = False
+    #: Each step that ends is an event too (``step_events``).
+    step_events: bool = False
+    #: When this run was claimed; its lease ends ``policy.timeout_seconds``
+    #: later.
+    claimed_at: datetime.datetime | None = None
+
+    @property
+    def delivery(self):
+        """True if the step is a delivery of notifications."""
+        return models.url_id_of(self.step) is not None
 
     @property
     def compensating(self):
         """True if the step is its order type's compensation step."""
-        compensation = self.workflow.compensation
+        compensation = self.workflow.compensation if self.workflow else None
         return compensation is not None and self.step == compensation.name
 
 
@@ -142,11 +157,45 @@ class _Writer:
         self._orders = repositories.orders
         self._steps = repositories.steps
         self._retry_tasks = repositories.retry_tasks
+        self._repositories = repositories
         self._run = run
         self._now = now
         self._wrote = False
+        # Deliveries woken by this result's events, to cast with its steps.
+        self._woken = []
 
     def write(self, result):
+        outcome = self._write(result)
+        if self._woken:
+            outcome = dataclasses.replace(
+                outcome, casts=outcome.casts + tuple(self._woken))
+        return outcome
+
+    def _notify(self, step_status=None, order_status=None, reason=None,
+                error=None):
+        """Record the events of this result, if the order has deliveries.
+
+        The order's row is held: changed by this transaction, or locked
+        (``orders.lock_live``, in ``_done``).
+
+        :param step_status: the run's step ended so (an event if its type
+            asks for step events).
+        :param order_status: the order moved to this status.
+        """
+        run = self._run
+        if not run.subscribed:
+            return
+        found = []
+        if step_status is not None and run.step_events:
+            found.append(events.step_ended(
+                run.step, step_status, order_status or models.PENDING,
+                error))
+        if order_status is not None:
+            found.extend(events.status_changed(order_status, reason))
+        self._woken.extend(events.record(self._session, self._repositories,
+                                         run.order_id, found, self._now))
+
+    def _write(self, result):
         run = self._run
         compensating = run.compensating
         if isinstance(result, base.Completed):
@@ -178,11 +227,12 @@ class _Writer:
         run = self._run
         workflow = run.workflow
         alone = compensating or workflow.in_sequence(run.step)
-        if not alone:
+        if not alone or (run.subscribed and run.step_events):
             # Parallel steps of one order lock it first, so that their
             # results are written one after the other and exactly one of
             # them sees every step DONE. Every other result touches the
-            # order only through a conditional move.
+            # order only through a conditional move, save one that
+            # records a step event: events are numbered under the lock.
             self._check(self._orders.lock_live(self._session, run.order_id,
                                                self._now))
         output = dict(result.meta or {})
@@ -196,6 +246,7 @@ class _Writer:
         if compensating:
             self._check(self._orders.end_cancel(self._session, run.order_id,
                                                 self._now))
+            self._notify(models.STEP_DONE, models.CANCELLED)
             return Outcome(CANCELLED, 'compensation %s done, CANCELLED'
                            % run.step)
         if alone:
@@ -213,7 +264,9 @@ class _Writer:
                 meta.update(steps[name].output or {})
             self._check(self._orders.complete(self._session, run.order_id,
                                               self._now, meta))
+            self._notify(models.STEP_DONE, models.ACTIVE)
             return Outcome(ACTIVE, 'step %s done, ACTIVE' % run.step)
+        self._notify(models.STEP_DONE)
         started = {name for name, step in steps.items()
                    if step.status != models.STEP_WAITING}
         ready = workflow.ready(done, started)
@@ -279,9 +332,13 @@ class _Writer:
             self._check(self._orders.end_cancel(
                 self._session, run.order_id, self._now,
                 failure='compensation %s' % reason))
+            self._notify(models.STEP_FAILED, models.CANCELLED,
+                         reason='compensation %s' % reason, error=what)
             return Outcome(CANCELLED, 'CANCELLED; compensation %s' % reason)
         self._check(self._orders.fail(self._session, run.order_id,
                                       self._now, reason))
+        self._notify(models.STEP_FAILED, models.ERROR, reason=reason,
+                     error=what)
         # The order is over: the steps still running elsewhere lose their
         # claims, the ones waiting never start.
         self._steps.revoke_open(self._session, run.order_id, self._now,

@@ -47,7 +47,7 @@ class WorkerService(service.Service):
                                               self._conf.host, database_clock)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
-        observe_result = None
+        observe_result = observe_delivery = None
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
             metrics_server.export_clock_offset(step_metrics.registry,
@@ -56,6 +56,7 @@ class WorkerService(service.Service):
                                  self._conf.metrics.worker_port,
                                  tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
+            observe_delivery = step_metrics.observe_delivery
         # Ready steps are cast on our own topic, to any worker.
         worker_api = rpcapi.WorkerAPI.from_transport(
             transport, self._conf.worker.topic)
@@ -63,6 +64,7 @@ class WorkerService(service.Service):
             self._conf, self._database, self._heartbeat.name,
             worker_api=worker_api, clock=database_clock.now,
             observe_result=observe_result,
+            observe_delivery=observe_delivery,
             step_concurrency=rpc.executor_threads(self._conf))
         self.tg.add_timer_args(self._conf.report_interval,
                                self._endpoint.apply_deferred_results,

@@ -16,6 +16,7 @@ from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import steps as order_steps
+from worker.notifications import subscriptions
 from worker import order_types
 
 LOG = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def describe_steps(workflow, rows, retries):
     return result
 
 
-def _worker_api(app):
+def worker_api_or_none(app):
     """The app's RPC client of the workers, or None if there is none.
 
     The orders are written all the same: what is not cast is dispatched by
@@ -135,6 +136,11 @@ class CreateOrders(lister.Lister):
                                  'higher priority are cast first.'
                                  % (models.MIN_PRIORITY,
                                     models.MAX_PRIORITY))
+        parser.add_argument('--callback-url', metavar='URL',
+                            help='Send each order\'s events (its status '
+                                 'changes, at least once and in order) to '
+                                 'this URL as signed POSTs. Its host must '
+                                 'be in [notifications] allowed_hosts.')
         return parser
 
     def take_action(self, parsed_args):
@@ -143,11 +149,13 @@ class CreateOrders(lister.Lister):
         if not isinstance(parsed_args.meta, dict):
             raise ValueError('--meta must be a JSON object')
         workflow = order_types.get(parsed_args.type)
+        notify = subscriptions.urls_for_order(self.app.conf,
+                                              parsed_args.callback_url)
         created = order_actions.create_orders(
-            self.app.database, _worker_api(self.app), workflow,
+            self.app.database, worker_api_or_none(self.app), workflow,
             parsed_args.meta, parsed_args.count, self.app.now(),
             rows_per_cast=self.app.conf.scheduler.rows_per_cast,
-            priority=parsed_args.priority)
+            priority=parsed_args.priority, notify=notify)
         return (('id', 'type', 'status', 'priority'),
                 [(order.id, order.type, order.status, order.priority)
                  for order in created])
@@ -256,9 +264,9 @@ class CancelOrder(_OneOrder, command.Command):
         if order is None or order.status != models.PENDING:
             raise LookupError('no PENDING order %s' % parsed_args.order_id)
         cancelled = order_actions.cancel_order(
-            database, _worker_api(self.app), order_types.get(order.type),
-            order.id,
-            parsed_args.reason, self.app.now())
+            database, worker_api_or_none(self.app),
+            order_types.get(order.type), order.id, parsed_args.reason,
+            self.app.now())
         if cancelled is None:
             raise LookupError('no PENDING order %s' % parsed_args.order_id)
         self.app.stdout.write('order %s %s\n' % (

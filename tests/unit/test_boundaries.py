@@ -17,8 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # What the scheduler may import of the worker package: the package itself
 # (it selects oslo.service's backend) and these modules and packages.
-SHARED = ('worker.common', 'worker.conf', 'worker.db', 'worker.order_types',
-          'worker.plugins', 'worker.policy', 'worker.rpc', 'worker.rpcapi')
+SHARED = ('worker.common', 'worker.conf', 'worker.db', 'worker.notifications',
+          'worker.order_types', 'worker.plugins', 'worker.policy',
+          'worker.rpc', 'worker.rpcapi')
 
 # Runs both sides in one process, by design.
 BOTH_SIDES = ('worker/cmd/demo.py',)

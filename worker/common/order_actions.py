@@ -11,13 +11,15 @@ import dataclasses
 from oslo_log import log as logging
 
 from worker.db import models
+from worker.notifications import events
+from worker.notifications import subscriptions
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
 
 
 def create_orders(database, worker_api, workflow, meta, count, now,
-                  rows_per_cast=50, priority=0):
+                  rows_per_cast=50, priority=0, notify=()):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
@@ -26,16 +28,29 @@ def create_orders(database, worker_api, workflow, meta, count, now,
         first casts to the retry daemon.
     :param priority: the orders' priority (``worker.db.models``), which
         their retry rows get.
+    :param notify: URLs that receive each order's events (checked by
+        ``worker.notifications.subscriptions.urls_for_order``): each
+        order gets a delivery to each, and its first event,
+        ``order.created``.
     :returns: the orders created.
     :raises ValueError: ``priority`` is not a priority.
     """
     repositories = database.repositories
+    deliveries = [models.delivery_name(url_id) for url_id in
+                  subscriptions.url_ids(database, notify, now)]
     with database.session() as session, session.begin():
         created = [repositories.orders.create(session, workflow, meta, now,
                                               priority=priority)
                    for _ in range(count)]
+        for order in created:
+            if deliveries:
+                repositories.steps.create(session, order.id, deliveries,
+                                          set(deliveries), now)
+                events.record(session, repositories, order.id,
+                              events.status_changed(models.PENDING), now)
     steps = [rpcapi.Step(name, order.id, 0)
-             for order in created for name in workflow.roots()]
+             for order in created
+             for name in workflow.roots() + tuple(deliveries)]
     cast_steps(worker_api, steps, rows_per_cast)
     return created
 
@@ -94,10 +109,13 @@ def cancel_order(database, worker_api, workflow, order_id, reason, now):
         repositories.retry_tasks.delete_for_order(session, order_id)
         if compensation:
             repositories.steps.add(session, order_id, compensation.name, now)
+        woken = events.record(
+            session, repositories, order_id, events.status_changed(
+                models.CANCELLING if compensation else models.CANCELLED,
+                reason), now)
     step = (rpcapi.Step(compensation.name, order_id, 0) if compensation
             else None)
-    if step:
-        cast_steps(worker_api, [step])
+    cast_steps(worker_api, ([step] if step else []) + woken)
     return Cancelled(revoked=tuple(revoked), compensation=step)
 
 

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
+from worker.conf import notifications
 from worker.conf import order_types
 from worker.conf import simple_certificate
 from worker.conf import worker
@@ -18,7 +19,13 @@ from worker.conf import worker
 LOG = logging.getLogger(__name__)
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            order_types)
+            notifications, order_types)
+
+
+def validate(conf):
+    """Check what spans options; raises ValueError naming them."""
+    default.validate(conf)
+    notifications.validate(conf)
 
 
 def register_opts(conf):
@@ -61,7 +68,7 @@ def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
     conf(argv, project='barbican-retry', prog=prog)
     try:
         check_values(conf)
-        default.validate(conf)
+        validate(conf)
     except (cfg.Error, ValueError) as exc:
         raise SystemExit('%s: invalid configuration: %s' % (prog, exc))
     logging.setup(conf, 'barbican-retry')
@@ -91,7 +98,7 @@ def refuse_invalid_reloads(conf, argv, prog, extra_register=(), checks=()):
         try:
             candidate(argv, project='barbican-retry', prog=prog)
             check_values(candidate)
-            default.validate(candidate)
+            validate(candidate)
             for check in checks:
                 check(candidate)
         except (cfg.Error, ValueError, SystemExit) as exc:

@@ -6,12 +6,14 @@ from oslo_db import options as db_options
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
+from worker.conf import notifications
 from worker.conf import order_types
 from worker.conf import simple_certificate
 from worker.conf import worker
 from worker import rpc
 
-_MODULES = (default, worker, simple_certificate, metrics, order_types)
+_MODULES = (default, worker, simple_certificate, metrics, notifications,
+            order_types)
 
 
 def list_opts():

@@ -3,6 +3,7 @@
 For each installed order type ``TYPE``:
 
 - ``[order_type:TYPE] deadline_seconds``: the whole order's deadline;
+  ``step_events``: whether its orders notify each step's end;
 - ``[step:TYPE.STEP]``: every field of ``worker.policy.StepPolicy`` for
   that step (and for the type's compensation step). Unset, a field keeps
   the value the order type declares.
@@ -89,6 +90,11 @@ def _type_opts():
                           'after its creation (at most a year) goes to '
                           'ERROR at its next step; 0 for none. Unset: as '
                           'the order type declares.'),
+        cfg.BoolOpt('step_events', mutable=True,
+                    help='Notify the subscribers of an order of this type '
+                         'of each step that ends (step.done, step.failed), '
+                         'besides its status changes. Unset: as the order '
+                         'type declares.'),
     ]
 
 
@@ -151,6 +157,12 @@ def step_policy(conf, workflow, step_name):
             changes[field.name] = (tuple(value) if field.name in
                                    ('retry_on', 'never_retry') else value)
     return dataclasses.replace(declared, **changes) if changes else declared
+
+
+def step_events(conf, workflow):
+    """True if orders of ``workflow``'s type notify each step's end."""
+    value = conf[type_group(workflow.type_name)].step_events
+    return workflow.step_events if value is None else value
 
 
 def order_deadline_seconds(conf, workflow):

@@ -38,6 +38,7 @@ from oslo_utils import timeutils
 from sqlalchemy import exc as sa_exc
 
 from worker.db import models
+from worker.db import notifications
 from worker.db import repositories
 from worker.db import retry_tasks
 from worker.db import steps
@@ -56,10 +57,13 @@ OrderRecord = _record(models.Order)
 StepRecord = _record(models.OrderStep)
 RetryTaskRecord = _record(models.OrderRetryTask)
 LockRecord = _record(models.EntityLock)
+UrlRecord = _record(models.NotificationUrl)
+EventRecord = _record(models.NotificationEvent)
 ServiceRecord = _record(models.Service)
 
 
-_TABLES = ('orders', 'steps', 'tasks', 'locks', 'services')
+_TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
+           'events')
 
 
 class _Store:
@@ -74,6 +78,9 @@ class _Store:
         #: ``{(order_id, name): StepRecord}``.
         self.steps = {}
         self.task_ids = itertools.count(1)
+        #: ``{id: UrlRecord}`` and ``{(order_id, sequence): EventRecord}``.
+        self.urls, self.events = {}, {}
+        self.url_ids = itertools.count(1)
         self.holder = None
         self._lock = threading.Lock()
 
@@ -490,7 +497,8 @@ class InMemorySteps(_Repository):
         """Cancel every WAITING or PENDING step; returns their names."""
         open_steps = sorted(
             (step for step in self._store.steps.values()
-             if step.order_id == order_id and step.status in _OPEN),
+             if step.order_id == order_id and step.status in _OPEN and
+             models.url_id_of(step.name) is None),
             key=_step_key)
         for step in open_steps:
             self._store.steps[_step_key(step)] = dataclasses.replace(
@@ -498,6 +506,20 @@ class InMemorySteps(_Repository):
                 status=models.STEP_CANCELLED, last_error=reason,
                 finished_at=now, updated_at=now, **_RELEASED)
         return [step.name for step in open_steps]
+
+    @_writes
+    def record_delivery(self, session, order_id, name, token, now, status,
+                        delivered, failures, last_error=None,
+                        dispatched=False):
+        """Write a delivery's run."""
+        values = dict(status=status, failures=failures,
+                      last_error=last_error,
+                      output={'delivered_sequence': delivered}, **_RELEASED)
+        if dispatched:
+            values['dispatched_at'] = now
+        if status == models.STEP_DONE:
+            values['finished_at'] = now
+        return self._fenced_update(order_id, name, token, now, **values)
 
     @_writes
     def add(self, session, order_id, name, now):
@@ -660,7 +682,8 @@ class InMemoryRetryTasks(_Repository):
         self.delete(session, [
             task.id for task in self._store.tasks.values()
             if task.order_id == order_id and
-            (step is None or task.retry_task == step)])
+            (task.retry_task == step if step is not None else
+             models.url_id_of(task.retry_task) is None)])
 
     @_writes
     def delete_as_read(self, session, rows):
@@ -769,6 +792,178 @@ class InMemoryServices(_Repository):
             key=lambda service: (service.kind, service.name)))
 
 
+class InMemoryNotifications(_Repository):
+    """``worker.db.notifications`` on the in-memory store."""
+
+    def _url_by_hash(self, url):
+        digest = notifications.url_hash(url)
+        for row in self._store.urls.values():
+            if row.url_hash == digest:
+                return row
+        return None
+
+    @_reads
+    def find_url(self, session, url):
+        """The URL's row, or None."""
+        return copy.deepcopy(self._url_by_hash(url))
+
+    @_writes
+    def add_url(self, session, url, now):
+        """Insert ``url``, available; returns its row."""
+        if self._url_by_hash(url) is not None:
+            raise db_exc.DBDuplicateEntry(columns=['url_hash'])
+        row = UrlRecord(id=next(self._store.url_ids), url=url,
+                        url_hash=notifications.url_hash(url),
+                        available=True, failures=0, last_error=None,
+                        last_failure_at=None, disabled_at=None,
+                        created_at=now)
+        self._store.urls[row.id] = row
+        return copy.deepcopy(row)
+
+    @_reads
+    def get_url(self, session, url_id):
+        """The URL's row, or None."""
+        return copy.deepcopy(self._store.urls.get(url_id))
+
+    @_reads
+    def list_urls(self, session):
+        """Every URL, by id."""
+        return copy.deepcopy(sorted(self._store.urls.values(),
+                                    key=lambda row: row.id))
+
+    def _update_url(self, url_id, **values):
+        row = self._store.urls.get(url_id)
+        if row is not None:
+            self._store.urls[url_id] = dataclasses.replace(row, **values)
+        return row
+
+    @_writes
+    def url_failed(self, session, url_id, now, error, disable):
+        """Count a failed request; ``disable``: make it unavailable."""
+        row = self._store.urls.get(url_id)
+        if row is None:
+            return
+        values = dict(failures=row.failures + 1, last_error=error,
+                      last_failure_at=now)
+        if disable:
+            values.update(available=False,
+                          disabled_at=row.disabled_at or now)
+        self._update_url(url_id, **values)
+
+    @_writes
+    def url_succeeded(self, session, url_id):
+        """A request was acknowledged: its failures start again."""
+        row = self._store.urls.get(url_id)
+        if row is not None and row.failures > 0:
+            self._update_url(url_id, failures=0)
+
+    @_writes
+    def url_available_for_update(self, session, url_id):
+        """True if the URL is available (the store is held anyway)."""
+        row = self._store.urls.get(url_id)
+        return bool(row and row.available)
+
+    @_writes
+    def enable_url(self, session, url_id):
+        """Make the URL available again."""
+        self._update_url(url_id, available=True, failures=0,
+                         disabled_at=None)
+
+    @_reads
+    def count_unavailable_urls(self, session):
+        """How many URLs are unavailable."""
+        return sum(not row.available for row in self._store.urls.values())
+
+    @_writes
+    def lock_order(self, session, order_id):
+        """Nothing: transactions are serialized."""
+
+    @_reads
+    def deliveries(self, session, order_id):
+        """``{name: (status, generation)}`` of the order's deliveries."""
+        return {step.name: (step.status, step.generation)
+                for step in self._store.steps.values()
+                if step.order_id == order_id and
+                models.url_id_of(step.name) is not None}
+
+    @_writes
+    def add_events(self, session, order_id, events, now):
+        """Append ``events`` to the order's; returns their sequences."""
+        if order_id not in self._store.orders:
+            raise _missing_order('notification_events')
+        last = self._last(order_id)
+        sequences = []
+        for offset, event in enumerate(events, 1):
+            row = EventRecord(
+                id=None, event_id=str(uuid.uuid4()), order_id=order_id,
+                sequence=last + offset, event=event.event,
+                status=event.status, step=event.step,
+                detail=_json(event.detail), created_at=now)
+            self._store.events[order_id, row.sequence] = row
+            sequences.append(row.sequence)
+        return sequences
+
+    def _last(self, order_id):
+        return max((sequence for key, sequence in self._store.events
+                    if key == order_id), default=0)
+
+    @_reads
+    def last_sequence(self, session, order_id):
+        """The sequence of the order's last event; 0 if none."""
+        return self._last(order_id)
+
+    @_reads
+    def events_after(self, session, order_id, sequence, limit):
+        """The order's events after ``sequence``, up to ``limit``."""
+        return copy.deepcopy(sorted(
+            (row for (key, number), row in self._store.events.items()
+             if key == order_id and number > sequence),
+            key=lambda row: row.sequence)[:limit])
+
+    def events_of_order(self, session, order_id):
+        """Every event of the order, in sequence."""
+        return self.events_after(session, order_id, 0, None)
+
+    @_writes
+    def wake(self, session, order_id, names, now):
+        """Make the order's finished deliveries ``names`` PENDING again."""
+        for name in names or ():
+            step = self._store.steps.get((order_id, name))
+            if step is not None and step.status == models.STEP_DONE:
+                self._store.steps[order_id, name] = dataclasses.replace(
+                    step, status=models.STEP_PENDING, dispatched_at=now,
+                    updated_at=now, finished_at=None)
+
+    @_reads
+    def paused(self, session, url_id, limit):
+        """``[(order_id, generation)]`` of the deliveries waiting for the
+        URL, up to ``limit``."""
+        name = models.delivery_name(url_id)
+        return sorted((step.order_id, step.generation)
+                      for step in self._store.steps.values()
+                      if step.name == name and
+                      step.status == models.STEP_WAITING)[:limit]
+
+    @_writes
+    def resume(self, session, url_id, order_ids, now):
+        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
+        name = models.delivery_name(url_id)
+        for order_id in order_ids or ():
+            step = self._store.steps.get((order_id, name))
+            if step is not None and step.status == models.STEP_WAITING:
+                self._store.steps[order_id, name] = dataclasses.replace(
+                    step, status=models.STEP_PENDING, dispatched_at=now,
+                    updated_at=now)
+
+    @_reads
+    def count_open_deliveries(self, session):
+        """``{status: count}`` of the deliveries PENDING and WAITING."""
+        return dict(collections.Counter(
+            step.status for step in self._store.steps.values()
+            if models.url_id_of(step.name) is not None and
+            step.status in _OPEN))
+
+
 class InMemoryDatabase:
     """A stand-in for ``worker.db.session.Database`` kept in memory."""
 
@@ -780,7 +975,8 @@ class InMemoryDatabase:
             locks=InMemoryLocks(store), orders=InMemoryOrders(store),
             steps=InMemorySteps(store),
             retry_tasks=InMemoryRetryTasks(store),
-            services=InMemoryServices(store))
+            services=InMemoryServices(store),
+            notifications=InMemoryNotifications(store))
 
     def session(self):
         """Return a new read-write session."""

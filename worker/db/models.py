@@ -119,6 +119,11 @@ class OrderStep(Base):
     """
 
     __tablename__ = 'order_steps'
+    __table_args__ = (
+        # The open deliveries (``notify:*`` steps PENDING or WAITING): a
+        # range of this index, however many finished steps there are.
+        sa.Index('ix_order_steps_status_name', 'status', 'name'),
+    )
 
     order_id: orm.Mapped[str] = orm.mapped_column(
         sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'),
@@ -242,3 +247,83 @@ class Service(Base):
     # Seconds the database server's clock was ahead of this process's host
     # at its last heartbeat (negative: behind); ``worker.common.clock``.
     clock_offset: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+
+
+#: The prefix of a delivery's step name: ``notify:<notification_urls.id>``.
+DELIVERY_PREFIX = 'notify:'
+
+
+def delivery_name(url_id):
+    """The step name of a delivery to the URL ``url_id``."""
+    return '%s%d' % (DELIVERY_PREFIX, url_id)
+
+
+def url_id_of(name):
+    """The URL id of a delivery's step name, or None for another step."""
+    if not name.startswith(DELIVERY_PREFIX):
+        return None
+    digits = name[len(DELIVERY_PREFIX):]
+    return int(digits) if digits.isascii() and digits.isdigit() else None
+
+
+class NotificationUrl(Base):
+    """A URL that receives the events of orders (``worker.notifications``).
+
+    Each order subscribed to it has a delivery: a step of the order named
+    ``notify:<id>``, which runs, is fenced, retried and recovered like any
+    other step. ``available`` turns false after a delivery to it failed
+    ``[notifications] max_consecutive_failures`` times in a row; its
+    deliveries then wait (their steps WAITING) until an operator enables
+    it again.
+    """
+
+    __tablename__ = 'notification_urls'
+    __table_args__ = ({'sqlite_autoincrement': True},)
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        BigId, primary_key=True, autoincrement=True)
+    url: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    #: SHA-256 of ``url``: a unique index on the text itself would be
+    #: too long for MariaDB.
+    url_hash: orm.Mapped[str] = orm.mapped_column(sa.String(64),
+                                                  unique=True)
+    available: orm.Mapped[bool] = orm.mapped_column(sa.Boolean,
+                                                    default=True)
+    #: Requests that failed since the last one acknowledged.
+    failures: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    last_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    last_failure_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(Timestamp)
+    disabled_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class NotificationEvent(Base):
+    """One event of one order, numbered from 1 per order (``sequence``).
+
+    Written in the transaction of the change it reports; delivered in
+    ``sequence`` order to each URL the order is subscribed to.
+    """
+
+    __tablename__ = 'notification_events'
+    __table_args__ = (
+        sa.UniqueConstraint('order_id', 'sequence'),
+        {'sqlite_autoincrement': True},
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        BigId, primary_key=True, autoincrement=True)
+    event_id: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                  unique=True)
+    order_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'))
+    sequence: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    event: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    #: The order's status after the change.
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    #: The step a ``step.*`` event is about.
+    step: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    #: More about the change (``reason``), or None.
+    detail: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)

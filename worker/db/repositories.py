@@ -3,7 +3,7 @@ another implementation of them.
 
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
-``services``). A
+``services``, ``notifications``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -17,6 +17,7 @@ import types
 import typing
 
 from worker.db import locks
+from worker.db import notifications
 from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
@@ -32,10 +33,12 @@ class Repositories:
     steps: types.ModuleType
     retry_tasks: types.ModuleType
     services: types.ModuleType
+    notifications: types.ModuleType
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
-                   retry_tasks=retry_tasks, services=services)
+                   retry_tasks=retry_tasks, services=services,
+                   notifications=notifications)
 
 
 class Session(typing.Protocol):

@@ -173,7 +173,10 @@ def delete(session, task_ids):
 
 
 def delete_for_order(session, order_id, step=None):
-    """Delete every retry row of one order, or of one of its steps.
+    """Delete the retry rows of one order's workflow, or of one step.
+
+    Without ``step``, the rows of its deliveries (``notify:*`` steps) are
+    kept: an order that ended still notifies its end.
 
     One DELETE by the ``order_id`` index. On MySQL/MariaDB it locks only
     the rows it deletes: at READ COMMITTED (``worker.db.session``) InnoDB
@@ -188,10 +191,12 @@ def delete_for_order(session, order_id, step=None):
             'where_order_id': order_id, 'where_retry_task': step})
 
 
-_DELETE_FOR_ORDER = sa.delete(_TABLE).where(
-    statements.where(_TABLE.c.order_id))
-_DELETE_FOR_STEP = _DELETE_FOR_ORDER.where(
+_DELETE_FOR_STEP = sa.delete(_TABLE).where(
+    statements.where(_TABLE.c.order_id),
     statements.where(_TABLE.c.retry_task))
+_DELETE_FOR_ORDER = sa.delete(_TABLE).where(
+    statements.where(_TABLE.c.order_id),
+    _TABLE.c.retry_task.not_like(models.DELIVERY_PREFIX + '%'))
 
 
 def delete_as_read(session, rows):

@@ -203,7 +203,9 @@ _START = (sa.update(_TABLE)
 
 
 def revoke_open(session, order_id, now, reason):
-    """Cancel every WAITING or PENDING step of the order.
+    """Cancel every WAITING or PENDING step of the order's workflow.
+
+    Its deliveries (``notify:*``) go on: they notify the order's end.
 
     Their generation moves forward too, so a run still going elsewhere
     finds its token stale and its result has no effect. Returns the names
@@ -212,7 +214,8 @@ def revoke_open(session, order_id, now, reason):
     open_steps = list(session.scalars(
         sa.select(_Step.name).where(
             _Step.order_id == order_id,
-            _Step.status.in_([models.STEP_WAITING, models.STEP_PENDING]))))
+            _Step.status.in_([models.STEP_WAITING, models.STEP_PENDING]),
+            _Step.name.not_like(models.DELIVERY_PREFIX + '%'))))
     if open_steps:
         session.execute(
             sa.update(_Step)
@@ -225,6 +228,24 @@ def revoke_open(session, order_id, now, reason):
                     finished_at=now, updated_at=now, **_RELEASED)
             .execution_options(synchronize_session=False))
     return open_steps
+
+
+def record_delivery(session, order_id, name, token, now, status,
+                    delivered, failures, last_error=None, dispatched=False):
+    """Write a delivery's run (``worker.notifications.delivery``).
+
+    :param status: PENDING (more to send: cast again now if
+        ``dispatched``, else at its retry row), DONE (every event sent so
+        far acknowledged) or WAITING (its URL is unavailable).
+    :param delivered: the sequence of the last event acknowledged.
+    """
+    values = dict(status=status, failures=failures, last_error=last_error,
+                  output={'delivered_sequence': delivered}, **_RELEASED)
+    if dispatched:
+        values['dispatched_at'] = now
+    if status == models.STEP_DONE:
+        values['finished_at'] = now
+    return _fenced_update(session, order_id, name, token, now, **values)
 
 
 def add(session, order_id, name, now):

@@ -65,6 +65,9 @@ class OrderType:
         cancelled (its ``after`` is ignored), or None.
     :cvar deadline_seconds: an order still PENDING this long after it was
         created goes to ERROR at its next step; 0 for no deadline.
+    :cvar step_events: besides its status changes, an order of this type
+        notifies its subscribers of each step that ends (``step.done``,
+        ``step.failed``; ``worker.notifications``).
     :cvar option_group: the type's own option group, if it has options.
     :cvar options: the ``oslo_config.cfg.Opt`` of that group; they are
         registered with the type (and in the sample configuration), and
@@ -74,6 +77,7 @@ class OrderType:
     steps: typing.ClassVar[tuple[Step, ...]] = ()
     compensation: typing.ClassVar[Step | None] = None
     deadline_seconds: typing.ClassVar[float] = 0.0
+    step_events: typing.ClassVar[bool] = False
     option_group: typing.ClassVar[str | None] = None
     options: typing.ClassVar[tuple[typing.Any, ...]] = ()
 
@@ -109,6 +113,7 @@ class Workflow:
     steps: tuple[Step, ...]
     compensation: Step | None
     deadline_seconds: float
+    step_events: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -220,7 +225,8 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
         refuse('its steps form a cycle: %s' % ' -> '.join(cycle))
     return Workflow(type_name=type_name, type_class=type_class, steps=steps,
                     compensation=type_class.compensation,
-                    deadline_seconds=float(type_class.deadline_seconds))
+                    deadline_seconds=float(type_class.deadline_seconds),
+                    step_events=bool(type_class.step_events))
 
 
 def _find_cycle(after: dict[str, tuple[str, ...]]) -> list[str]:

@@ -1,0 +1,132 @@
+"""``barbican-retry-manage notification …``: the URLs and what they got."""
+
+from cliff import lister
+
+from scheduler.cmd import display
+from scheduler.cmd import manage_orders
+from worker.common import order_actions
+from worker.db import models
+from worker.notifications import events
+from worker import rpcapi
+
+URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
+               'last_failure_at', 'disabled_at', 'waiting_deliveries')
+
+DELIVERY_COLUMNS = ('url', 'state', 'delivered_sequence', 'last_sequence',
+                    'waiting_events', 'attempt', 'failures', 'next_retry_at',
+                    'last_error')
+
+EVENT_COLUMNS = ('sequence', 'event_id', 'event', 'status', 'step', 'time')
+
+# What a delivery is doing, from its step's status.
+_STATES = {models.STEP_DONE: 'DELIVERED', models.STEP_WAITING: 'PAUSED'}
+
+
+def _url(session, store, text):
+    """The URL row named by its text or its id."""
+    row = store.find_url(session, text)
+    if row is None and text.isdigit():
+        row = store.get_url(session, int(text))
+    if row is None:
+        raise LookupError('no notification URL %s (see "notification url '
+                          'list")' % text)
+    return row
+
+
+class ListUrls(lister.Lister):
+    """List the URLs that receive notifications, and which are unavailable.
+    """
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        store = database.repositories.notifications
+        with database.reader() as session:
+            urls = store.list_urls(session)
+            waiting = {url.id: len(store.paused(session, url.id, None))
+                       for url in urls if not url.available}
+        return URL_COLUMNS, [
+            display.row(url, URL_COLUMNS[:-1]) + (waiting.get(url.id, 0),)
+            for url in urls]
+
+
+class EnableUrl(lister.Lister):
+    """Make an unavailable URL available; its waiting deliveries resume,
+    each sending its events in order."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('url', help='The URL (or its id).')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        store = database.repositories.notifications
+        now = self.app.now()
+        # The URL first, committed: a delivery that stops to wait for it
+        # holds its row, so every one that stopped is found below.
+        with database.session() as session, session.begin():
+            url = _url(session, store, parsed_args.url)
+            store.enable_url(session, url.id)
+        rows_per_cast = self.app.conf.scheduler.rows_per_cast
+        api = manage_orders.worker_api_or_none(self.app)
+        resumed = failed = 0
+        while True:
+            with database.session() as session, session.begin():
+                found = store.paused(session, url.id, rows_per_cast)
+                store.resume(session, url.id,
+                             [order_id for order_id, _ in found], now)
+            if not found:
+                break
+            resumed += len(found)
+            failed += order_actions.cast_steps(api, [
+                rpcapi.Step(models.delivery_name(url.id), order_id,
+                            generation)
+                for order_id, generation in found], rows_per_cast)
+        return (('url', 'available', 'deliveries_resumed', 'not_cast'),
+                [(url.url, True, resumed, failed)])
+
+
+class ShowNotifications(lister.Lister):
+    """Show an order's deliveries: what each URL acknowledged, what waits,
+    the last error (with --events, the events themselves)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('order_id', help='Order id.')
+        parser.add_argument('--events', action='store_true',
+                            help='List the order\'s events instead.')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        repositories = database.repositories
+        store = repositories.notifications
+        order_id = parsed_args.order_id
+        with database.reader() as session:
+            if repositories.orders.get(session, order_id) is None:
+                raise LookupError('no order %s' % order_id)
+            found = store.events_of_order(session, order_id)
+            steps = repositories.steps.for_order(session, order_id)
+            retries = order_actions.retry_rows_by_step(
+                repositories.retry_tasks.list_tasks(session,
+                                                    order_id=order_id))
+            urls = {name: store.get_url(session, models.url_id_of(name))
+                    for name in steps if models.url_id_of(name) is not None}
+        if parsed_args.events:
+            return EVENT_COLUMNS, [
+                (event.sequence, event.event_id, event.event, event.status,
+                 event.step, display.value(event.created_at))
+                for event in found]
+        last = found[-1].sequence if found else 0
+        rows = []
+        for name, url in sorted(urls.items()):
+            step, retry = steps[name], retries.get(name)
+            sent = events.delivered_sequence(step)
+            rows.append((
+                url.url if url else name,
+                _STATES.get(step.status,
+                            order_actions.step_status(step, retry)),
+                sent, last, last - sent, step.attempt, step.failures,
+                display.value(retry.retry_at) if retry else None,
+                step.last_error))
+        return DELIVERY_COLUMNS, rows

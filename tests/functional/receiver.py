@@ -1,0 +1,113 @@
+"""A real HTTP receiver of notifications on 127.0.0.1, for the tests.
+
+It checks each request's signature, records the events it acknowledges
+in the order they arrive, and can be down (its port closed), or answer
+each event's first requests badly: slowly, with a 500 or a 404, or by
+closing the connection.
+"""
+
+import collections
+import http.server
+import json
+import socket
+import threading
+import time
+
+from worker.notifications import sender
+
+#: How a receiver answers: OK (204), or one of the faults.
+OK, FAIL_500, FAIL_404, SLOW, CLOSE = 'ok', '500', '404', 'slow', 'close'
+
+
+class Receiver:
+    """One receiver; ``url`` is its address, fixed across restarts.
+
+    :param fault: how it answers the first ``fault_times`` requests of
+        each event (OK: every request is acknowledged).
+    :param slow_seconds: how long a SLOW answer takes.
+    """
+
+    def __init__(self, secret, fault=OK, fault_times=1, slow_seconds=3.0):
+        self.secret = secret
+        self.fault = fault
+        self.fault_times = fault_times
+        self.slow_seconds = slow_seconds
+        #: Events acknowledged, in arrival order (duplicates included).
+        self.events = []
+        self.bad_signatures = 0
+        self.requests = collections.Counter()
+        self._lock = threading.Lock()
+        with socket.socket() as sock:
+            sock.bind(('127.0.0.1', 0))
+            self.port = sock.getsockname()[1]
+        self.url = 'http://127.0.0.1:%d/hook' % self.port
+        self._server = None
+
+    def start(self):
+        """Listen (again) on the receiver's port."""
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                receiver._handle(self)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(
+            ('127.0.0.1', self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever,
+                         daemon=True).start()
+        return self
+
+    def stop(self):
+        """Close the port: requests are refused until ``start``."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def _handle(self, request):
+        body = request.rfile.read(int(request.headers['Content-Length']))
+        event = json.loads(body)
+        with self._lock:
+            self.requests[event['event_id']] += 1
+            attempt = self.requests[event['event_id']]
+            if request.headers.get(sender.SIGNATURE_HEADER) != \
+                    sender.signature(self.secret, body):
+                self.bad_signatures += 1
+        fault = self.fault if attempt <= self.fault_times else OK
+        if fault == CLOSE:
+            request.close_connection = True
+            request.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault == SLOW:
+            time.sleep(self.slow_seconds)
+        if fault in (FAIL_500, FAIL_404):
+            request.send_response(int(fault))
+            request.send_header('Content-Length', '5')
+            request.end_headers()
+            request.wfile.write(b'nope\n')
+            return
+        with self._lock:
+            self.events.append(event)
+        request.send_response(204)
+        request.end_headers()
+
+    def first_seen(self):
+        """``{order_id: [sequence, ...]}`` of the events acknowledged,
+        duplicates (by ``event_id``) dropped, in arrival order."""
+        seen, found = set(), collections.defaultdict(list)
+        with self._lock:
+            events = list(self.events)
+        for event in events:
+            if event['event_id'] not in seen:
+                seen.add(event['event_id'])
+                found[event['order_id']].append(event['sequence'])
+        return found
+
+    def count(self):
+        """How many distinct events were acknowledged."""
+        with self._lock:
+            return len({event['event_id'] for event in self.events})

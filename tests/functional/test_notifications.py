@@ -1,0 +1,207 @@
+"""Notifications of order changes, delivered to real HTTP receivers.
+
+Real barbican-worker and barbican-retry processes, RabbitMQ and each
+database; the receivers (``tests.functional.receiver``) listen on
+127.0.0.1 and check every signature. A certificate order has three
+events: ``order.created``, ``order.active``, ``order.end``.
+"""
+
+import os
+import signal
+import time
+
+import pytest
+
+from tests.functional import processes
+from tests.functional import receiver as receivers
+from tests.functional import workflows
+from worker.db import models
+
+SECRET = 'a-test-secret'
+#: Events of one certificate order.
+EVENTS = [1, 2, 3]
+#: How long the first receiver is down.
+DOWN_SECONDS = float(os.environ.get(
+    'BARBICAN_RETRY_TEST_RECEIVER_DOWN_SECONDS', 60))
+RETRY_MAX_SECONDS = 3
+
+
+def _options(workers=1, **notifications):
+    values = {'allowed_hosts': '127.0.0.1', 'secret': SECRET,
+              'timeout_seconds': 1, 'retry_base_seconds': 0.5,
+              'retry_max_seconds': RETRY_MAX_SECONDS,
+              'max_consecutive_failures': 1000}
+    values.update(notifications)
+    return workflows.options({'worker': {'workers': workers},
+                              'notifications': values})
+
+
+def _create(cluster, count, callback_url=None):
+    args = ['order', 'create', '--type', 'certificate', '--count',
+            str(count)]
+    if callback_url:
+        args += ['--callback-url', callback_url]
+    return [order['id'] for order in cluster.manage_json(*args)]
+
+
+def _received_all(receiver, created):
+    seen = receiver.first_seen()
+    return all(len(seen.get(order_id, ())) == len(EVENTS)
+               for order_id in created)
+
+
+def _assert_in_order(receiver, created):
+    """Every event of every order, first seen in sequence, no gap, each
+    signed."""
+    seen = receiver.first_seen()
+    assert {order_id: seen.get(order_id) for order_id in created} == {
+        order_id: EVENTS for order_id in created}
+    assert receiver.bad_signatures == 0
+
+
+def _assert_delivered(cluster, created):
+    """Every delivery of these orders says DELIVERED, nothing waits."""
+    for order_id in created[:20]:
+        shown = cluster.manage_json('notification', 'show', order_id)
+        assert [(row['state'], row['delivered_sequence'],
+                 row['waiting_events']) for row in shown] == [
+            ('DELIVERED', 3, 0)] * 2, shown
+    assert cluster.manage_json('retry', 'list') == []
+
+
+def test_every_event_reaches_each_url_in_order_despite_outage_and_kills(
+        deployment, database):
+    """500 orders, 3 workers, 2 URLs: one URL down for a minute, a worker
+    killed while events go out."""
+    down = receivers.Receiver(SECRET)
+    up = receivers.Receiver(SECRET).start()
+    cluster = deployment(_options(workers=3, endpoints=up.url))
+    workers, retry = workflows.start(cluster, count=3)
+    stopped_at = time.monotonic()
+    created = _create(cluster, 500, callback_url=down.url)
+
+    processes.wait_for(lambda: up.count() >= 300, 60,
+                       'events at the receiver that is up')
+    victim = workers.children()[0]
+    os.kill(victim, signal.SIGKILL)
+    workflows.wait_status(database, created, models.ACTIVE, 120)
+    # The other URL is not held up by the one that is down.
+    processes.wait_for(lambda: _received_all(up, created), 60,
+                       'every event at the receiver that is up')
+    assert down.count() == 0
+
+    time.sleep(max(0.0, stopped_at + DOWN_SECONDS - time.monotonic()))
+    down.start()
+    back = time.monotonic()
+    processes.wait_for(lambda: down.count() > 0, 30,
+                       'the first event after the receiver came back')
+    resumed = time.monotonic() - back
+    processes.wait_for(lambda: _received_all(down, created), 120,
+                       'every event at the receiver that came back')
+    # The next try of a delivery is at most retry_max_seconds away, and
+    # the retry daemon casts it within its period (1 s).
+    assert resumed <= RETRY_MAX_SECONDS + 1 + 2, resumed
+    for receiver in (up, down):
+        _assert_in_order(receiver, created)
+    _assert_delivered(cluster, created)
+    assert str(victim) in retry.log() or 'taken back' in retry.log() or \
+        workers.log().count('serving topic') >= 4
+    down.stop()
+    up.stop()
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_a_url_that_always_fails_becomes_unavailable_then_is_enabled(
+        deployment, database):
+    failing = receivers.Receiver(SECRET, fault=receivers.FAIL_500,
+                                 fault_times=10 ** 6).start()
+    healthy = receivers.Receiver(SECRET).start()
+    cluster = deployment(_options(endpoints=healthy.url,
+                                  max_consecutive_failures=3))
+    workflows.start(cluster)
+    created = _create(cluster, 20, callback_url=failing.url)
+
+    workflows.wait_status(database, created, models.ACTIVE, 60)
+    processes.wait_for(lambda: _received_all(healthy, created), 60,
+                       'every event at the healthy receiver')
+
+    def failing_url():
+        return [url for url in cluster.manage_json('notification', 'url',
+                                                   'list')
+                if url['url'] == failing.url][0]
+    processes.wait_for(
+        lambda: failing_url()['waiting_deliveries'] == len(created), 60,
+        'every delivery to the failing URL to wait')
+    url = failing_url()
+    assert url['available'] is False
+    assert url['last_error'].startswith('HTTP 500: nope')
+    assert failing.count() == 0
+    shown = cluster.manage_json('notification', 'show', created[0])
+    by_url = {row['url']: row for row in shown}
+    assert by_url[failing.url]['state'] == 'PAUSED'
+    assert by_url[failing.url]['waiting_events'] == 3
+    assert by_url[failing.url]['last_error'].startswith('HTTP 500')
+    assert by_url[healthy.url]['state'] == 'DELIVERED'
+    # Paused: no request goes out any more.
+    requests_then = sum(failing.requests.values())
+    time.sleep(3)
+    assert sum(failing.requests.values()) == requests_then
+
+    failing.fault = receivers.OK
+    [enabled] = cluster.manage_json('notification', 'url', 'enable',
+                                    failing.url)
+    assert enabled['deliveries_resumed'] == len(created)
+    processes.wait_for(lambda: _received_all(failing, created), 60,
+                       'every event once the URL was enabled')
+    _assert_in_order(failing, created)
+    _assert_delivered(cluster, created)
+    failing.stop()
+    healthy.stop()
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_slow_failing_and_closing_receivers_get_every_event(
+        deployment, database):
+    """Each receiver fails the first request of every event its own way.
+    """
+    faulty = {fault: receivers.Receiver(SECRET, fault=fault).start()
+              for fault in (receivers.SLOW, receivers.FAIL_500,
+                            receivers.FAIL_404, receivers.CLOSE)}
+    cluster = deployment(_options(
+        endpoints=','.join(receiver.url for receiver in faulty.values())))
+    workflows.start(cluster)
+    created = _create(cluster, 5)
+    workflows.wait_status(database, created, models.ACTIVE, 60)
+    for fault, receiver in faulty.items():
+        processes.wait_for(lambda: _received_all(receiver, created), 90,
+                           'every event at the %s receiver' % fault)
+        _assert_in_order(receiver, created)
+    errors = {row['url']: row['failures'] for row in cluster.manage_json(
+        'notification', 'url', 'list')}
+    # Each first request failed: the URLs counted failures, then went on.
+    assert set(errors) == {receiver.url for receiver in faulty.values()}
+    urls = {url['url']: url for url in cluster.manage_json(
+        'notification', 'url', 'list')}
+    assert urls[faulty[receivers.SLOW].url]['last_error'].startswith(
+        'no answer within 1s')
+    assert urls[faulty[receivers.FAIL_500].url]['last_error'].startswith(
+        'HTTP 500')
+    assert urls[faulty[receivers.FAIL_404].url]['last_error'].startswith(
+        'HTTP 404')
+    assert urls[faulty[receivers.CLOSE].url]['last_error'].startswith(
+        'request failed')
+    for receiver in faulty.values():
+        receiver.stop()
+
+
+def test_a_refused_callback_url_is_an_error_at_order_create(
+        deployment, database):
+    cluster = deployment(_options(allowed_hosts='10.0.0.0/8,.example.org'))
+    result = processes.manage(
+        cluster.config, 'order', 'create', '--type', 'certificate',
+        '--callback-url', 'http://127.0.0.1:9/hook', check=False,
+        env=cluster.env)
+    assert result.returncode != 0
+    assert 'host 127.0.0.1 is not in [notifications] allowed_hosts' in \
+        result.stderr
+    assert cluster.manage_json('order', 'list') == []

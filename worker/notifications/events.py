@@ -1,0 +1,116 @@
+"""The events of an order, written in the transaction of their change.
+
+Every change of an order's status is an event named after the new
+status; a terminal status is followed by ``order.end``, the last event of
+the order. Order types that ask for it (``step_events``) add an event for
+each step that ends. ``record`` appends events to an order that has
+deliveries and wakes those that had sent everything, so that they send
+the new ones.
+"""
+
+import dataclasses
+import datetime
+import typing
+
+from worker.db import models
+from worker import rpcapi
+
+CREATED = 'order.created'
+CANCELLING = 'order.cancelling'
+ACTIVE = 'order.active'
+ERROR = 'order.error'
+CANCELLED = 'order.cancelled'
+#: The last event of an order, after its terminal status.
+END = 'order.end'
+STEP_DONE = 'step.done'
+STEP_FAILED = 'step.failed'
+
+_OF_STATUS = {models.PENDING: CREATED, models.CANCELLING: CANCELLING,
+              models.ACTIVE: ACTIVE, models.ERROR: ERROR,
+              models.CANCELLED: CANCELLED}
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One event to write: what happened, and the order's status after."""
+
+    event: str
+    status: str
+    step: str | None = None
+    detail: dict[str, typing.Any] | None = None
+
+
+def status_changed(status, reason=None):
+    """The events of an order's move to ``status``: its own, and
+    ``order.end`` after a terminal one."""
+    detail = {'reason': reason} if reason else None
+    found = [Event(_OF_STATUS[status], status, detail=detail)]
+    if status in models.TERMINAL_STATUSES:
+        found.append(Event(END, status))
+    return found
+
+
+def step_ended(step, status, order_status, error=None):
+    """The event of a step that ended DONE or FAILED."""
+    return Event(STEP_DONE if status == models.STEP_DONE else STEP_FAILED,
+                 order_status, step=step,
+                 detail={'error': error} if error else None)
+
+
+def record(session, repositories, order_id, events, now):
+    """Append ``events`` to the order's, if it has deliveries.
+
+    The caller's transaction must hold the order's row (it changed its
+    status, or ``notifications.lock_order``).
+
+    :returns: the deliveries woken, as ``rpcapi.Step`` to cast once the
+        transaction committed; the others are sending, retrying or
+        waiting for their URL, and will send these events in turn.
+    """
+    store = repositories.notifications
+    deliveries = store.deliveries(session, order_id)
+    if not deliveries or not events:
+        return []
+    store.add_events(session, order_id, events, now)
+    finished = sorted(name for name, (status, _) in deliveries.items()
+                      if status == models.STEP_DONE)
+    store.wake(session, order_id, finished, now)
+    return [rpcapi.Step(name, order_id, deliveries[name][1])
+            for name in finished]
+
+
+def delivered_sequence(step):
+    """The last event a delivery's URL acknowledged (its step's output)."""
+    output = step.output if step is not None else None
+    if isinstance(output, dict):
+        value = output.get('delivered_sequence')
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+def payload(event):
+    """The JSON object sent for one ``NotificationEvent``.
+
+    ``event_id`` is unique: a receiver drops what it already has, as
+    at-least-once delivery sends some events twice.
+    """
+    body = {
+        'event_id': event.event_id,
+        'order_id': event.order_id,
+        'sequence': event.sequence,
+        'time': _iso(event.created_at),
+        'status': event.status,
+        'event': event.event,
+    }
+    if event.step is not None:
+        body['step'] = event.step
+    if event.detail:
+        body['detail'] = event.detail
+    return body
+
+
+def _iso(moment):
+    """A naive UTC time in ISO 8601 with its zone, as clients parse it."""
+    return moment.replace(tzinfo=datetime.timezone.utc).isoformat(
+        timespec='microseconds').replace('+00:00', 'Z')

@@ -1,0 +1,127 @@
+"""One signed HTTP POST of one event, with ``requests``.
+
+The body is the event's JSON; ``X-Barbican-Retry-Signature`` is
+``sha256=`` and the hex HMAC-SHA256 of the body under ``[notifications]
+secret``, as GitHub signs its webhooks. A 2xx answer acknowledges the
+event; anything else (another status, a redirect, which is never
+followed, a timeout, a refused or dropped connection) is a failure whose
+description is returned. At most ``max_response_bytes`` of a body are
+read.
+"""
+
+import hashlib
+import hmac
+import json
+import threading
+
+from oslo_log import log as logging
+import requests
+
+from worker.notifications import targets
+
+LOG = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = 'X-Barbican-Retry-Signature'
+EVENT_ID_HEADER = 'X-Barbican-Retry-Event-Id'
+USER_AGENT = 'barbican-retry-notifications/1'
+#: Characters of a response body kept in a failure's description.
+_ERROR_BODY_CHARS = 200
+
+
+def body_of(payload):
+    """The bytes sent for a payload: compact JSON, keys sorted."""
+    return json.dumps(payload, sort_keys=True,
+                      separators=(',', ':')).encode('utf-8')
+
+
+def signature(secret, body):
+    """The ``X-Barbican-Retry-Signature`` value of ``body``."""
+    return 'sha256=' + hmac.new(secret.encode('utf-8'), body,
+                                hashlib.sha256).hexdigest()
+
+
+class Sender:
+    """Posts events; one ``requests.Session`` per thread (its pool).
+
+    :param conf: the configuration, read at each request (the options are
+        mutable).
+    """
+
+    def __init__(self, conf):
+        self._conf = conf
+        self._local = threading.local()
+
+    def _session(self):
+        session = getattr(self._local, 'session', None)
+        if session is None:
+            session = requests.Session()
+            # NOTE: no proxy, .netrc or CA bundle from the environment: the
+            # host a request reaches is the one allowed_hosts checked.
+            session.trust_env = False
+            self._local.session = session
+        return session
+
+    def check(self, url):
+        """Raise ``targets.RefusedUrl`` if ``url`` may no longer be sent to
+        (the operator narrowed ``allowed_hosts`` since it was accepted)."""
+        group = self._conf.notifications
+        if url not in group.endpoints:
+            targets.AllowedHosts.parse(group.allowed_hosts).check(url)
+
+    def send(self, url, payload):
+        """POST ``payload`` to ``url``; None if acknowledged, else what went
+        wrong (one line)."""
+        group = self._conf.notifications
+        try:
+            self.check(url)
+        except targets.RefusedUrl as exc:
+            return str(exc)
+        body = body_of(payload)
+        headers = {
+            'Content-Type': 'application/json',
+            'User-Agent': USER_AGENT,
+            EVENT_ID_HEADER: payload['event_id'],
+            SIGNATURE_HEADER: signature(group.secret or '', body),
+        }
+        verify = group.ca_file or group.verify_tls
+        timeout = group.timeout_seconds
+        try:
+            with self._session().post(
+                    url, data=body, headers=headers, timeout=timeout,
+                    allow_redirects=False, stream=True,
+                    verify=verify) as response:
+                # Bounded: a receiver cannot make us read more.
+                text = response.raw.read(group.max_response_bytes,
+                                         decode_content=True)
+        except requests.Timeout:
+            return 'no answer within %gs' % timeout
+        except requests.RequestException as exc:
+            return 'request failed: %s' % _reason(exc)
+        if 200 <= response.status_code < 300:
+            return None
+        if response.is_redirect:
+            return 'HTTP %d redirect to %s, not followed' % (
+                response.status_code, response.headers.get('Location'))
+        return 'HTTP %d: %s' % (response.status_code, _one_line(
+            text[:_ERROR_BODY_CHARS].decode('utf-8', 'replace')))
+
+
+def _reason(exc):
+    """The root cause of a failed request, short (``Connection refused``),
+    rather than the whole chain urllib3 wraps it in."""
+    deepest, seen = exc, set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.strerror:
+            return exc.strerror
+        deepest = exc
+        nested = [arg for arg in exc.args if isinstance(arg, BaseException)]
+        reason = getattr(exc, 'reason', None)
+        if not nested and isinstance(reason, BaseException):
+            nested = [reason]
+        exc = nested[0] if nested else exc.__cause__ or exc.__context__
+    return _one_line(deepest)
+
+
+def _one_line(value):
+    return ' '.join(str(value).split())[:500]
