@@ -127,6 +127,10 @@ def write(session, repositories, conf, run, result, now):
                 session, run.order_id, run.step, run.token, now, status,
                 result.delivered, failures, last_error, dispatched):
             raise outcomes.Superseded(False)
+        # A retry row the scheduler cast and has not deleted yet must not
+        # cast the delivery again; a retry adds its own after this.
+        repositories.retry_tasks.delete_for_order(session, run.order_id,
+                                                  run.step)
 
     if isinstance(result, Paused):
         # Read again under the URL's lock: enabled since the run read it,
@@ -158,8 +162,6 @@ def write(session, repositories, conf, run, result, now):
         delay = policy_module.backoff_seconds(policy(conf), failures)
         retry_at = now + datetime.timedelta(seconds=delay)
         record(models.STEP_PENDING, failures, result.failure)
-        repositories.retry_tasks.delete_for_order(session, run.order_id,
-                                                  run.step)
         repositories.retry_tasks.add(
             session, run.order_id, run.step, retry_at, args=[run.order_id],
             kwargs={'generation': run.token}, retry_count=failures,

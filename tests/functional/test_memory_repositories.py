@@ -85,7 +85,8 @@ def _public_functions(module):
 
 
 @pytest.mark.parametrize('aggregate', ('locks', 'orders', 'steps',
-                                       'retry_tasks', 'services'))
+                                       'retry_tasks', 'services',
+                                       'notifications'))
 def test_fake_has_every_sql_function_with_its_signature(aggregate):
     sql = _public_functions(getattr(repositories.SQL, aggregate))
     fake = getattr(memory.InMemoryDatabase().repositories, aggregate)
@@ -1094,3 +1095,145 @@ def test_fake_sessions_are_not_mixed():
         _read(one, other.repositories.orders.list_orders)
     with pytest.raises(TypeError):
         _read(one, other.repositories.steps.for_order, 'missing')
+
+
+# Notifications: URLs, events, deliveries (steps named notify:<url id>).
+
+HOOK = 'https://hooks.example.org/orders'
+
+
+def _subscribed(db, *url_ids):
+    """A certificate order with a delivery to each URL of ``url_ids``."""
+    order_id = _order(db)
+    names = [models.delivery_name(url_id) for url_id in url_ids]
+    _write(db, db.repositories.steps.create, order_id, names, set(names),
+           NOW)
+    return order_id
+
+
+@contract
+def test_notification_urls(db):
+    store = db.repositories.notifications
+    added = _write(db, store.add_url, HOOK, NOW)
+    other = _write(db, store.add_url, HOOK + '/2', NOW)
+    assert (added.url, added.available, added.failures) == (HOOK, True, 0)
+    with pytest.raises(db_exc.DBDuplicateEntry):
+        _write(db, store.add_url, HOOK, NOW)
+    assert _read(db, store.find_url, HOOK).id == added.id
+    assert _read(db, store.find_url, HOOK + '/3') is None
+    assert [url.id for url in _read(db, store.list_urls)] == [
+        added.id, other.id]
+
+    _write(db, store.url_failed, added.id, _at(1), 'HTTP 500', False)
+    _write(db, store.url_failed, added.id, _at(2), 'HTTP 502', True)
+    _write(db, store.url_failed, added.id, _at(3), 'HTTP 503', True)
+    url = _read(db, store.get_url, added.id)
+    assert (url.available, url.failures, url.last_error,
+            url.last_failure_at, url.disabled_at) == (
+        False, 3, 'HTTP 503', _at(3), _at(2))
+    assert _read(db, store.count_unavailable_urls) == 1
+    assert not _write(db, store.url_available_for_update, added.id)
+
+    _write(db, store.enable_url, added.id)
+    _write(db, store.url_succeeded, other.id)
+    url = _read(db, store.get_url, added.id)
+    assert (url.available, url.failures, url.disabled_at) == (True, 0, None)
+    assert _write(db, store.url_available_for_update, added.id)
+    _write(db, store.url_failed, added.id, _at(4), 'x', False)
+    _write(db, store.url_succeeded, added.id)
+    assert _read(db, store.get_url, added.id).failures == 0
+    assert _read(db, store.count_unavailable_urls) == 0
+
+
+@contract
+def test_events_are_numbered_per_order(db):
+    from worker.notifications import events
+    store = db.repositories.notifications
+    a, b = _order(db), _order(db)
+    assert _read(db, store.last_sequence, a) == 0
+    assert _write(db, store.add_events, a, events.status_changed(
+        models.PENDING), NOW) == [1]
+    assert _write(db, store.add_events, b, [
+        events.Event('step.done', models.PENDING, step=REQUEST)], NOW) == [1]
+    assert _write(db, store.add_events, a, events.status_changed(
+        models.ERROR, 'step x failed'), _at(1)) == [2, 3]
+    assert _read(db, store.last_sequence, a) == 3
+
+    found = _read(db, store.events_of_order, a)
+    assert [(e.sequence, e.event, e.status, e.step, e.detail, e.created_at)
+            for e in found] == [
+        (1, 'order.created', models.PENDING, None, None, NOW),
+        (2, 'order.error', models.ERROR, None, {'reason': 'step x failed'},
+         _at(1)),
+        (3, 'order.end', models.ERROR, None, None, _at(1))]
+    assert len({e.event_id for e in found}) == 3
+    assert [e.sequence for e in _read(db, store.events_after, a, 1, 1)] == \
+        [2]
+    assert [e.sequence for e in _read(db, store.events_after, a, 1, 10)] == \
+        [2, 3]
+    assert [e.step for e in _read(db, store.events_of_order, b)] == [REQUEST]
+
+
+@contract
+def test_deliveries_wake_pause_and_resume(db):
+    store, steps_repo = db.repositories.notifications, db.repositories.steps
+    order_id = _subscribed(db, 1, 2)
+    first, second = models.delivery_name(1), models.delivery_name(2)
+    assert _read(db, store.deliveries, order_id) == {
+        first: (models.STEP_PENDING, 0), second: (models.STEP_PENDING, 0)}
+    assert _read(db, store.count_open_deliveries) == {
+        models.STEP_PENDING: 2}
+
+    # Claimed, then: the first sent everything, the second waits.
+    for name in (first, second):
+        assert _write(db, steps_repo.claim, order_id, name, 0, NOW, 'w',
+                      _at(60))
+    assert _write(db, steps_repo.record_delivery, order_id, first, 1,
+                  _at(1), models.STEP_DONE, 4, 0)
+    assert _write(db, steps_repo.record_delivery, order_id, second, 1,
+                  _at(1), models.STEP_WAITING, 2, 7, 'HTTP 500')
+    assert not _write(db, steps_repo.record_delivery, order_id, first, 1,
+                      _at(1), models.STEP_DONE, 5, 0)
+    done, waiting = (_step(db, order_id, first), _step(db, order_id, second))
+    assert (done.status, done.output, done.finished_at, done.owner) == (
+        models.STEP_DONE, {'delivered_sequence': 4}, _at(1), None)
+    assert (waiting.status, waiting.output, waiting.failures,
+            waiting.last_error) == (
+        models.STEP_WAITING, {'delivered_sequence': 2}, 7, 'HTTP 500')
+    assert _read(db, store.count_open_deliveries) == {
+        models.STEP_WAITING: 1}
+
+    # A new event wakes only the one that had sent everything.
+    _write(db, store.wake, order_id, [first, second], _at(2))
+    woken = _step(db, order_id, first)
+    assert (woken.status, woken.dispatched_at, woken.finished_at) == (
+        models.STEP_PENDING, _at(2), None)
+    assert _step(db, order_id, second).status == models.STEP_WAITING
+
+    assert _read(db, store.paused, 2, 10) == [(order_id, 1)]
+    assert _read(db, store.paused, 1, 10) == []
+    _write(db, store.resume, 2, [order_id], _at(3))
+    resumed = _step(db, order_id, second)
+    assert (resumed.status, resumed.dispatched_at) == (models.STEP_PENDING,
+                                                       _at(3))
+    assert _read(db, store.paused, 2, 10) == []
+
+
+@contract
+def test_an_order_that_ends_keeps_its_deliveries_and_their_retry_rows(db):
+    tasks = db.repositories.retry_tasks
+    order_id = _subscribed(db, 1)
+    delivery = models.delivery_name(1)
+    _write(db, tasks.add, order_id, delivery, _at(5))
+    _write(db, tasks.add, order_id, REQUEST, _at(5))
+
+    revoked = _write(db, db.repositories.steps.revoke_open, order_id,
+                     _at(1), 'order failed')
+    _write(db, tasks.delete_for_order, order_id)
+
+    assert sorted(revoked) == [CHECK, REQUEST]
+    assert _step(db, order_id, delivery).status == models.STEP_PENDING
+    assert [task.retry_task for task in _read(db, tasks.list_tasks)] == [
+        delivery]
+    _write(db, tasks.delete_for_order, order_id, delivery)
+    assert _read(db, tasks.list_tasks) == []

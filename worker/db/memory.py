@@ -38,7 +38,6 @@ from oslo_utils import timeutils
 from sqlalchemy import exc as sa_exc
 
 from worker.db import models
-from worker.db import notifications
 from worker.db import repositories
 from worker.db import retry_tasks
 from worker.db import steps
@@ -796,7 +795,7 @@ class InMemoryNotifications(_Repository):
     """``worker.db.notifications`` on the in-memory store."""
 
     def _url_by_hash(self, url):
-        digest = notifications.url_hash(url)
+        digest = models.url_hash(url)
         for row in self._store.urls.values():
             if row.url_hash == digest:
                 return row
@@ -813,7 +812,7 @@ class InMemoryNotifications(_Repository):
         if self._url_by_hash(url) is not None:
             raise db_exc.DBDuplicateEntry(columns=['url_hash'])
         row = UrlRecord(id=next(self._store.url_ids), url=url,
-                        url_hash=notifications.url_hash(url),
+                        url_hash=models.url_hash(url),
                         available=True, failures=0, last_error=None,
                         last_failure_at=None, disabled_at=None,
                         created_at=now)

@@ -1,6 +1,7 @@
 """SQLAlchemy models: orders, their steps, retry tasks and entity locks."""
 
 import datetime
+import hashlib
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -256,6 +257,11 @@ DELIVERY_PREFIX = 'notify:'
 def delivery_name(url_id):
     """The step name of a delivery to the URL ``url_id``."""
     return '%s%d' % (DELIVERY_PREFIX, url_id)
+
+
+def url_hash(url):
+    """The key of ``url`` in ``notification_urls``: its SHA-256, in hex."""
+    return hashlib.sha256(url.encode('utf-8')).hexdigest()
 
 
 def url_id_of(name):

@@ -6,7 +6,6 @@ A delivery's state is a step of its order (``notify:<url id>``,
 last event its URL acknowledged.
 """
 
-import hashlib
 import uuid
 
 import sqlalchemy as sa
@@ -21,15 +20,10 @@ _STEPS = statements.STEPS
 _EVENTS = _Event.__table__
 
 
-def url_hash(url):
-    """The key of ``url`` in ``notification_urls``."""
-    return hashlib.sha256(url.encode('utf-8')).hexdigest()
-
-
 def find_url(session, url):
     """The ``NotificationUrl`` of ``url``, or None."""
     return session.scalars(sa.select(_Url).where(
-        _Url.url_hash == url_hash(url))).one_or_none()
+        _Url.url_hash == models.url_hash(url))).one_or_none()
 
 
 def add_url(session, url, now):
@@ -37,8 +31,8 @@ def add_url(session, url, now):
 
     :raises oslo_db.exception.DBDuplicateEntry: another process added it.
     """
-    row = _Url(url=url, url_hash=url_hash(url), available=True, failures=0,
-               created_at=now)
+    row = _Url(url=url, url_hash=models.url_hash(url), available=True,
+               failures=0, created_at=now)
     session.add(row)
     session.flush()
     return row
@@ -184,11 +178,11 @@ _WAKE = (sa.update(_STEPS)
 def paused(session, url_id, limit):
     """``[(order_id, generation)]`` of the deliveries waiting for the URL
     to be enabled, up to ``limit``."""
-    return list(session.execute(
+    return [tuple(row) for row in session.execute(
         sa.select(_Step.order_id, _Step.generation)
         .where(_Step.status == models.STEP_WAITING,
                _Step.name == models.delivery_name(url_id))
-        .order_by(_Step.order_id).limit(limit)).tuples())
+        .order_by(_Step.order_id).limit(limit))]
 
 
 def resume(session, url_id, order_ids, now):

@@ -1,0 +1,312 @@
+"""Events and their deliveries against the in-memory database.
+
+A delivery is a step of its order (``notify:<url id>``): these tests run
+it through the worker manager, with a sender that answers as scripted,
+and check what it sent, in which order, and the state it left.
+"""
+
+import datetime
+
+import pytest
+
+from tests import config
+from tests import fakes
+from worker.common import order_actions
+from worker.db import memory
+from worker.db import models
+from worker import manager
+from worker.notifications import events
+from worker import order_types
+from worker.plugins import base
+from worker import rpcapi
+
+NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
+OWNER = '1@worker-host'
+REQUEST = 'process_type_order'
+CHECK = 'check_certificate_status'
+URL = 'https://hooks.example.org/orders'
+OTHER = 'https://other.example.org/orders'
+DELIVERY = 'notify:1'
+
+
+class ScriptedSender:
+    """Answers each request with the next of ``answers`` (None: a 2xx;
+    text: a failure), then with 2xx; records what it was sent."""
+
+    def __init__(self, *answers, during=None):
+        self.answers = list(answers)
+        self.during = during
+        self.sent = []
+
+    def send(self, url, payload):
+        self.sent.append((url, payload))
+        if self.during is not None:
+            self.during(url, payload)
+        return self.answers.pop(0) if self.answers else None
+
+    def sequences(self, url=URL):
+        return [payload['sequence'] for sent_to, payload in self.sent
+                if sent_to == url]
+
+
+class Plugin(base.CertificatePluginBase):
+    """Issues at once."""
+
+    def issue_certificate_request(self, order):
+        return base.Completed(meta={'certificate': 'pem'})
+
+    def check_certificate_status(self, order):
+        return base.Completed()
+
+
+@pytest.fixture
+def database(monkeypatch):
+    from worker.order_types import certificate
+    monkeypatch.setattr(certificate.CertificateOrder, 'build',
+                        classmethod(lambda cls, conf: cls(Plugin())))
+    return memory.InMemoryDatabase()
+
+
+class Worker:
+    """A worker manager with a scripted sender; ``deliver`` runs what it
+    cast."""
+
+    def __init__(self, database, sender, **overrides):
+        options = {'notifications.retry_jitter': False,
+                   'notifications.retry_base_seconds': 1.0}
+        options.update(overrides)
+        self.client = fakes.RecordingRPCClient()
+        self.observed = []
+        self.delivered = []
+        self.manager = manager.WorkerManager(
+            config.make_conf(**options), database, OWNER,
+            worker_api=rpcapi.WorkerAPI(self.client), clock=lambda: NOW,
+            observe_result=self.observed.append,
+            observe_delivery=lambda sent, failed: self.delivered.append(
+                (sent, failed)),
+            sender=sender, step_concurrency=2)
+
+    def run(self, name, order_id, generation):
+        self.manager.run_steps({}, [[name, order_id, generation]])
+
+    def deliver(self):
+        while self.client.messages:
+            _, _, kwargs = self.client.messages.pop(0)
+            self.manager.run_steps({}, kwargs['steps'])
+
+
+def _order(database, urls=(URL,)):
+    [order] = order_actions.create_orders(
+        database, None, order_types.get('certificate'), {}, 1, NOW,
+        notify=list(urls))
+    return order.id
+
+
+def _step(database, order_id, name):
+    with database.reader() as session:
+        return database.repositories.steps.for_order(session,
+                                                     order_id)[name]
+
+
+def _url(database, url=URL):
+    with database.reader() as session:
+        return database.repositories.notifications.find_url(session, url)
+
+
+def _retries(database, order_id):
+    with database.reader() as session:
+        return database.repositories.retry_tasks.list_tasks(
+            session, order_id=order_id)
+
+
+def _run_order(worker, order_id):
+    """Run the order's two steps; the deliveries they wake are cast."""
+    worker.run(REQUEST, order_id, 0)
+    worker.run(CHECK, order_id, 0)
+
+
+def test_an_order_sends_its_events_in_order_then_its_delivery_rests(
+        database):
+    sender = ScriptedSender()
+    worker = Worker(database, sender)
+    order_id = _order(database)
+
+    worker.run(DELIVERY, order_id, 0)
+    assert sender.sequences() == [1]
+    assert _step(database, order_id, DELIVERY).status == models.STEP_DONE
+
+    _run_order(worker, order_id)
+    # The order's end woke the delivery: cast with its current token.
+    assert (DELIVERY, {'order_id': order_id, 'generation': 1}) in \
+        worker.client.casts
+    worker.deliver()
+
+    assert sender.sequences() == [1, 2, 3]
+    payloads = [payload for _, payload in sender.sent]
+    assert [(p['event'], p['status']) for p in payloads] == [
+        ('order.created', 'PENDING'), ('order.active', 'ACTIVE'),
+        ('order.end', 'ACTIVE')]
+    first = payloads[0]
+    assert set(first) == {'event_id', 'order_id', 'sequence', 'time',
+                          'status', 'event'}
+    assert first['order_id'] == order_id
+    assert first['time'] == '2026-11-25T12:00:00.000000Z'
+    assert len({p['event_id'] for p in payloads}) == 3
+    step = _step(database, order_id, DELIVERY)
+    assert (step.status, step.output) == (models.STEP_DONE,
+                                          {'delivered_sequence': 3})
+    assert worker.delivered == [(1, False), (2, False)]
+
+
+def test_events_written_while_a_delivery_runs_are_sent_by_it_next(
+        database):
+    worker = None
+
+    def order_moves_on(url, payload):
+        if payload['sequence'] == 1:
+            _run_order(worker, payload['order_id'])
+
+    sender = ScriptedSender(during=order_moves_on)
+    worker = Worker(database, sender)
+    order_id = _order(database)
+    worker.run(DELIVERY, order_id, 0)
+    # The run sent what it read; its result saw newer events and cast the
+    # delivery again rather than rest.
+    assert sender.sequences() == [1]
+    assert _step(database, order_id, DELIVERY).status == \
+        models.STEP_PENDING
+    worker.deliver()
+    assert sender.sequences() == [1, 2, 3]
+    assert _step(database, order_id, DELIVERY).status == models.STEP_DONE
+
+
+def test_a_failed_request_is_retried_after_a_back_off_and_goes_on(
+        database):
+    sender = ScriptedSender('HTTP 500: nope', 'HTTP 503: later')
+    worker = Worker(database, sender)
+    order_id = _order(database)
+
+    worker.run(DELIVERY, order_id, 0)
+    step = _step(database, order_id, DELIVERY)
+    assert (step.status, step.failures, step.generation) == (
+        models.STEP_PENDING, 1, 1)
+    assert step.last_error.startswith('HTTP 500: nope (event 1')
+    [retry] = _retries(database, order_id)
+    assert (retry.retry_task, retry.retry_at) == (
+        DELIVERY, NOW + datetime.timedelta(seconds=1))
+    url = _url(database)
+    assert (url.available, url.failures) == (True, 1)
+
+    worker.run(DELIVERY, order_id, 1)
+    [retry] = _retries(database, order_id)
+    assert retry.retry_at == NOW + datetime.timedelta(seconds=2)
+    worker.run(DELIVERY, order_id, 2)
+
+    assert sender.sequences() == [1, 1, 1]
+    step = _step(database, order_id, DELIVERY)
+    assert (step.status, step.failures) == (models.STEP_DONE, 0)
+    assert _url(database).failures == 0
+    assert worker.observed == ['retry', 'retry', 'delivered']
+
+
+def test_a_url_failing_too_often_becomes_unavailable_and_others_go_on(
+        database):
+    sender = ScriptedSender('HTTP 500: a', 'HTTP 500: b')
+    worker = Worker(database, sender,
+                    **{'notifications.max_consecutive_failures': 2})
+    order_id = _order(database, urls=(URL, OTHER))
+    worker.run(DELIVERY, order_id, 0)
+    worker.run(DELIVERY, order_id, 1)
+
+    step = _step(database, order_id, DELIVERY)
+    assert (step.status, step.failures) == (models.STEP_WAITING, 2)
+    assert _retries(database, order_id) == []
+    url = _url(database)
+    assert (url.available, url.disabled_at) == (False, NOW)
+    # The other URL is not held up.
+    worker.run('notify:2', order_id, 0)
+    assert sender.sequences(OTHER) == [1]
+
+    # A delivery of another order to it waits too, without a request.
+    second = _order(database)
+    worker.run(DELIVERY, second, 0)
+    assert _step(database, second, DELIVERY).status == models.STEP_WAITING
+    assert sender.sequences() == [1, 1]
+    assert worker.observed[-1] == 'paused'
+    with database.reader() as session:
+        waiting = database.repositories.notifications.paused(session, 1,
+                                                             10)
+    assert sorted(order for order, _ in waiting) == sorted([order_id,
+                                                            second])
+
+
+def test_an_order_without_subscribers_writes_no_event(database):
+    worker = Worker(database, ScriptedSender())
+    [order] = order_actions.create_orders(
+        database, None, order_types.get('certificate'), {}, 1, NOW)
+    _run_order(worker, order.id)
+    with database.reader() as session:
+        assert database.repositories.notifications.events_of_order(
+            session, order.id) == []
+    assert worker.client.casts == [(CHECK, {'order_id': order.id,
+                                            'generation': 0})]
+
+
+def test_step_events_when_the_order_type_asks_for_them(database):
+    sender = ScriptedSender()
+    worker = Worker(database, sender,
+                    **{'order_type:certificate.step_events': True})
+    order_id = _order(database)
+    _run_order(worker, order_id)
+    worker.run(DELIVERY, order_id, 0)
+    worker.deliver()
+    assert [(p['sequence'], p['event'], p.get('step'))
+            for _, p in sender.sent] == [
+        (1, 'order.created', None), (2, 'step.done', REQUEST),
+        (3, 'step.done', CHECK), (4, 'order.active', None),
+        (5, 'order.end', None)]
+
+
+def test_a_cancelled_order_notifies_its_end_and_keeps_its_deliveries(
+        database):
+    sender = ScriptedSender()
+    worker = Worker(database, sender)
+    order_id = _order(database)
+    cancelled = order_actions.cancel_order(
+        database, rpcapi.WorkerAPI(worker.client),
+        order_types.get('certificate'), order_id, 'no longer needed', NOW)
+    assert sorted(cancelled.revoked) == [CHECK, REQUEST]
+    assert _step(database, order_id, DELIVERY).status == \
+        models.STEP_PENDING
+    worker.run(DELIVERY, order_id, 0)
+    assert [(p['event'], p['status'], p.get('detail'))
+            for _, p in sender.sent] == [
+        ('order.created', 'PENDING', None),
+        ('order.cancelled', 'CANCELLED', {'reason': 'no longer needed'}),
+        ('order.end', 'CANCELLED', None)]
+
+
+def test_a_delivery_taken_back_while_it_ran_has_no_effect(database):
+    def taken_back(url, payload):
+        with database.session() as session, session.begin():
+            assert database.repositories.steps.take_back(
+                session, payload['order_id'], DELIVERY, 1, NOW)
+
+    sender = ScriptedSender(during=taken_back)
+    worker = Worker(database, sender)
+    order_id = _order(database)
+    worker.run(DELIVERY, order_id, 0)
+    step = _step(database, order_id, DELIVERY)
+    # The run's result was discarded; the new token sends it again.
+    assert (step.status, step.generation, step.output) == (
+        models.STEP_PENDING, 2, None)
+    assert worker.observed == ['superseded']
+
+
+def test_the_events_of_a_status_change(database):
+    assert events.status_changed(models.ERROR, 'step x failed') == [
+        events.Event('order.error', models.ERROR,
+                     detail={'reason': 'step x failed'}),
+        events.Event('order.end', models.ERROR)]
+    assert events.status_changed(models.CANCELLING) == [
+        events.Event('order.cancelling', models.CANCELLING)]

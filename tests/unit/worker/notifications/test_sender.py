@@ -1,0 +1,133 @@
+"""One signed POST to a real HTTP server on 127.0.0.1."""
+
+import hashlib
+import hmac
+import http.server
+import threading
+import time
+
+import pytest
+
+from tests import config
+from worker.notifications import sender as sender_module
+
+SECRET = 'shared-secret'
+EVENT = {'event_id': 'e1', 'order_id': 'o1', 'sequence': 1,
+         'time': '2026-11-25T12:00:00.000000Z', 'status': 'PENDING',
+         'event': 'order.created'}
+
+
+class Server:
+    """Answers every POST with ``answer(handler)``; records requests."""
+
+    def __init__(self, answer):
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers['Content-Length']))
+                server.requests.append((self.path, dict(self.headers),
+                                        body))
+                answer(self)
+
+            do_GET = do_POST
+
+            def log_message(self, *args):
+                pass
+
+        self.http = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                    Handler)
+        self.http.daemon_threads = True
+        self.url = 'http://127.0.0.1:%d/hook' % self.http.server_port
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def serve(answer):
+        servers.append(Server(answer))
+        return servers[-1]
+    yield serve
+    for server in servers:
+        server.close()
+
+
+def _sender(**overrides):
+    options = {'notifications.allowed_hosts': ['127.0.0.1'],
+               'notifications.secret': SECRET,
+               'notifications.timeout_seconds': 0.5}
+    options.update(overrides)
+    return sender_module.Sender(config.make_conf(**options))
+
+
+def _status(code, body=b'', headers=()):
+    def answer(handler):
+        handler.send_response(code)
+        for name, value in headers:
+            handler.send_header(name, value)
+        handler.send_header('Content-Length', str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+    return answer
+
+
+def test_a_2xx_acknowledges_and_the_body_is_signed(serve):
+    server = serve(_status(204))
+    assert _sender().send(server.url, EVENT) is None
+    [(path, headers, body)] = server.requests
+    assert path == '/hook'
+    assert headers['Content-Type'] == 'application/json'
+    assert headers['X-Barbican-Retry-Event-Id'] == 'e1'
+    # What a receiver computes with its copy of the secret.
+    expected = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert headers['X-Barbican-Retry-Signature'] == 'sha256=' + expected
+    assert body == (b'{"event":"order.created","event_id":"e1",'
+                    b'"order_id":"o1","sequence":1,"status":"PENDING",'
+                    b'"time":"2026-11-25T12:00:00.000000Z"}')
+
+
+def test_any_other_status_fails_with_a_bounded_body(serve):
+    server = serve(_status(500, b'x' * 100000))
+    failure = _sender(**{'notifications.max_response_bytes': 300}).send(
+        server.url, EVENT)
+    assert failure == 'HTTP 500: ' + 'x' * 200
+
+
+def test_a_redirect_is_not_followed(serve):
+    target = serve(_status(204))
+    server = serve(_status(302, headers=[('Location', target.url)]))
+    failure = _sender().send(server.url, EVENT)
+    assert failure == 'HTTP 302 redirect to %s, not followed' % target.url
+    assert target.requests == []
+
+
+def test_a_slow_receiver_times_out(serve):
+    def slow(handler):
+        time.sleep(2)
+        _status(204)(handler)
+    server = serve(slow)
+    started = time.monotonic()
+    assert _sender().send(server.url, EVENT) == 'no answer within 0.5s'
+    assert time.monotonic() - started < 1.5
+
+
+def test_a_refused_connection_fails_in_one_short_line(serve):
+    server = serve(_status(204))
+    server.close()
+    assert _sender().send(server.url, EVENT) == \
+        'request failed: Connection refused'
+
+
+def test_a_url_no_longer_allowed_is_not_requested(serve):
+    server = serve(_status(204))
+    failure = _sender(**{'notifications.allowed_hosts': ['10.0.0.0/8']}
+                      ).send(server.url, EVENT)
+    assert 'not in [notifications] allowed_hosts' in failure
+    assert server.requests == []
