@@ -1,7 +1,8 @@
 """The state that the database holds and the metrics show: a census.
 
 The counters of a process say what it did; what the whole deployment is
-in (processes alive by their heartbeats, unfinished orders, parked rows)
+in (processes alive by their heartbeats, unfinished orders, parked rows,
+deliveries of notifications waiting, unavailable callback URLs)
 only the database knows. A retry daemon with metrics enabled reads it
 every ``report_interval`` (``scheduler.service``) and exports it as
 gauges (``scheduler.metrics``). Every daemon exports the same values:
@@ -14,6 +15,10 @@ which pile up, are not counted.
 import dataclasses
 
 from worker.db import models
+
+#: The states of ``Census.deliveries_waiting``.
+SENDING = 'sending'
+PAUSED = 'paused'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +33,12 @@ class Census:
     unfinished_orders: dict
     #: Retry rows set aside as uncastable.
     parked_rows: int
+    #: ``{state: count}`` of the deliveries of notifications with events
+    #: to send: ``sending`` (cast, running or retrying) and ``paused``
+    #: (their URL is unavailable).
+    deliveries_waiting: dict = dataclasses.field(default_factory=dict)
+    #: Callback URLs marked unavailable.
+    unavailable_urls: int = 0
 
 
 def take(database, cutoffs):
@@ -37,6 +48,10 @@ def take(database, cutoffs):
         live = repositories.services.list_services(session)
         unfinished = repositories.orders.count_unfinished_by_status(session)
         parked = repositories.retry_tasks.count_parked(session)
+        deliveries = repositories.notifications.count_open_deliveries(
+            session)
+        unavailable = repositories.notifications.count_unavailable_urls(
+            session)
     alive = dict.fromkeys((models.SCHEDULER, models.WORKER), 0)
     for service in live:
         if cutoffs.is_alive(service.heartbeat_at):
@@ -45,4 +60,8 @@ def take(database, cutoffs):
         services_alive=alive,
         unfinished_orders={status: unfinished.get(status, 0)
                            for status in models.UNFINISHED_STATUSES},
-        parked_rows=parked)
+        parked_rows=parked,
+        deliveries_waiting={
+            SENDING: deliveries.get(models.STEP_PENDING, 0),
+            PAUSED: deliveries.get(models.STEP_WAITING, 0)},
+        unavailable_urls=unavailable)

@@ -87,6 +87,18 @@ class SchedulerMetrics:
             'Retry rows set aside as uncastable, waiting for an operator.',
             registry=registry)
 
+        self.deliveries_waiting = prometheus_client.Gauge(
+            'barbican_retry_notification_deliveries_waiting',
+            'Deliveries of notifications (one per order and callback URL) '
+            'with events not yet acknowledged, by state: sending (cast, '
+            'running or retrying) and paused (their URL is unavailable).',
+            ['state'], registry=registry)
+        self.unavailable_urls = prometheus_client.Gauge(
+            'barbican_retry_notification_urls_unavailable',
+            'Callback URLs marked unavailable after failing too often; '
+            'their deliveries wait for "notification url enable".',
+            registry=registry)
+
     def record_census(self, census):
         """Set the gauges that show the database's state (a ``Census``)."""
         for kind, count in census.services_alive.items():
@@ -94,6 +106,9 @@ class SchedulerMetrics:
         for status, count in census.unfinished_orders.items():
             self.unfinished_orders.labels(status=status).set(count)
         self.parked_rows.set(census.parked_rows)
+        for state, count in census.deliveries_waiting.items():
+            self.deliveries_waiting.labels(state=state).set(count)
+        self.unavailable_urls.set(census.unavailable_urls)
 
     def record_pass(self, result):
         """Count one pass that ran (``result`` is its PassResult)."""

@@ -59,7 +59,9 @@ def test_every_documented_operator_command_runs(deployment, database):
         'DEFAULT': {'service_down_time': 3, 'report_interval': 1},
         'scheduler': {'schedule_period_seconds': 1},
         'simple_certificate': {'delay_before_update_seconds': 3600},
-        'worker': {'workers': 1}})
+        'worker': {'workers': 1},
+        'notifications': {'allowed_hosts': 'hooks.example.org',
+                          'secret': 'documented'}})
     workers = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
     workers.wait_for_log('serving topic')
@@ -67,7 +69,9 @@ def test_every_documented_operator_command_runs(deployment, database):
     [order] = cluster.manage_json('order', 'create', '--type',
                                   'certificate')
     [task] = _wait_for_retry(cluster)
-    ids = {'ORDER_ID': order['id'], 'TASK_ID': str(task['id'])}
+    # The URL of the documented "order create --callback-url".
+    ids = {'ORDER_ID': order['id'], 'TASK_ID': str(task['id']),
+           'URL': 'https://hooks.example.org/orders'}
     # "order cancel" gets an order of its own, so that the commands after
     # it still find the first order's retry row.
     [victim] = cluster.manage_json('order', 'create', '--type',

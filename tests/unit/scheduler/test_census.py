@@ -33,6 +33,12 @@ def _populated():
         task = repositories.retry_tasks.add(session, orders[1].id, 'x',
                                             _at(-5))
         repositories.retry_tasks.add(session, orders[2].id, 'x', _at(60))
+        # A delivery of the second order, and an unavailable URL.
+        url = repositories.notifications.add_url(session, 'https://h/', NOW)
+        repositories.steps.create(session, orders[1].id, ['notify:1'],
+                                  {'notify:1'}, NOW)
+        repositories.notifications.url_failed(session, url.id, NOW, 'x',
+                                              True)
     with database.session() as session, session.begin():
         [row] = repositories.retry_tasks.due(session, NOW, 10)
         assert row.id == task
@@ -47,7 +53,9 @@ def test_the_census_counts_live_processes_unfinished_orders_parked_rows():
     assert counted == census.Census(
         services_alive={models.SCHEDULER: 0, models.WORKER: 2},
         unfinished_orders={models.PENDING: 2, models.CANCELLING: 0},
-        parked_rows=1)
+        parked_rows=1,
+        deliveries_waiting={census.SENDING: 1, census.PAUSED: 0},
+        unavailable_urls=1)
 
     exported = metrics.SchedulerMetrics()
     exported.record_census(counted)
@@ -58,3 +66,6 @@ def test_the_census_counts_live_processes_unfinished_orders_parked_rows():
     assert sample('barbican_retry_unfinished_orders',
                   {'status': 'PENDING'}) == 2
     assert sample('barbican_retry_parked_rows') == 1
+    assert sample('barbican_retry_notification_deliveries_waiting',
+                  {'state': 'sending'}) == 1
+    assert sample('barbican_retry_notification_urls_unavailable') == 1
