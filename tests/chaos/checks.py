@@ -183,3 +183,22 @@ def _open_steps_of_ended_orders(session):
         .join(order, order.id == step.order_id)
         .where(order.status.in_(models.TERMINAL_STATUSES),
                step.status.in_([models.STEP_WAITING, models.STEP_PENDING])))
+
+
+def notifications(database, receiver, order_ids):
+    """``(events, gaps)``: the distinct events the receiver acknowledged,
+    and the orders whose events it did not first see exactly as the
+    database holds them: 1, 2, 3 … in sequence, the last ``order.end``.
+    """
+    seen = receiver.first_seen()
+    store = database.repositories.notifications
+    gaps = 0
+    with database.reader() as session:
+        for order_id in order_ids:
+            held = store.events_of_order(session, order_id)
+            sequences = [event.sequence for event in held]
+            if (sequences != list(range(1, len(held) + 1)) or
+                    not held or held[-1].event != 'order.end' or
+                    seen.get(order_id) != sequences):
+                gaps += 1
+    return receiver.count(), gaps

@@ -18,6 +18,7 @@ import time
 from tests.chaos import checks
 from tests.functional import databases
 from tests.functional import processes
+from tests.functional import receiver as receivers
 from worker.common import clock
 from worker.db import migration
 from worker.db import models
@@ -39,6 +40,12 @@ OPTIONS = {
                'unavailable_backoff_max_seconds': 2},
     'simple_certificate': {'delay_before_update_seconds': 1},
     'fanout': {'poll_interval_seconds': 0.5},
+    # Every order notifies a receiver of this process, which goes down
+    # for a while; its URL must never become unavailable.
+    'notifications': {'allowed_hosts': '127.0.0.1',
+                      'secret': 'chaos-secret', 'timeout_seconds': 2,
+                      'retry_base_seconds': 0.5, 'retry_max_seconds': 3,
+                      'max_consecutive_failures': 100000},
     # The leases of the steps that _HUNG orders hold past them.
     'step:certificate.process_type_order': {'timeout_seconds': 6},
     'step:recording_fanout.issue': {'timeout_seconds': 6},
@@ -75,6 +82,11 @@ class Report:
     db_restarts: int = 0
     skewed_clocks: int = len(SKEWED_CLOCKS)
     hung_calls: int = 0
+    receiver_outages: int = 0
+    #: Distinct events the receiver acknowledged, and orders whose events
+    #: it did not first see all, in sequence, ending with order.end.
+    events: int = 0
+    event_gaps: int = 0
     recovery_s: float = 0.0
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
@@ -89,6 +101,7 @@ class Report:
         return (self.terminal == self.orders and not self.stuck and
                 not self.lost and not self.double_terminal and
                 not self.stale_effects and keys_ok and
+                self.events > 0 and not self.event_gaps and
                 not any(self.leftovers.values()))
 
     def line(self):
@@ -98,12 +111,14 @@ class Report:
                 'stuck=%d lost=%d double_terminal=%d stale_effects=%d '
                 'kills=%d broker_restarts=%d broker_kills=%d '
                 'db_restarts=%d skewed_clocks=%d hung_calls=%d '
+                'receiver_outages=%d events=%d event_gaps=%d '
                 'recovery_s=%.1f %s'
                 % (self.db, self.order_type, self.queues, self.orders,
                    self.terminal, self.stuck, self.lost,
                    self.double_terminal, self.stale_effects, self.kills,
                    self.broker_restarts, self.broker_kills,
                    self.db_restarts, self.skewed_clocks, self.hung_calls,
+                   self.receiver_outages, self.events, self.event_gaps,
                    self.recovery_s, extra)).rstrip()
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
@@ -215,8 +230,9 @@ def _waves(count, duration, order_type):
 class _Orders:
     """The orders created so far, and those meant to end in ERROR."""
 
-    def __init__(self, deployment, waves, type_name):
+    def __init__(self, deployment, waves, type_name, callback_url):
         self._deployment = deployment
+        self._callback_url = callback_url
         self._type_name = type_name
         self._waves = list(waves)
         self.ids = []
@@ -238,7 +254,8 @@ class _Orders:
             try:
                 created = self._deployment.manage_json(
                     'order', 'create', '--type', self._type_name, '--count',
-                    str(size), '--meta', meta)
+                    str(size), '--meta', meta,
+                    '--callback-url', self._callback_url)
                 break
             except subprocess.CalledProcessError:
                 time.sleep(1)
@@ -257,9 +274,13 @@ class _Orders:
 
 
 def _pending(database):
+    """Orders not finished, and deliveries of events not finished."""
     with database.session() as session:
         counts = orders.count_by_status(session)
-    return counts.get(models.PENDING, 0) + counts.get(models.CANCELLING, 0)
+        deliveries = database.repositories.notifications \
+            .count_open_deliveries(session)
+    return counts.get(models.PENDING, 0) + counts.get(models.CANCELLING, 0) \
+        + sum(deliveries.values())
 
 
 def run(db, order_count, duration, workdir, services, seed=None,
@@ -278,15 +299,17 @@ def run(db, order_count, duration, workdir, services, seed=None,
                                       services.transport_url,
                                       dict(OPTIONS, **QUEUES[queues]))
     cluster = Cluster(deployment)
+    receiver = receivers.Receiver(OPTIONS['notifications']['secret'])
     try:
+        receiver.start()
         cluster.start_all()
         created = _Orders(deployment,
                           _waves(order_count, duration, order_type),
-                          ORDER_TYPES[order_type])
+                          ORDER_TYPES[order_type], receiver.url)
         log('chaos: %d %s orders in waves, faults for %ds'
             % (order_count, order_type, duration))
         _inject_faults(cluster, services, db, duration, rng, report, log,
-                       created)
+                       created, receiver)
         faults_over = time.monotonic()
         deadline = faults_over + recovery_timeout
         while time.monotonic() < deadline and _pending(database):
@@ -296,7 +319,10 @@ def run(db, order_count, duration, workdir, services, seed=None,
         time.sleep(OPTIONS['DEFAULT']['service_down_time'] + 3)
         cluster.stop_all()
         _check(report, cluster, deployment, database, created)
+        report.events, report.event_gaps = checks.notifications(
+            database, receiver, created.ids)
     finally:
+        receiver.stop()
         deployment.kill_all()
         database.dispose()
         databases.drop(db, database_url)
@@ -319,8 +345,9 @@ def _check(report, cluster, deployment, database, created):
 
 
 def _inject_faults(cluster, services, db, duration, rng, report, log,
-                   created):
-    """Kill a process every few seconds; restart broker and database.
+                   created, receiver):
+    """Kill a process every few seconds; restart broker and database;
+    take the receiver of notifications down for a fifth of the time.
 
     The waves of orders are created meanwhile by a thread of their own, so
     that slow order creation never spaces the faults out.
@@ -333,12 +360,24 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
     # SIGKILL of the broker, no clean stop, while orders are drained.
     broker_kill_at = start + duration / 2
     database_at = start + 3 * duration / 4 if db != 'sqlite' else None
+    receiver_down_at = start + 0.3 * duration
+    receiver_up_at = start + 0.5 * duration
     try:
         while time.monotonic() - start < duration:
             time.sleep(rng.uniform(1.0, 3.0))
             cluster.kill_one(rng)
             report.kills += 1
             now = time.monotonic()
+            if receiver_down_at and now >= receiver_down_at:
+                log('chaos: the receiver of notifications goes down')
+                receiver.stop()
+                report.receiver_outages += 1
+                receiver_down_at = None
+            if not receiver_down_at and receiver_up_at and \
+                    now >= receiver_up_at:
+                log('chaos: the receiver of notifications is back')
+                receiver.start()
+                receiver_up_at = None
             if broker_at and now >= broker_at:
                 log('chaos: restarting RabbitMQ')
                 services.restart('rabbitmq', 5, time.sleep)
@@ -356,6 +395,8 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
                 database_at = None
     finally:
         creating.join()
+        if receiver_up_at:
+            receiver.start()
 
 
 def _create_waves(created, until):

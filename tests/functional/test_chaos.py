@@ -5,8 +5,10 @@ type) are made by hand with ``python -m tests.chaos``; these prove the
 tool and the guarantees at a size CI can afford, one run per database:
 the certificate type on MariaDB and SQLite, the fan-out type (steps in
 parallel, one idempotency key per step) on PostgreSQL and quorum queues.
-Each run restarts the broker, kills it with SIGKILL, and restarts the
-database server (not SQLite's).
+Each run restarts the broker, kills it with SIGKILL, restarts the
+database server (not SQLite's), and takes down the receiver of the
+orders' notifications for a while: every order's events must reach it,
+first seen in sequence.
 """
 
 import pytest
@@ -34,6 +36,9 @@ def test_small_chaos_run_loses_nothing(tmp_path, backend, transport_url,
     assert report.broker_restarts == 1 and report.broker_kills == 1
     assert report.hung_calls >= 1 and report.skewed_clocks == 2
     assert report.db_restarts == (0 if backend == 'sqlite' else 1)
+    # Three events at least per order (created, its final status, end).
+    assert report.receiver_outages == 1 and report.events >= 3 * orders
+    assert report.event_gaps == 0
     if order_type == 'fanout':
         steps, several, shared = report.keys
         assert steps >= 3 * orders and not several and not shared
