@@ -198,7 +198,7 @@ def _rows_worker_pool(result):
         None)] + _rows_procrastinate(result) + [
         _row_cpu('12.3 worker CPU per step, %d process(es)'
                  % figures['processes'], figures) for figures in (one, two)
-    ] + _rows_fanout(result)
+    ] + _rows_fanout(result) + _rows_notified(result)
 
 
 def _rows_procrastinate(result):
@@ -243,6 +243,26 @@ def _rows_fanout(result):
         'certificate: %.0f steps/s' % two['step_rate'],
         fanout['step_rate'] / two['step_rate'] if two['step_rate']
         else None, '(info)', None)]
+
+
+def _rows_notified(result):
+    """Issue 10: events delivered/s beside the orders/s of that run."""
+    notified, two = result.get('notified_two'), result['two']
+    if not notified:
+        return []
+    return [Row(
+        '10. events delivered/s to a local receiver, 2 worker processes '
+        '(%d orders, %d of %d events)' % (
+            notified['orders'], notified.get('events', 0),
+            3 * notified['orders']),
+        '%.0f events/s' % notified.get('event_rate', 0.0),
+        'orders of that run: %.1f orders/s' % notified['rate'],
+        None, '(info)', None), Row(
+        '    certificate orders/s with notifications, 2 worker processes',
+        '%.1f orders/s' % notified['rate'],
+        'without: %.1f orders/s' % two['rate'],
+        notified['rate'] / two['rate'] if two['rate'] else None, '(info)',
+        None)]
 
 
 _ROWS = {

@@ -15,6 +15,11 @@ Rate = N / (last order ACTIVE - first cast).
 - ``fanout`` (shown beside it, with 2 processes): three checks in
   parallel, issue, poll, then two steps in parallel; seven steps, with
   ``[fanout] poll_interval_seconds`` = 0.
+- ``certificate`` with notifications (2 processes): each order has a
+  callback URL, a receiver in this process on 127.0.0.1
+  (``tests.functional.receiver``); its three events (created, active,
+  end) are delivered by the same workers. Events/s = events acknowledged
+  / (last acknowledged - first cast), beside the orders/s of that run.
 
 The machine's CPU use over the same interval is recorded beside each
 figure: a second worker process can only add what the first left idle of
@@ -32,6 +37,7 @@ from oslo_utils import timeutils
 from tests.benchmarks import env
 from tests.benchmarks import procs
 from tests.functional import databases
+from tests.functional import receiver as receivers
 from worker.common import order_actions
 from worker import order_types
 
@@ -53,31 +59,44 @@ class _Held:
         self.messages.append(list(steps))
 
 
-def _create(database, workflow, count):
-    """Create ``count`` orders of ``workflow``; their casts, one per order.
+def _create(database, workflow, count, notify=()):
+    """Create ``count`` orders of ``workflow``; their casts, one per order
+    (and one per order's delivery to each URL of ``notify``).
     """
     held = _Held()
     order_actions.create_orders(database, held, workflow, {}, count,
                                 timeutils.utcnow(),
-                                rows_per_cast=len(workflow.roots()))
+                                rows_per_cast=len(workflow.roots()),
+                                notify=notify)
     return held.messages
 
 
+_SECRET = 'benchmark-secret'
+#: The events of one certificate order: created, active, end.
+_EVENTS_PER_ORDER = 3
+
+
 def measure(transport_url, count, worker_processes, workdir, log,
-            order_type='certificate'):
+            order_type='certificate', notify=False):
     """Complete ``count`` orders of ``order_type`` with ``worker_processes``;
-    figures."""
+    figures. ``notify``: each order's events go to a local receiver."""
     topic = env.new_topic()
-    name = 'pool-%s-%d' % (order_type, worker_processes)
+    name = 'pool-%s-%d%s' % (order_type, worker_processes,
+                             '-notify' if notify else '')
     workflow = order_types.get(order_type)
+    receiver = receivers.Receiver(_SECRET).start() if notify else None
+    options = {'scheduler': {'schedule_period_seconds': 1},
+               'worker': {'workers': worker_processes},
+               'simple_certificate': {'delay_before_update_seconds': 0},
+               'fanout': {'poll_interval_seconds': 0}}
+    if receiver:
+        options['notifications'] = {'allowed_hosts': '127.0.0.1',
+                                    'secret': _SECRET}
     with env.database('postgresql', workdir) as (url, database):
-        config = procs.write_config(
-            workdir, name, url, transport_url, topic,
-            {'scheduler': {'schedule_period_seconds': 1},
-             'worker': {'workers': worker_processes},
-             'simple_certificate': {'delay_before_update_seconds': 0},
-             'fanout': {'poll_interval_seconds': 0}})
-        messages = _create(database, workflow, count)
+        config = procs.write_config(workdir, name, url, transport_url,
+                                    topic, options)
+        messages = _create(database, workflow, count,
+                           notify=[receiver.url] if receiver else ())
         api = env.worker_api(transport_url, topic)
         with procs.workers(workdir, config, worker_processes,
                            name + '-workers') as workers, \
@@ -94,10 +113,18 @@ def measure(transport_url, count, worker_processes, workdir, log,
             done, last = procs.wait_for_status(
                 database, '', count,
                 timeout=60 + count * len(workflow.names) / 20.0)
+            events = _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
             busy = _busy_share(cpu_before, psutil.cpu_times())
             pool_figures = watch.stop(steps=done * len(workflow.names))
             dropped = procs.count_in_log(workers, 'Dropped ')
     seconds = (last - first_cast).total_seconds() if last else float('nan')
+    if receiver:
+        receiver.stop()
+        events_seconds = (receiver.last_at - started if receiver.last_at
+                          else float('nan'))
+        pool_figures.update(events=events, events_seconds=events_seconds,
+                            event_rate=(events / events_seconds
+                                        if receiver.last_at else 0.0))
     return {
         'order_type': order_type, 'steps_per_order': len(workflow.names),
         'processes': worker_processes, 'orders': count, 'done': done,
@@ -108,6 +135,17 @@ def measure(transport_url, count, worker_processes, workdir, log,
         'cpu_busy': busy, 'cpus': len(os.sched_getaffinity(0)),
         **pool_figures,
     }
+
+
+def _wait_for_events(receiver, expected, timeout=120):
+    """Wait until ``receiver`` acknowledged ``expected`` distinct events;
+    how many it did (0 without a receiver)."""
+    if receiver is None:
+        return 0
+    deadline = time.monotonic() + timeout
+    while receiver.count() < expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return receiver.count()
 
 
 def _busy_share(before, after):
@@ -138,7 +176,9 @@ def run(transport_url, workdir, quick, log):
                'one': measure(transport_url, count, 1, workdir, log),
                'two': measure(transport_url, count, 2, workdir, log),
                'fanout_two': measure(transport_url, count, 2, workdir, log,
-                                     order_type='fanout')}
+                                     order_type='fanout'),
+               'notified_two': measure(transport_url, count, 2, workdir,
+                                       log, notify=True)}
     for key, processes in (('procrastinate_one', 1),
                            ('procrastinate_two', 2)):
         results[key] = _procrastinate(count, processes, workdir, log)

@@ -36,6 +36,8 @@ class Receiver:
         self.events = []
         self.bad_signatures = 0
         self.requests = collections.Counter()
+        #: ``time.monotonic()`` of the last acknowledged request.
+        self.last_at = None
         self._lock = threading.Lock()
         with socket.socket() as sock:
             sock.bind(('127.0.0.1', 0))
@@ -92,6 +94,7 @@ class Receiver:
             return
         with self._lock:
             self.events.append(event)
+            self.last_at = time.monotonic()
         request.send_response(204)
         request.end_headers()
 
