@@ -75,7 +75,7 @@ def policy(conf):
         timeout_seconds=lease_seconds(conf))
 
 
-def run(database, sender, conf, run, lease_until, clock):
+def send(database, sender, conf, run, lease_until, clock):
     """Send the delivery's next events; returns ``Sent`` or ``Paused``.
 
     Stops at the first failure, after ``events_per_run`` events, or when
@@ -127,10 +127,12 @@ def write(session, repositories, conf, run, result, now):
                 session, run.order_id, run.step, run.token, now, status,
                 result.delivered, failures, last_error, dispatched):
             raise outcomes.Superseded(False)
-        # A retry row the scheduler cast and has not deleted yet must not
-        # cast the delivery again; a retry adds its own after this.
-        repositories.retry_tasks.delete_for_order(session, run.order_id,
-                                                  run.step)
+        if run.failures or status == models.STEP_WAITING:
+            # After a retry, its row may still be there (cast, not yet
+            # deleted by its pass): a waiting delivery keeps none, a retry
+            # adds its own. Otherwise there is none to delete.
+            repositories.retry_tasks.delete_for_order(
+                session, run.order_id, run.step)
 
     if isinstance(result, Paused):
         # Read again under the URL's lock: enabled since the run read it,

@@ -211,8 +211,8 @@ class WorkerManager:
     def _deliver(self, run):
         """Send a delivery's next events (``worker.notifications``)."""
         lease_until = run.claimed_at + _seconds(run.policy.timeout_seconds)
-        result = delivery.run(self._database, self._sender, self._conf, run,
-                              lease_until, self._clock)
+        result = delivery.send(self._database, self._sender, self._conf, run,
+                               lease_until, self._clock)
         failed = getattr(result, 'failure', None) is not None
         if failed:
             LOG.warning('Delivery %s of order %s: %s', run.step,
