@@ -26,18 +26,18 @@ DOWN_SECONDS = float(os.environ.get(
 RETRY_MAX_SECONDS = 3
 
 
-def _options(workers=1, **notifications):
+def _options(workers=1, groups=None, **notifications):
     values = {'allowed_hosts': '127.0.0.1', 'secret': SECRET,
               'timeout_seconds': 1, 'retry_base_seconds': 0.5,
               'retry_max_seconds': RETRY_MAX_SECONDS,
               'max_consecutive_failures': 1000}
     values.update(notifications)
-    return workflows.options({'worker': {'workers': workers},
-                              'notifications': values})
+    return workflows.options(dict({'worker': {'workers': workers},
+                                   'notifications': values}, **(groups or {})))
 
 
-def _create(cluster, count, callback_url=None):
-    args = ['order', 'create', '--type', 'certificate', '--count',
+def _create(cluster, count, callback_url=None, order_type='certificate'):
+    args = ['order', 'create', '--type', order_type, '--count',
             str(count)]
     if callback_url:
         args += ['--callback-url', callback_url]
@@ -205,3 +205,44 @@ def test_a_refused_callback_url_is_an_error_at_order_create(
     assert 'host 127.0.0.1 is not in [notifications] allowed_hosts' in \
         result.stderr
     assert cluster.manage_json('order', 'list') == []
+
+
+def test_step_events_of_parallel_steps_are_numbered_without_gaps(
+        deployment, database):
+    """The fan-out type with step events: parallel steps of one order end
+    in several worker processes at once; their events still number 1, 2,
+    3 … in the order of their commits."""
+    hook = receivers.Receiver(SECRET).start()
+    cluster = deployment(_options(workers=2, groups={
+        'order_type:%s' % workflows.TYPE: {'step_events': 'true'}}))
+    workflows.start(cluster, count=2)
+    created = _create(cluster, 20, callback_url=hook.url,
+                      order_type=workflows.TYPE)
+    workflows.wait_status(database, created, models.ACTIVE, 60)
+    expected = 3 + len(workflows.STEPS)
+    processes.wait_for(
+        lambda: all(len(hook.first_seen().get(order_id, ())) == expected
+                    for order_id in created), 60, 'every step event')
+
+    seen = hook.first_seen()
+    by_id = {event['event_id']: event for event in hook.events}
+    for order_id in created:
+        assert seen[order_id] == list(range(1, expected + 1))
+        ordered = sorted((event for event in by_id.values()
+                          if event['order_id'] == order_id),
+                         key=lambda event: event['sequence'])
+        names = [event['event'] for event in ordered]
+        assert names == ['order.created'] + ['step.done'] * len(
+            workflows.STEPS) + ['order.active', 'order.end']
+        steps = [event['step'] for event in ordered[1:-2]]
+        assert sorted(steps) == sorted(workflows.STEPS)
+        # Each step's event comes after those of the steps it follows.
+        assert max(steps.index(check) for check in workflows.CHECKS) < \
+            steps.index('issue') < steps.index('poll') < \
+            min(steps.index('store'), steps.index('notify'))
+        # The status after each change: the last step's result made the
+        # order ACTIVE in the same transaction.
+        assert [event['status'] for event in ordered] == [
+            models.PENDING] * (expected - 3) + [models.ACTIVE] * 3
+    assert hook.bad_signatures == 0
+    hook.stop()
