@@ -77,5 +77,5 @@ for arg in "$@"; do
 done
 
 rc=0
-"$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra "${paths[@]}" "$@" || rc=$?
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra --durations=15 "${paths[@]}" "$@" || rc=$?
 exit $rc

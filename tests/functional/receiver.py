@@ -36,8 +36,10 @@ class Receiver:
         self.events = []
         self.bad_signatures = 0
         self.requests = collections.Counter()
-        #: ``time.monotonic()`` of the last acknowledged request.
+        #: ``time.monotonic()`` of the last acknowledged request, and
+        #: ``{order_id: time}`` of the first of each order.
         self.last_at = None
+        self.first_at = {}
         self._lock = threading.Lock()
         with socket.socket() as sock:
             sock.bind(('127.0.0.1', 0))
@@ -95,6 +97,7 @@ class Receiver:
         with self._lock:
             self.events.append(event)
             self.last_at = time.monotonic()
+            self.first_at.setdefault(event['order_id'], self.last_at)
         request.send_response(204)
         request.end_headers()
 
