@@ -213,11 +213,11 @@ class WorkerManager:
         lease_until = run.claimed_at + _seconds(run.policy.timeout_seconds)
         result = delivery.send(self._database, self._sender, self._conf, run,
                                lease_until, self._clock)
-        failed = getattr(result, 'failure', None) is not None
-        if failed:
-            LOG.warning('Delivery %s of order %s: %s', run.step,
-                        run.order_id, result.failure)
-        self._observe_delivery(getattr(result, 'sent', 0), failed)
+        if isinstance(result, delivery.Sent):
+            if result.failure is not None:
+                LOG.warning('Delivery %s of order %s: %s', run.step,
+                            run.order_id, result.failure)
+            self._observe_delivery(result.sent, result.failure is not None)
         return result
 
     def _precheck(self, run, view):

@@ -69,21 +69,24 @@ class EnableUrl(lister.Lister):
             store.enable_url(session, url.id)
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = manage_orders.worker_api_or_none(self.app)
-        resumed = failed = 0
+        resumed, failed = set(), 0
         while True:
             with database.session() as session, session.begin():
                 found = store.paused(session, url.id, rows_per_cast)
                 store.resume(session, url.id,
                              [order_id for order_id, _ in found], now)
-            if not found:
-                break
-            resumed += len(found)
             failed += order_actions.cast_steps(api, [
                 rpcapi.Step(models.delivery_name(url.id), order_id,
                             generation)
                 for order_id, generation in found], rows_per_cast)
+            again = resumed & {order_id for order_id, _ in found}
+            resumed.update(order_id for order_id, _ in found)
+            if not found or again:
+                # Done; or the URL failed again and deliveries resumed
+                # here wait once more: they wait for the next enable.
+                break
         return (('url', 'available', 'deliveries_resumed', 'not_cast'),
-                [(url.url, True, resumed, failed)])
+                [(url.url, True, len(resumed), failed)])
 
 
 class ShowNotifications(lister.Lister):

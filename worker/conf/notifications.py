@@ -6,6 +6,7 @@ See ``worker.notifications`` and doc/notifications.md.
 from oslo_config import cfg
 
 from worker.conf import groups
+from worker.notifications import targets
 
 notifications_group = cfg.OptGroup(
     'notifications', title='Notifications of order changes',
@@ -85,8 +86,6 @@ def validate(conf):
 
     :raises ValueError: naming the option.
     """
-    # Imported here: the notifications package reads these options.
-    from worker.notifications import targets
     group = conf.notifications
     targets.AllowedHosts.parse(group.allowed_hosts)
     for url in group.endpoints:
