@@ -19,6 +19,13 @@ from worker.notifications import sender
 OK, FAIL_500, FAIL_404, SLOW, CLOSE = 'ok', '500', '404', 'slow', 'close'
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    """Listens with room for a burst of connections: socketserver's
+    backlog of 5 resets the rest, as no real receiver does."""
+
+    request_queue_size = 256
+
+
 class Receiver:
     """One receiver; ``url`` is its address, fixed across restarts.
 
@@ -58,8 +65,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(
-            ('127.0.0.1', self.port), Handler)
+        self._server = _Server(('127.0.0.1', self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever,
                          daemon=True).start()

@@ -1214,8 +1214,8 @@ def test_deliveries_wake_pause_and_resume(db):
     assert _read(db, store.paused, 1, 10) == []
     _write(db, store.resume, 2, [order_id], _at(3))
     resumed = _step(db, order_id, second)
-    assert (resumed.status, resumed.dispatched_at) == (models.STEP_PENDING,
-                                                       _at(3))
+    assert (resumed.status, resumed.dispatched_at, resumed.failures) == (
+        models.STEP_PENDING, _at(3), 0)
     assert _read(db, store.paused, 2, 10) == []
 
 

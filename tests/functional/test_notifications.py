@@ -174,91 +174,103 @@ def test_every_event_reaches_each_url_in_order_despite_outage_and_kills(
         receiver.stop()
 
 
-@pytest.mark.parametrize('backend', ['sqlite'])
 def test_a_url_that_always_fails_becomes_unavailable_then_is_enabled(
-        deployment, database):
+        every_backend):
+    """On each database, side by side: 20 orders send to a URL answering
+    500 and to one that is healthy."""
     failing = receivers.Receiver(SECRET, fault=receivers.FAIL_500,
                                  fault_times=10 ** 6).start()
     healthy = receivers.Receiver(SECRET).start()
-    # A timeout of 5 s: once enabled, the URL's 20 deliveries post at
+    # A timeout of 5 s: once enabled, each URL's 20 deliveries post at
     # once to a receiver that shares the machine with the suite; a
     # request slower than the timeout would count towards disabling it
     # again.
-    cluster = deployment(_options(endpoints=healthy.url,
-                                  max_consecutive_failures=3,
-                                  timeout_seconds=5))
-    workflows.start(cluster)
-    created = _create(cluster, 20, callback_url=failing.url)
+    clusters = every_backend(_options(endpoints=healthy.url,
+                                      max_consecutive_failures=3,
+                                      timeout_seconds=5))
+    for cluster, _ in clusters.values():
+        workflows.start(cluster)
+    created = {backend: _create(cluster, 20, callback_url=failing.url)
+               for backend, (cluster, _) in clusters.items()}
 
-    workflows.wait_status(database, created, models.ACTIVE, 60)
-    processes.wait_for(lambda: _received_all(healthy, created), 60,
-                       'every event at the healthy receiver')
-
-    def failing_url():
+    def failing_url(cluster):
         return [url for url in cluster.manage_json('notification', 'url',
                                                    'list')
                 if url['url'] == failing.url][0]
-    processes.wait_for(
-        lambda: failing_url()['waiting_deliveries'] == len(created), 60,
-        'every delivery to the failing URL to wait')
-    url = failing_url()
-    assert url['available'] is False
-    assert url['last_error'].startswith('HTTP 500: nope')
+    for backend, (cluster, database) in clusters.items():
+        workflows.wait_status(database, created[backend], models.ACTIVE, 60)
+        processes.wait_for(lambda: _received_all(healthy, created[backend]),
+                           60, 'every %s event at the healthy receiver'
+                           % backend)
+        _assert_in_order(healthy, created[backend])
+        processes.wait_for(
+            lambda: failing_url(cluster)['waiting_deliveries'] == 20, 60,
+            'every %s delivery to the failing URL to wait' % backend)
+        url = failing_url(cluster)
+        assert url['available'] is False
+        assert url['last_error'].startswith('HTTP 500: nope')
+        shown = cluster.manage_json('notification', 'show',
+                                    created[backend][0])
+        by_url = {row['url']: row for row in shown}
+        assert (by_url[failing.url]['state'],
+                by_url[failing.url]['waiting_events']) == ('PAUSED', 3)
+        assert by_url[failing.url]['last_error'].startswith('HTTP 500')
+        assert by_url[healthy.url]['state'] == 'DELIVERED'
     assert failing.count() == 0
-    shown = cluster.manage_json('notification', 'show', created[0])
-    by_url = {row['url']: row for row in shown}
-    assert by_url[failing.url]['state'] == 'PAUSED'
-    assert by_url[failing.url]['waiting_events'] == 3
-    assert by_url[failing.url]['last_error'].startswith('HTTP 500')
-    assert by_url[healthy.url]['state'] == 'DELIVERED'
     # Paused: no request goes out any more.
     requests_then = sum(failing.requests.values())
     time.sleep(3)
     assert sum(failing.requests.values()) == requests_then
 
     failing.fault = receivers.OK
-    [enabled] = cluster.manage_json('notification', 'url', 'enable',
-                                    failing.url)
-    assert enabled['deliveries_resumed'] == len(created)
-    processes.wait_for(lambda: _received_all(failing, created), 60,
-                       'every event once the URL was enabled')
-    _assert_in_order(failing, created)
-    _assert_delivered(cluster, database, created)
+    for backend, (cluster, _) in clusters.items():
+        [enabled] = cluster.manage_json('notification', 'url', 'enable',
+                                        failing.url)
+        assert enabled['deliveries_resumed'] == 20, backend
+    for backend, (cluster, database) in clusters.items():
+        processes.wait_for(lambda: _received_all(failing, created[backend]),
+                           60, 'every %s event once the URL was enabled'
+                           % backend)
+        _assert_in_order(failing, created[backend])
+        _assert_delivered(cluster, database, created[backend])
     failing.stop()
     healthy.stop()
 
 
-@pytest.mark.parametrize('backend', ['sqlite'])
-def test_slow_failing_and_closing_receivers_get_every_event(
-        deployment, database):
-    """Each receiver fails the first request of every event its own way.
-    """
+def test_slow_failing_and_closing_receivers_get_every_event(every_backend):
+    """On each database, side by side: each receiver fails the first
+    request of every event its own way."""
     faulty = {fault: receivers.Receiver(SECRET, fault=fault).start()
               for fault in (receivers.SLOW, receivers.FAIL_500,
                             receivers.FAIL_404, receivers.CLOSE)}
-    cluster = deployment(_options(
+    clusters = every_backend(_options(
         endpoints=','.join(receiver.url for receiver in faulty.values())))
-    workflows.start(cluster)
-    created = _create(cluster, 5)
-    workflows.wait_status(database, created, models.ACTIVE, 60)
-    for fault, receiver in faulty.items():
-        processes.wait_for(lambda: _received_all(receiver, created), 90,
-                           'every event at the %s receiver' % fault)
-        _assert_in_order(receiver, created)
-    errors = {row['url']: row['failures'] for row in cluster.manage_json(
-        'notification', 'url', 'list')}
-    # Each first request failed: the URLs counted failures, then went on.
-    assert set(errors) == {receiver.url for receiver in faulty.values()}
-    urls = {url['url']: url for url in cluster.manage_json(
-        'notification', 'url', 'list')}
-    assert urls[faulty[receivers.SLOW].url]['last_error'].startswith(
-        'no answer within 1s')
-    assert urls[faulty[receivers.FAIL_500].url]['last_error'].startswith(
-        'HTTP 500')
-    assert urls[faulty[receivers.FAIL_404].url]['last_error'].startswith(
-        'HTTP 404')
-    assert urls[faulty[receivers.CLOSE].url]['last_error'].startswith(
-        'request failed')
+    for cluster, _ in clusters.values():
+        workflows.start(cluster)
+    created = {backend: _create(cluster, 5)
+               for backend, (cluster, _) in clusters.items()}
+    expected = {
+        receivers.SLOW: 'no answer within 1s',
+        receivers.FAIL_500: 'HTTP 500',
+        receivers.FAIL_404: 'HTTP 404',
+        receivers.CLOSE: 'request failed',
+    }
+    for backend, (cluster, database) in clusters.items():
+        workflows.wait_status(database, created[backend], models.ACTIVE, 60)
+        for fault, receiver in faulty.items():
+            processes.wait_for(
+                lambda: _received_all(receiver, created[backend]), 90,
+                'every %s event at the %s receiver' % (backend, fault))
+            _assert_in_order(receiver, created[backend])
+        _assert_delivered(cluster, database, created[backend],
+                          urls=len(faulty))
+        # Each URL's first requests failed its own way, then went on.
+        urls = {url['url']: url for url in cluster.manage_json(
+            'notification', 'url', 'list')}
+        for fault, receiver in faulty.items():
+            assert urls[receiver.url]['last_error'].startswith(
+                expected[fault]), (backend, urls[receiver.url])
+            assert urls[receiver.url]['available'] is True
     for receiver in faulty.values():
         receiver.stop()
 

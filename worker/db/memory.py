@@ -952,7 +952,7 @@ class InMemoryNotifications(_Repository):
             if step is not None and step.status == models.STEP_WAITING:
                 self._store.steps[order_id, name] = dataclasses.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
-                    updated_at=now)
+                    failures=0, updated_at=now)
 
     @_reads
     def count_open_deliveries(self, session):

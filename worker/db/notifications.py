@@ -187,7 +187,8 @@ def paused(session, url_id, limit):
 
 def resume(session, url_id, order_ids, now):
     """Make the URL's waiting deliveries of ``order_ids`` PENDING,
-    dispatched at ``now``."""
+    dispatched at ``now``, their failures counted from 0 again (the
+    operator enabled the URL: one more failure must not disable it)."""
     if order_ids:
         session.execute(
             sa.update(_Step)
@@ -195,7 +196,7 @@ def resume(session, url_id, order_ids, now):
                    _Step.name == models.delivery_name(url_id),
                    _Step.status == models.STEP_WAITING)
             .values(status=models.STEP_PENDING, dispatched_at=now,
-                    updated_at=now)
+                    failures=0, updated_at=now)
             .execution_options(synchronize_session=False))
 
 
