@@ -86,15 +86,13 @@ def send(database, sender, conf, run, lease_until, clock):
     delivered = events_module.delivered_sequence(run.steps.get(run.step))
     group = conf.notifications
     with database.reader() as session:
-        url = (repositories.notifications.get_url(session, url_id)
-               if url_id is not None else None)
+        target = repositories.notifications.get_url(session, url_id)
         pending = repositories.notifications.events_after(
             session, run.order_id, delivered, group.events_per_run)
-        if url is not None:
-            url, available = url.url, url.available
-    if url is None:
+    if target is None:
         return Paused(delivered, 'its URL is gone')
-    if not available:
+    url = target.url
+    if not target.available:
         return Paused(delivered, 'URL %s is unavailable' % url)
     sent = 0
     # Each request may take its timeout to connect and again to answer.
@@ -137,8 +135,7 @@ def write(session, repositories, conf, run, result, now):
     if isinstance(result, Paused):
         # Read again under the URL's lock: enabled since the run read it,
         # the delivery goes on rather than wait for another enable.
-        if url_id is not None and \
-                store.url_available_for_update(session, url_id):
+        if store.url_available_for_update(session, url_id):
             record(models.STEP_PENDING, run.failures, dispatched=True)
             return outcomes.Outcome(
                 DELIVERED, 'delivery %s: its URL is available again'

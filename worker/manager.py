@@ -319,10 +319,11 @@ class WorkerManager:
                         step.generation, models.STEP_PENDING):
                     dropped.append((step, row))
                     continue
+                is_delivery = models.url_id_of(step.step) is not None
                 try:
                     workflow = order_types.get(order.type)
                 except order_types.UnknownOrderType as exc:
-                    if models.url_id_of(step.step) is not None:
+                    if is_delivery:
                         # A delivery needs no order type.
                         workflow = None
                     else:
@@ -331,7 +332,7 @@ class WorkerManager:
                         LOG.error('Cannot run %s of order %s: %s',
                                   step.step, order.id, exc)
                         continue
-                if models.url_id_of(step.step) is not None:
+                if is_delivery:
                     step_policy = delivery.policy(self._conf)
                 elif workflow.has_step(step.step):
                     step_policy = type_options.step_policy(

@@ -130,9 +130,7 @@ def add_events(session, order_id, events, now):
 
     :param events: ``worker.notifications.events.Event`` values.
     """
-    last = session.scalar(
-        sa.select(sa.func.coalesce(sa.func.max(_Event.sequence), 0))
-        .where(_Event.order_id == order_id)) or 0
+    last = last_sequence(session, order_id)
     rows = [dict(event_id=str(uuid.uuid4()), order_id=order_id,
                  sequence=last + offset, event=event.event,
                  status=event.status, step=event.step, detail=event.detail,

@@ -9,6 +9,7 @@ description is returned. At most ``max_response_bytes`` of a body are
 read.
 """
 
+import functools
 import hashlib
 import hmac
 import json
@@ -66,7 +67,7 @@ class Sender:
         (the operator narrowed ``allowed_hosts`` since it was accepted)."""
         group = self._conf.notifications
         if url not in group.endpoints:
-            targets.AllowedHosts.parse(group.allowed_hosts).check(url)
+            _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
     def send(self, url, payload):
         """POST ``payload`` to ``url``; None if acknowledged, else what went
@@ -104,6 +105,13 @@ class Sender:
                 response.status_code, response.headers.get('Location'))
         return 'HTTP %d: %s' % (response.status_code, _one_line(
             text[:_ERROR_BODY_CHARS].decode('utf-8', 'replace')))
+
+
+@functools.lru_cache(maxsize=4)
+def _allowed_hosts(entries):
+    """``allowed_hosts`` parsed once per value, not at every request (the
+    option is read each time: it may change on SIGHUP)."""
+    return targets.AllowedHosts.parse(entries)
 
 
 def _reason(exc):
