@@ -18,6 +18,7 @@ import time
 
 from oslo_log import log as logging
 
+from worker.db import session as db_session
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -134,15 +135,13 @@ class Dispatcher:
                                    group.rows_per_cast)}
         sent = self._cast_all(executor, casts, result)
         by_id = {row.id: row for row in rows}
-        with self._database.session() as session, session.begin():
-            if not self._pass_lock.renew(session, token, now):
-                LOG.error('Lost the OrderRetryTask lock during a pass; '
-                          'stopping it without deleting the %d rows just '
-                          'cast (their duplicates will be dropped by the '
-                          'workers)', len(sent))
-                return False
-            self._delete_and_park(session, [by_id[i] for i in sent], bad,
-                                  now)
+        if not self._delete_and_park(token, [by_id[i] for i in sent], bad,
+                                     now):
+            LOG.error('Lost the OrderRetryTask lock during a pass; '
+                      'stopping it without deleting the %d rows just '
+                      'cast (their duplicates will be dropped by the '
+                      'workers)', len(sent))
+            return False
         result.dispatched += len(sent)
         result.parked += len(bad)
         for task_id in sent:
@@ -150,15 +149,28 @@ class Dispatcher:
                 (now - by_id[task_id].retry_at).total_seconds())
         return True
 
-    def _delete_and_park(self, session, sent, bad, now):
+    @db_session.retry_lost_race
+    def _delete_and_park(self, token, sent, bad, now):
+        """Renew our lock, delete the ``sent`` rows and park the ``bad``
+        ones, in one transaction; False, writing nothing, if the lock is no
+        longer ours.
+
+        Workers on other nodes of a Galera cluster write the same steps
+        and rows at that moment: a lost race is run again.
+        """
         repositories = self._repositories
-        # Only the steps whose rows were still there: a worker may have
-        # moved one on (and replaced its row, under a new id) meanwhile.
-        repositories.steps.mark_dispatched(
-            session, repositories.retry_tasks.delete_as_read(session, sent),
-            now)
-        for row, reason in bad:
-            repositories.retry_tasks.park(session, row, reason)
+        with self._database.session() as session, session.begin():
+            if not self._pass_lock.renew(session, token, now):
+                return False
+            # Only the steps whose rows were still there: a worker may
+            # have moved one on (and replaced its row, under a new id)
+            # meanwhile.
+            repositories.steps.mark_dispatched(
+                session,
+                repositories.retry_tasks.delete_as_read(session, sent), now)
+            for row, reason in bad:
+                repositories.retry_tasks.park(session, row, reason)
+        return True
 
     def _cast_all(self, executor, casts, result):
         """Run the casts concurrently; return the row ids that were sent.

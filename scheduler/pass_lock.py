@@ -125,7 +125,10 @@ class PassLock:
             with self._database.session() as session, session.begin():
                 self._locks.insert(session, LOCK, self._holder_name, token,
                                    now)
-        except db_exc.DBDuplicateEntry:
+        except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
+            # A deadlock is the same lost race on a Galera cluster: two
+            # daemons on different nodes both inserted the row, and the
+            # second to commit was refused.
             return None
         return token
 
@@ -158,12 +161,17 @@ class PassLock:
         Only the lock that was judged is deleted (by its owner token),
         never one a live daemon took in between.
         """
-        with self._database.session() as session, session.begin():
-            state = judge(session, self._database.repositories, cutoffs)
-            if not state.stale:
-                return False
-            cleared: bool = self._locks.release(session, LOCK,
-                                                state.owner_token)
+        try:
+            with self._database.session() as session, session.begin():
+                state = judge(session, self._database.repositories, cutoffs)
+                if not state.stale:
+                    return False
+                cleared: bool = self._locks.release(session, LOCK,
+                                                    state.owner_token)
+        except db_exc.DBDeadlock:
+            # Another daemon cleared it, or its holder renewed it, at the
+            # same moment on another Galera node: theirs stands.
+            return False
         if cleared:
             LOG.warning('Cleared the stale OrderRetryTask lock of %s: %s',
                         state.holder, state.stale_reason)

@@ -18,6 +18,7 @@ import datetime
 from oslo_log import log as logging
 
 from scheduler import liveness
+from worker.db import session as db_session
 
 LOG = logging.getLogger(__name__)
 
@@ -73,27 +74,45 @@ class Recovery:
 
         Returns None, changing nothing, if the lock is no longer ours.
         """
+        written = self._take_back_all(token, cutoffs)
+        if written is None:
+            return None
+        taken, dead, all_found = written
+        if all_found:
+            # With more lost than one batch, the next pass goes on.
+            self._done_at = cutoffs.now
+        # Logged after the commit: a transaction run again logs once.
+        for step, why in taken:
+            LOG.warning('Step %s of order %s taken back and dispatched '
+                        'again: %s', step.name, step.order_id, why)
+        for name in dead:
+            LOG.warning('Service %s stopped heartbeating; removed', name)
+        return Recovered(steps=len(taken), dead_services=tuple(dead))
+
+    @db_session.retry_lost_race
+    def _take_back_all(self, token, cutoffs):
+        """One transaction: ``(taken, dead, all_found)``, or None if the
+        lock is no longer ours. ``taken``: ``(step, why)`` of each step
+        taken back."""
         repositories = self._repositories
         with self._database.session() as session, session.begin():
             if not self._pass_lock.renew(session, token, cutoffs.now):
                 return None
             limit = self._conf.scheduler.batch_size
             lost = self._lost(session, cutoffs, limit)
-            if len(lost) < limit:
-                # All found; with more, the next pass goes on.
-                self._done_at = cutoffs.now
             # One read of the orders for all: the steps found do not
             # carry their order's priority.
             priorities = repositories.orders.priorities(
                 session, {step.order_id for step, _ in lost})
-            taken = sum(self._take_back(session, step, cutoffs.now,
-                                        priorities)
-                        for step in lost)
+            taken = []
+            for found in lost:
+                why = self._take_back(session, found, cutoffs.now,
+                                      priorities)
+                if why is not None:
+                    taken.append((found[0], why))
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
-        for name in dead:
-            LOG.warning('Service %s stopped heartbeating; removed', name)
-        return Recovered(steps=taken, dead_services=tuple(dead))
+        return taken, dead, len(lost) < limit
 
     def _lost(self, session, cutoffs, limit):
         """Steps whose dispatch, owner or lease was lost, up to ``limit``
@@ -116,6 +135,9 @@ class Recovery:
     def _take_back(self, session, lost, now, priorities):
         """Give a lost step a new token and a retry row due ``now``.
 
+        Returns why it was lost, or None if it was not taken back (it
+        moved on meanwhile).
+
         :param priorities: ``{order_id: priority}``; an order missing from
             it is gone (its step too, so nothing is written).
         """
@@ -123,16 +145,13 @@ class Recovery:
         if not self._repositories.steps.take_back(
                 session, step.order_id, step.name, step.generation, now,
                 failed=lease_ended):
-            return False
+            return None
         failures = step.failures + (1 if lease_ended else 0)
         self._repositories.retry_tasks.add(
             session, step.order_id, step.name, now, args=[step.order_id],
             kwargs={'generation': step.generation + 1},
             retry_count=failures, now=now,
             priority=priorities.get(step.order_id, 0))
-        LOG.warning('Step %s of order %s taken back and dispatched again: '
-                    '%s', step.name, step.order_id, lease_ended or (
-                        'its owner %s stopped heartbeating' % step.owner
-                        if step.owner else
-                        'no worker took up its dispatch'))
-        return True
+        return lease_ended or (
+            'its owner %s stopped heartbeating' % step.owner
+            if step.owner else 'no worker took up its dispatch')

@@ -118,7 +118,7 @@ def write(session, repositories, conf, run, result, now):
     """
     store = repositories.notifications
     url_id = models.url_id_of(run.step)
-    store.lock_order(session, run.order_id)
+    store.lock_order(session, run.order_id, now)
 
     def record(status, failures, last_error=None, dispatched=False):
         if not repositories.steps.record_delivery(
@@ -135,7 +135,7 @@ def write(session, repositories, conf, run, result, now):
     if isinstance(result, Paused):
         # Read again under the URL's lock: enabled since the run read it,
         # the delivery goes on rather than wait for another enable.
-        if store.url_available_for_update(session, url_id):
+        if store.hold_url(session, url_id, now):
             record(models.STEP_PENDING, run.failures, dispatched=True)
             return outcomes.Outcome(
                 DELIVERED, 'delivery %s: its URL is available again'

@@ -363,15 +363,15 @@ class WorkerManager:
         """Write the results ``[(run, result), ...]`` in one transaction
         (``GroupCommit``); log and count them, cast the steps they made
         ready."""
-        superseded = set()
+        undone = set()
         while True:
             try:
-                written = self._write_results(items, superseded)
+                written = self._write_results(items, undone)
                 break
             except _Undo as undo:
                 # One result wrote, then found its step or order moved
                 # on: the batch is written again without it.
-                superseded.add(undo.index)
+                undone.add(undo.index)
         casts = []
         for (run, _), outcome in zip(items, written):
             if outcome is None:
@@ -389,8 +389,13 @@ class WorkerManager:
         return [None] * len(items)
 
     @_db_retry
-    def _write_results(self, items, superseded):
-        """Per item, its ``Outcome`` or None (superseded)."""
+    def _write_results(self, items, undone):
+        """Per item, its ``Outcome`` or None (superseded).
+
+        A result found superseded is judged again if the transaction runs
+        again (the race it lost was maybe with a rolled-back write); one
+        in ``undone`` is skipped.
+        """
         now = self._clock()
         written = [None] * len(items)
         # In the order of their orders and steps, so that two processes
@@ -399,7 +404,7 @@ class WorkerManager:
             items[index][0].order_id, items[index][0].step))
         with self._database.session() as session, session.begin():
             for index in order:
-                if index in superseded:
+                if index in undone:
                     continue
                 run, result = items[index]
                 try:
@@ -413,7 +418,6 @@ class WorkerManager:
                 except outcomes.Superseded as exc:
                     if exc.wrote:
                         raise _Undo(index)
-                    superseded.add(index)
         return written
 
     def _cast(self, steps):

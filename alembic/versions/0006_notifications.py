@@ -34,6 +34,7 @@ def upgrade():
         sa.Column('last_failure_at', _TIMESTAMP, nullable=True),
         sa.Column('disabled_at', _TIMESTAMP, nullable=True),
         sa.Column('created_at', _TIMESTAMP, nullable=False),
+        sa.Column('updated_at', _TIMESTAMP, nullable=False),
         sa.PrimaryKeyConstraint('id', name='pk_notification_urls'),
         sa.UniqueConstraint('url_hash',
                             name='uq_notification_urls_url_hash'),

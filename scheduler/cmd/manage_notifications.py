@@ -66,7 +66,7 @@ class EnableUrl(lister.Lister):
         # holds its row, so every one that stopped is found below.
         with database.session() as session, session.begin():
             url = _url(session, store, parsed_args.url)
-            store.enable_url(session, url.id)
+            store.enable_url(session, url.id, now)
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = manage_orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0

@@ -14,7 +14,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m tests.chaos',
                                      description=__doc__)
     parser.add_argument('--db', choices=['sqlite', 'postgresql', 'mysql'],
-                        default='postgresql')
+                        default=None,
+                        help='The database (default postgresql; mysql '
+                             'with --cluster).')
     parser.add_argument('--orders', type=int, default=2000)
     parser.add_argument('--duration', type=int, default=180,
                         help='Seconds of faults.')
@@ -27,25 +29,42 @@ def main(argv=None):
                         choices=sorted(run.QUEUES),
                         help='RabbitMQ queues: classic (durable, the '
                              'default) or quorum.')
+    parser.add_argument('--cluster', action='store_true',
+                        help='Run on a 3-node MariaDB Galera cluster and '
+                             'a 3-node RabbitMQ cluster (started unless '
+                             'BARBICAN_RETRY_TEST_CLUSTER_DIR names '
+                             'running ones), each daemon on its own node, '
+                             'with node kills and stops in place of '
+                             'server restarts. Implies --db mysql.')
     parser.add_argument('--seed', type=int, default=None)
     parser.add_argument('--workdir', default=None,
                         help='Where logs and files go (default: a new '
                              'temporary directory, kept).')
     args = parser.parse_args(argv)
+    if args.cluster and args.db not in (None, 'mysql'):
+        parser.error('--cluster runs on Galera: --db must be mysql')
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
     os.makedirs(workdir, exist_ok=True)
-    # The servers started below keep their data in it (workdir/services).
+    # The servers started below keep their data in it (workdir/services
+    # or workdir/cluster).
     chaos_services.make_reachable(workdir)
     print('chaos: logs in %s' % workdir, flush=True)
-    required = [chaos_services.TRANSPORT_VARIABLE]
-    if chaos_services.url_variable(args.db):
-        required.append(chaos_services.url_variable(args.db))
-    services = chaos_services.Services(workdir, required)
+    if args.cluster:
+        db = 'mysql'
+        services = clusters = chaos_services.Clusters(workdir)
+    else:
+        db = args.db or 'postgresql'
+        required = [chaos_services.TRANSPORT_VARIABLE]
+        if chaos_services.url_variable(db):
+            required.append(chaos_services.url_variable(db))
+        services = chaos_services.Services(workdir, required)
+        clusters = None
     try:
-        report = run.run(args.db, args.orders, args.duration, workdir,
+        report = run.run(db, args.orders, args.duration, workdir,
                          services, seed=args.seed,
                          log=lambda text: print(text, flush=True),
-                         order_type=args.order_type, queues=args.queues)
+                         order_type=args.order_type, queues=args.queues,
+                         clusters=clusters)
     finally:
         services.close()
     print(report.line(), flush=True)

@@ -1,5 +1,10 @@
 """The chaos scenario: a cluster under SIGKILLs and server restarts.
 
+With ``--cluster`` the database is a 3-node MariaDB Galera cluster and the
+broker a 3-node RabbitMQ cluster, each daemon connected to its own node:
+nodes are killed or stopped and started again, one at a time, in place
+of the single servers' restarts.
+
 The orders are of one recorded order type (``tests/plugin.py``):
 ``certificate`` runs the certificate type over the recording certificate
 plugin, ``fanout`` the ``recording_fanout`` type, whose runs record their
@@ -88,6 +93,9 @@ class Report:
     events: int = 0
     event_gaps: int = 0
     recovery_s: float = 0.0
+    #: ``kind-number:kill`` or ``:stop`` for each node fault of a run on
+    #: the clusters, in order.
+    node_faults: list = dataclasses.field(default_factory=list)
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
     #: records its idempotency keys, else None.
@@ -120,6 +128,8 @@ class Report:
                    self.db_restarts, self.skewed_clocks, self.hung_calls,
                    self.receiver_outages, self.events, self.event_gaps,
                    self.recovery_s, extra)).rstrip()
+        if self.node_faults:
+            line += ' node_faults=%s' % ','.join(self.node_faults)
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -133,6 +143,8 @@ class Cluster:
         self.deployment = deployment
         self.slots = {}
         self._starts = 0
+        # On the clusters, each slot keeps the node it was placed on.
+        self._nodes = {}
 
     def start(self, slot, script):
         """Start ``script`` in ``slot`` (a name such as ``worker-1``)."""
@@ -140,9 +152,10 @@ class Cluster:
         env = None
         if slot in SKEWED_CLOCKS:
             env = {clock.SKEW_VARIABLE: str(SKEWED_CLOCKS[slot])}
+        node = self._nodes.setdefault(slot, len(self._nodes))
         daemon = self.deployment.start(script, '%s.%d' % (slot,
                                                           self._starts),
-                                       env=env)
+                                       env=env, node=node)
         self.slots[slot] = daemon
         return daemon
 
@@ -285,19 +298,31 @@ def _pending(database):
 
 def run(db, order_count, duration, workdir, services, seed=None,
         recovery_timeout=300, log=print, order_type='certificate',
-        queues='classic'):
+        queues='classic', clusters=None):
     """Run the scenario with orders of ``order_type`` (a key of
     ``ORDER_TYPES``) over ``queues`` (a key of ``QUEUES``); returns a
-    Report."""
+    Report.
+
+    ``clusters``: a ``services.Clusters`` to run on (``db`` must then be
+    ``mysql``), with node faults instead of server restarts.
+    """
     rng = random.Random(seed)
-    report = Report(db=db, orders=order_count, order_type=order_type,
-                    queues=queues)
-    database_url = databases.create(db, _Path(workdir))
+    report = Report(db='galera' if clusters else db, orders=order_count,
+                    order_type=order_type, queues=queues)
+    server = clusters.server_url if clusters else None
+    database_url = databases.create(db, _Path(workdir), server=server)
     database = db_session.Database.from_url(database_url)
     migration.upgrade(database.engine)
-    deployment = processes.Deployment(workdir, database_url,
-                                      services.transport_url,
-                                      dict(OPTIONS, **QUEUES[queues]))
+    options = dict(OPTIONS, **QUEUES[queues])
+    if clusters:
+        # As doc/install.md says for processes on different nodes.
+        options['database'] = {'mysql_wsrep_sync_wait': '1'}
+        deployment = processes.Deployment(
+            workdir, database_url, clusters.transport_url(), options,
+            nodes=clusters.nodes(database_url))
+    else:
+        deployment = processes.Deployment(workdir, database_url,
+                                          services.transport_url, options)
     cluster = Cluster(deployment)
     receiver = receivers.Receiver(OPTIONS['notifications']['secret'])
     try:
@@ -308,7 +333,10 @@ def run(db, order_count, duration, workdir, services, seed=None,
                           ORDER_TYPES[order_type], receiver.url)
         log('chaos: %d %s orders in waves, faults for %ds'
             % (order_count, order_type, duration))
-        _inject_faults(cluster, services, db, duration, rng, report, log,
+        faults = (_NodeFaults(clusters, duration, rng, report, log)
+                  if clusters else
+                  _ServerFaults(services, db, duration, report, log))
+        _inject_faults(cluster, faults, duration, rng, report, log,
                        created, receiver)
         faults_over = time.monotonic()
         deadline = faults_over + recovery_timeout
@@ -325,7 +353,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
         receiver.stop()
         deployment.kill_all()
         database.dispose()
-        databases.drop(db, database_url)
+        databases.drop(db, database_url, server=server)
     return report
 
 
@@ -344,10 +372,87 @@ def _check(report, cluster, deployment, database, created):
          database, created.ids, created.meant_to_fail)
 
 
-def _inject_faults(cluster, services, db, duration, rng, report, log,
-                   created, receiver):
-    """Kill a process every few seconds; restart broker and database;
-    take the receiver of notifications down for a fifth of the time.
+class _ServerFaults:
+    """Restarts of the single broker and database servers, each once."""
+
+    def __init__(self, services, db, duration, report, log):
+        start = time.monotonic()
+        self._services = services
+        self._report = report
+        self._log = log
+        self._db = db
+        # The broker restarted, then killed (SIGKILL, no clean stop)
+        # while orders are drained, then the database restarted.
+        self._due = [(start + duration / 4, self._restart_broker),
+                     (start + duration / 2, self._kill_broker)]
+        if db != 'sqlite':
+            self._due.append((start + 3 * duration / 4,
+                              self._restart_database))
+
+    def inject_due(self, now):
+        """Inject the faults whose time has come."""
+        while self._due and now >= self._due[0][0]:
+            self._due.pop(0)[1]()
+
+    def _restart_broker(self):
+        self._log('chaos: restarting RabbitMQ')
+        self._services.restart('rabbitmq', 5, time.sleep)
+        self._report.broker_restarts += 1
+
+    def _kill_broker(self):
+        self._log('chaos: killing RabbitMQ (SIGKILL)')
+        self._services.kill('rabbitmq', 3, time.sleep)
+        self._report.broker_kills += 1
+
+    def _restart_database(self):
+        self._log('chaos: restarting %s' % self._db)
+        self._services.restart(self._db, 5, time.sleep)
+        self._report.db_restarts += 1
+
+
+class _NodeFaults:
+    """Kills and clean stops of cluster nodes, one node at a time.
+
+    Four faults spread over the run, alternating broker and database
+    nodes, each node down a few seconds and then started again; the
+    cluster keeps its quorum (2 of 3) throughout, and the next fault
+    waits until the node has rejoined.
+    """
+
+    _PLAN = (('rabbitmq', 'kill'), ('galera', 'kill'),
+             ('rabbitmq', 'stop'), ('galera', 'stop'))
+
+    def __init__(self, clusters, duration, rng, report, log):
+        start = time.monotonic()
+        self._clusters = clusters
+        self._report = report
+        self._log = log
+        # Of each kind, the node killed and the node stopped differ.
+        numbers = {kind: rng.sample(range(1, clusters.size + 1), 2)
+                   for kind in clusters.KINDS}
+        self._due = [(start + duration * (i + 1) / (len(self._PLAN) + 1),
+                      kind, action, numbers[kind][i // 2])
+                     for i, (kind, action) in enumerate(self._PLAN)]
+
+    def inject_due(self, now):
+        """Inject the faults whose time has come."""
+        while self._due and now >= self._due[0][0]:
+            _, kind, action, number = self._due.pop(0)
+            self._log('chaos: %s node %d: %s, down 5 s'
+                      % (kind, number, action))
+            self._clusters.node(action, kind, number)
+            time.sleep(5)
+            self._clusters.node('start', kind, number)
+            self._log('chaos: %s node %d rejoined' % (kind, number))
+            self._report.node_faults.append('%s-%d:%s'
+                                            % (kind, number, action))
+
+
+def _inject_faults(cluster, faults, duration, rng, report, log, created,
+                   receiver):
+    """Kill a process every few seconds; inject ``faults`` (server
+    restarts or node faults); take the receiver of notifications down for
+    a fifth of the time.
 
     The waves of orders are created meanwhile by a thread of their own, so
     that slow order creation never spaces the faults out.
@@ -356,10 +461,6 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
     creating = threading.Thread(
         target=_create_waves, args=(created, start + 0.8 * duration))
     creating.start()
-    broker_at = start + duration / 4
-    # SIGKILL of the broker, no clean stop, while orders are drained.
-    broker_kill_at = start + duration / 2
-    database_at = start + 3 * duration / 4 if db != 'sqlite' else None
     receiver_down_at = start + 0.3 * duration
     receiver_up_at = start + 0.5 * duration
     try:
@@ -378,21 +479,10 @@ def _inject_faults(cluster, services, db, duration, rng, report, log,
                 log('chaos: the receiver of notifications is back')
                 receiver.start()
                 receiver_up_at = None
-            if broker_at and now >= broker_at:
-                log('chaos: restarting RabbitMQ')
-                services.restart('rabbitmq', 5, time.sleep)
-                report.broker_restarts += 1
-                broker_at = None
-            if broker_kill_at and now >= broker_kill_at:
-                log('chaos: killing RabbitMQ (SIGKILL)')
-                services.kill('rabbitmq', 3, time.sleep)
-                report.broker_kills += 1
-                broker_kill_at = None
-            if database_at and now >= database_at:
-                log('chaos: restarting %s' % db)
-                services.restart(db, 5, time.sleep)
-                report.db_restarts += 1
-                database_at = None
+            faults.inject_due(now)
+        # A slow restart can run past the end: the faults still planned
+        # happen now, so that every run has all of them.
+        faults.inject_due(float('inf'))
     finally:
         creating.join()
         if receiver_up_at:

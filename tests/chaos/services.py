@@ -3,7 +3,8 @@
 When ``bin/run-tests.sh`` already started them (its variables are in the
 environment, e.g. from ``. SERVICES_DIR/env``) they are reused; otherwise
 ``tests/functional/services.sh`` starts throwaway instances for this run
-and stops them at the end.
+and stops them at the end. ``Clusters`` does the same with the MariaDB
+Galera and RabbitMQ clusters of ``tests/functional/cluster.sh``.
 """
 
 import os
@@ -12,12 +13,18 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.parse
+
+import sqlalchemy as sa
 
 from tests.functional import processes
 
 SERVICES_SCRIPT = os.path.join(processes.REPO_ROOT, 'tests', 'functional',
                                'services.sh')
+CLUSTER_SCRIPT = os.path.join(processes.REPO_ROOT, 'tests', 'functional',
+                              'cluster.sh')
 TRANSPORT_VARIABLE = 'BARBICAN_RETRY_TEST_TRANSPORT_URL'
+CLUSTER_VARIABLE = 'BARBICAN_RETRY_TEST_CLUSTER_DIR'
 
 
 def url_variable(backend):
@@ -54,8 +61,9 @@ def _read_env_file(path):
     return values
 
 
-def _run_script(action, directory):
-    """Run ``services.sh ACTION DIR`` to its end, even through Ctrl-C.
+def _run_script(action, directory, script=SERVICES_SCRIPT):
+    """Run ``services.sh ACTION DIR`` (or ``script``) to its end, even
+    through Ctrl-C.
 
     Returns ``(returncode, interrupt)``, the KeyboardInterrupt caught
     meanwhile or None. The script ignores SIGINT: killed halfway by the
@@ -63,7 +71,7 @@ def _run_script(action, directory):
     KeyboardInterrupt) it would leave servers running that nobody stops.
     It has timeouts of its own, so waiting for it is bounded.
     """
-    command = [SERVICES_SCRIPT, action, directory]
+    command = [script, action, directory]
     if threading.current_thread() is threading.main_thread():
         # Ignored signals stay ignored across exec, and bash cannot trap
         # a signal ignored on entry: the script and its commands never see
@@ -81,12 +89,54 @@ def _run_script(action, directory):
             return process.wait(), interrupt
         except KeyboardInterrupt as exc:
             interrupt = exc
-            sys.stderr.write('services: interrupted; letting services.sh '
-                             '%s finish, then stopping the servers\n'
-                             % action)
+            sys.stderr.write('services: interrupted; letting %s %s '
+                             'finish, then stopping the servers\n'
+                             % (os.path.basename(script), action))
 
 
-class Services:
+class _Started:
+    """Servers started by one of the scripts, stopped by ``close``."""
+
+    #: The script that starts and stops them.
+    SCRIPT = SERVICES_SCRIPT
+
+    _started_dir = None
+
+    def _start(self, directory, why):
+        sys.stderr.write('services: %s; starting them in %s\n'
+                         % (why, directory))
+        os.makedirs(directory, exist_ok=True)
+        # Set before the start: whatever happens from here, close() stops
+        # what was started.
+        self._started_dir = directory
+        returncode, interrupt = _run_script('start', directory, self.SCRIPT)
+        if interrupt is not None or returncode:
+            self.close()
+            if interrupt is not None:
+                raise interrupt
+            raise subprocess.CalledProcessError(
+                returncode, [self.SCRIPT, 'start', directory])
+        os.environ.update(_read_env_file(os.path.join(directory, 'env')))
+
+    def close(self):
+        """Stop the servers this run started (not ones it reused).
+
+        Ctrl-C meanwhile does not cut the stop short; it is raised once
+        the servers are down.
+        """
+        if not self._started_dir:
+            return
+        directory, self._started_dir = self._started_dir, None
+        returncode, interrupt = _run_script('stop', directory, self.SCRIPT)
+        if returncode:
+            sys.stderr.write('services: %s stop %s exited %d\n'
+                             % (os.path.basename(self.SCRIPT), directory,
+                                returncode))
+        if interrupt is not None:
+            raise interrupt
+
+
+class Services(_Started):
     """Running RabbitMQ, PostgreSQL and MariaDB, with restart commands.
 
     ``required`` names the variables the caller needs (the broker's URL
@@ -95,28 +145,12 @@ class Services:
     """
 
     def __init__(self, workdir, required=(TRANSPORT_VARIABLE,)):
-        self._started_dir = None
         missing = [name for name in required if not os.environ.get(name)]
         if missing:
-            self._start(os.path.join(workdir, 'services'), missing)
+            self._start(os.path.join(workdir, 'services'),
+                        '%s not set: RabbitMQ, PostgreSQL and MariaDB'
+                        % ', '.join(missing))
         self.transport_url = os.environ[TRANSPORT_VARIABLE]
-
-    def _start(self, directory, missing):
-        sys.stderr.write('services: %s not set; starting RabbitMQ, '
-                         'PostgreSQL and MariaDB in %s\n'
-                         % (', '.join(missing), directory))
-        os.makedirs(directory, exist_ok=True)
-        # Set before the start: whatever happens from here, close() stops
-        # what was started.
-        self._started_dir = directory
-        returncode, interrupt = _run_script('start', directory)
-        if interrupt is not None or returncode:
-            self.close()
-            if interrupt is not None:
-                raise interrupt
-            raise subprocess.CalledProcessError(
-                returncode, [SERVICES_SCRIPT, 'start', directory])
-        os.environ.update(_read_env_file(os.path.join(directory, 'env')))
 
     @staticmethod
     def _run(variable):
@@ -140,18 +174,59 @@ class Services:
         sleep(down_seconds)
         self._run('BARBICAN_RETRY_TEST_%s_START' % service.upper())
 
-    def close(self):
-        """Stop the servers this run started (not ones it reused).
 
-        Ctrl-C meanwhile does not cut the stop short; it is raised once
-        the servers are down.
-        """
-        if not self._started_dir:
-            return
-        directory, self._started_dir = self._started_dir, None
-        returncode, interrupt = _run_script('stop', directory)
-        if returncode:
-            sys.stderr.write('services: services.sh stop %s exited %d\n'
-                             % (directory, returncode))
-        if interrupt is not None:
-            raise interrupt
+class Clusters(_Started):
+    """A 3-node MariaDB Galera cluster and a 3-node RabbitMQ cluster.
+
+    Reused when ``BARBICAN_RETRY_TEST_CLUSTER_DIR`` names running ones
+    (``. CLUSTER_DIR/env``); otherwise ``tests/functional/cluster.sh``
+    starts them under ``workdir/cluster`` and ``close`` stops them.
+    """
+
+    SCRIPT = CLUSTER_SCRIPT
+    KINDS = ('galera', 'rabbitmq')
+
+    def __init__(self, workdir):
+        if not os.environ.get(CLUSTER_VARIABLE):
+            self._start(os.path.join(workdir, 'cluster'),
+                        '%s not set: a Galera and a RabbitMQ cluster'
+                        % CLUSTER_VARIABLE)
+        self.directory = os.environ[CLUSTER_VARIABLE]
+        self.galera_urls = os.environ[
+            'BARBICAN_RETRY_TEST_GALERA_URLS'].split()
+        self.rabbitmq_urls = os.environ[
+            'BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_URLS'].split()
+
+    @property
+    def size(self):
+        """The number of nodes of each cluster."""
+        return len(self.galera_urls)
+
+    @property
+    def server_url(self):
+        """The URL of Galera node 1, where test databases are created."""
+        return self.galera_urls[0]
+
+    def transport_url(self, first=0):
+        """One URL naming every broker node, node ``first`` first: a
+        client connects to it and fails over to the next ones."""
+        hosts = [urllib.parse.urlsplit(url).netloc
+                 for url in self.rabbitmq_urls]
+        return 'rabbit://%s/' % ','.join(hosts[first:] + hosts[:first])
+
+    def nodes(self, database_url):
+        """``(database_url, transport_url)`` of each node: the database
+        of ``database_url`` on Galera node k, broker node k first."""
+        url = sa.engine.make_url(database_url)
+        return [(url.set(port=sa.engine.make_url(node).port)
+                 .render_as_string(hide_password=False),
+                 self.transport_url(number))
+                for number, node in enumerate(self.galera_urls)]
+
+    def node(self, action, kind, number):
+        """``stop``, ``kill`` or ``start`` node ``number`` (from 1) of
+        ``kind`` (``galera``, ``rabbitmq``); waits until it is done (a
+        started node has rejoined its cluster)."""
+        subprocess.run([CLUSTER_SCRIPT, 'node-%s' % action, self.directory,
+                        kind, str(number)],
+                       check=True, capture_output=True, timeout=300)

@@ -27,11 +27,15 @@ def _admin_engine(url):
                             poolclass=sa.pool.NullPool)
 
 
-def create(backend, tmp_path):
-    """Create an empty database; return its URL."""
+def create(backend, tmp_path, server=None):
+    """Create an empty database; return its URL.
+
+    ``server``: the URL of the server's database, when not the one the
+    environment names (a node of the Galera cluster).
+    """
     if backend == 'sqlite':
         return 'sqlite:///%s' % (tmp_path / ('%s.sqlite' % uuid.uuid4().hex))
-    base = sa.engine.make_url(server_url(backend))
+    base = sa.engine.make_url(server or server_url(backend))
     name = 'brtest_%s' % uuid.uuid4().hex[:12]
     engine = _admin_engine(base)
     with engine.connect() as connection:
@@ -44,12 +48,12 @@ def create(backend, tmp_path):
     return base.set(database=name).render_as_string(hide_password=False)
 
 
-def drop(backend, url):
+def drop(backend, url, server=None):
     """Drop a database made by ``create`` (best effort)."""
     if backend == 'sqlite':
         return
     target = sa.engine.make_url(url)
-    engine = _admin_engine(server_url(backend))
+    engine = _admin_engine(server or server_url(backend))
     with engine.connect() as connection:
         if backend == 'postgresql':
             connection.exec_driver_sql(

@@ -173,10 +173,15 @@ class Deployment:
     :param options: ``{group: {name: value}}`` for the config file.
     """
 
-    def __init__(self, directory, database_url, transport_url, options):
+    def __init__(self, directory, database_url, transport_url, options,
+                 nodes=()):
         self.directory = directory
         self.database_url = database_url
         self.transport_url = transport_url
+        #: ``(database_url, transport_url)`` of each node of a cluster:
+        #: the daemons are spread over them (``start``), one config each.
+        self.nodes = list(nodes)
+        self._placed = 0
         self.topic = new_topic()
         self.config = os.path.join(str(directory), 'barbican-retry.conf')
         self.plugin_log = os.path.join(str(directory), 'plugin-calls.jsonl')
@@ -189,13 +194,27 @@ class Deployment:
         """(Re)write the config file with ``options``."""
         write_config(self.config, self.database_url, self.transport_url,
                      self.topic, options)
+        for number, (database_url, transport_url) in enumerate(self.nodes):
+            write_config(self.node_config(number), database_url,
+                         transport_url, self.topic, options)
 
-    def start(self, script, name, env=None):
+    def node_config(self, number):
+        """The config file of the daemons placed on node ``number``."""
+        return os.path.join(str(self.directory), 'node-%d.conf' % number)
+
+    def start(self, script, name, env=None, node=None):
         """Start ``script`` logging to ``<name>.log``; returns the Daemon.
 
-        ``env``: variables to add to this process's environment.
+        ``env``: variables to add to this process's environment. On a
+        cluster the daemon is placed on node ``node``, by default on the
+        node after the last one used.
         """
-        daemon = Daemon(script, self.config,
+        config = self.config
+        if self.nodes:
+            if node is None:
+                node, self._placed = self._placed, self._placed + 1
+            config = self.node_config(node % len(self.nodes))
+        daemon = Daemon(script, config,
                         os.path.join(str(self.directory), name + '.log'),
                         env=dict(self.env, **(env or {})))
         self.daemons.append(daemon.start())

@@ -13,14 +13,21 @@
 # Ports are random in 20000-32767, i.e. never a default port and below the
 # kernel's ephemeral range, so an outgoing connection cannot grab a port
 # while its server is stopped by a chaos test.
+#
+# Sourcing this file (`. services.sh`, as cluster.sh does) only defines its
+# variables and functions: the command dispatch at the end runs only when it
+# is executed.
 set -euo pipefail
 
 # mariadbd is in /usr/sbin, which an ordinary user's PATH lacks on Debian
 # (root's has it): without this only root could start the servers.
 export PATH=$PATH:/usr/sbin:/sbin
 
-SELF=$(readlink -f "$0")
-PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl)  # prometheus: promtool, for the alert rules' tests
+# BASH_SOURCE, not $0: this file, also when sourced by another script.
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+# prometheus: promtool, for the alert rules' tests. galera-4, rsync: the
+# Galera provider and the tool of its state transfers (SST), for cluster.sh.
+PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync)
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
 READY_TIMEOUT=90                   # seconds to wait for a server to come up
 STOP_TIMEOUT=60                    # seconds to wait for a server to go away
@@ -553,16 +560,19 @@ stop_all() {
     return $rc
 }
 
-cmd=${1:-}
-[ $# -gt 0 ] && shift
-case $cmd in
-install) install_packages ;;
-start) start_all "$@" ;;
-stop) stop_all "$@" ;;
-rabbitmq-start | rabbitmq-stop | postgresql-start | postgresql-stop | mysql-start | mysql-stop)
-    [ $# -eq 1 ] || die "usage: services.sh $cmd DIR"
-    load_conf "$1"
-    "${cmd//-/_}"
-    ;;
-*) die "usage: services.sh install | start DIR | stop DIR" ;;
-esac
+# Only when executed, not when sourced.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    cmd=${1:-}
+    [ $# -gt 0 ] && shift
+    case $cmd in
+    install) install_packages ;;
+    start) start_all "$@" ;;
+    stop) stop_all "$@" ;;
+    rabbitmq-start | rabbitmq-stop | postgresql-start | postgresql-stop | mysql-start | mysql-stop)
+        [ $# -eq 1 ] || die "usage: services.sh $cmd DIR"
+        load_conf "$1"
+        "${cmd//-/_}"
+        ;;
+    *) die "usage: services.sh install | start DIR | stop DIR" ;;
+    esac
+fi

@@ -1129,17 +1129,19 @@ def test_notification_urls(db):
     _write(db, store.url_failed, added.id, _at(3), 'HTTP 503', True)
     url = _read(db, store.get_url, added.id)
     assert (url.available, url.failures, url.last_error,
-            url.last_failure_at, url.disabled_at) == (
-        False, 3, 'HTTP 503', _at(3), _at(2))
+            url.last_failure_at, url.disabled_at, url.updated_at) == (
+        False, 3, 'HTTP 503', _at(3), _at(2), _at(3))
     assert _read(db, store.count_unavailable_urls) == 1
-    assert not _write(db, store.url_available_for_update, added.id)
+    assert not _write(db, store.hold_url, added.id, _at(4))
+    assert _read(db, store.get_url, added.id).updated_at == _at(4)
 
-    _write(db, store.enable_url, added.id)
+    _write(db, store.enable_url, added.id, _at(5))
     _write(db, store.url_succeeded, other.id)
     url = _read(db, store.get_url, added.id)
-    assert (url.available, url.failures, url.disabled_at) == (True, 0, None)
-    assert _write(db, store.url_available_for_update, added.id)
-    _write(db, store.url_failed, added.id, _at(4), 'x', False)
+    assert (url.available, url.failures, url.disabled_at,
+            url.updated_at) == (True, 0, None, _at(5))
+    assert _write(db, store.hold_url, added.id, _at(6))
+    _write(db, store.url_failed, added.id, _at(7), 'x', False)
     _write(db, store.url_succeeded, added.id)
     assert _read(db, store.get_url, added.id).failures == 0
     assert _read(db, store.count_unavailable_urls) == 0

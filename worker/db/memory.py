@@ -815,7 +815,7 @@ class InMemoryNotifications(_Repository):
                         url_hash=models.url_hash(url),
                         available=True, failures=0, last_error=None,
                         last_failure_at=None, disabled_at=None,
-                        created_at=now)
+                        created_at=now, updated_at=now)
         self._store.urls[row.id] = row
         return copy.deepcopy(row)
 
@@ -843,7 +843,7 @@ class InMemoryNotifications(_Repository):
         if row is None:
             return
         values = dict(failures=row.failures + 1, last_error=error,
-                      last_failure_at=now)
+                      last_failure_at=now, updated_at=now)
         if disable:
             values.update(available=False,
                           disabled_at=row.disabled_at or now)
@@ -857,16 +857,16 @@ class InMemoryNotifications(_Repository):
             self._update_url(url_id, failures=0)
 
     @_writes
-    def url_available_for_update(self, session, url_id):
-        """True if the URL is available (the store is held anyway)."""
-        row = self._store.urls.get(url_id)
+    def hold_url(self, session, url_id, now):
+        """Touch the URL's row; True if it is available."""
+        row = self._update_url(url_id, updated_at=now)
         return bool(row and row.available)
 
     @_writes
-    def enable_url(self, session, url_id):
+    def enable_url(self, session, url_id, now):
         """Make the URL available again."""
         self._update_url(url_id, available=True, failures=0,
-                         disabled_at=None)
+                         disabled_at=None, updated_at=now)
 
     @_reads
     def count_unavailable_urls(self, session):
@@ -874,8 +874,13 @@ class InMemoryNotifications(_Repository):
         return sum(not row.available for row in self._store.urls.values())
 
     @_writes
-    def lock_order(self, session, order_id):
-        """Nothing: transactions are serialized."""
+    def lock_order(self, session, order_id, now):
+        """Touch the order's ``updated_at``, as the SQL update does
+        (transactions are serialized anyway)."""
+        order = self._store.orders.get(order_id)
+        if order is not None:
+            self._store.orders[order_id] = dataclasses.replace(
+                order, updated_at=now)
 
     @_reads
     def deliveries(self, session, order_id):

@@ -303,6 +303,10 @@ class NotificationUrl(Base):
     disabled_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         Timestamp)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    #: When the row was last written: a delivery that stops to wait for
+    #: the URL writes it, so that it conflicts with ``enable_url`` even on
+    #: a Galera cluster, where only writes do (``hold_url``).
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
 
 class NotificationEvent(Base):

@@ -32,7 +32,7 @@ def add_url(session, url, now):
     :raises oslo_db.exception.DBDuplicateEntry: another process added it.
     """
     row = _Url(url=url, url_hash=models.url_hash(url), available=True,
-               failures=0, created_at=now)
+               failures=0, created_at=now, updated_at=now)
     session.add(row)
     session.flush()
     return row
@@ -52,7 +52,7 @@ def url_failed(session, url_id, now, error, disable):
     """Count a failed request to the URL; ``disable``: make it unavailable.
     """
     values = dict(failures=_Url.failures + 1, last_error=error,
-                  last_failure_at=now)
+                  last_failure_at=now, updated_at=now)
     if disable:
         values.update(available=False, disabled_at=sa.func.coalesce(
             _Url.disabled_at, now))
@@ -72,22 +72,27 @@ def url_succeeded(session, url_id):
                     .execution_options(synchronize_session=False))
 
 
-def url_available_for_update(session, url_id):
-    """Lock the URL's row for this transaction; True if it is available.
+def hold_url(session, url_id, now):
+    """Write the URL's row in this transaction; True if it is available.
 
     A delivery that stops to wait for its URL holds it until it commits,
     so ``enable_url``, which writes it first, finds that delivery waiting
-    once it can go on.
+    once it can go on. A write, not ``SELECT … FOR UPDATE``: on a Galera
+    cluster a lock is local to its node, and only two writes of one row
+    conflict (at COMMIT, where one of them is refused and retried).
     """
-    return bool(session.scalar(
-        sa.select(_Url.available).where(_Url.id == url_id)
-        .with_for_update()))
+    session.execute(sa.update(_Url).where(_Url.id == url_id)
+                    .values(updated_at=now)
+                    .execution_options(synchronize_session=False))
+    return bool(session.scalar(sa.select(_Url.available)
+                               .where(_Url.id == url_id)))
 
 
-def enable_url(session, url_id):
+def enable_url(session, url_id, now):
     """Make the URL available again."""
     session.execute(sa.update(_Url).where(_Url.id == url_id)
-                    .values(available=True, failures=0, disabled_at=None)
+                    .values(available=True, failures=0, disabled_at=None,
+                            updated_at=now)
                     .execution_options(synchronize_session=False))
 
 
@@ -97,16 +102,21 @@ def count_unavailable_urls(session):
                           .where(_Url.available.is_(False)))
 
 
-def lock_order(session, order_id):
-    """Lock the order's row for this transaction, whatever its status.
+def lock_order(session, order_id, now):
+    """Hold the order's row for this transaction, whatever its status.
 
     Every writer of an order's events holds it (a status change updates
-    the row, a step event locks it first), so a delivery that locks it
+    the row, a step event locks it first), so a delivery that holds it
     too sees every event committed before, and a writer after it sees the
-    delivery's new state.
+    delivery's new state. It writes the row (``updated_at``), as
+    ``orders.lock_live`` does: on a Galera cluster ``SELECT … FOR
+    UPDATE`` locks on one node only, while two writes of one row from
+    different nodes conflict, and one of them is retried.
     """
-    session.execute(sa.select(models.Order.id)
-                    .where(models.Order.id == order_id).with_for_update())
+    session.execute(sa.update(models.Order)
+                    .where(models.Order.id == order_id)
+                    .values(updated_at=now)
+                    .execution_options(synchronize_session=False))
 
 
 def deliveries(session, order_id):

@@ -6,6 +6,7 @@ There is no global session: a service builds one ``Database`` in its
 
 import os
 
+from oslo_db import api as oslo_db_api
 from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -22,6 +23,16 @@ _SQLITE_BUSY_TIMEOUT_MS = 30000
 
 # Execution option of the engine behind ``Database.reader()``.
 _READ_ONLY = 'barbican_retry_read_only'
+
+#: Decorates a function that runs one write transaction: run it again
+#: when it lost a race to another transaction. A deadlock is one; on a
+#: Galera cluster so is a write set refused at COMMIT because another
+#: node wrote the same row first (MariaDB reports both as a deadlock).
+#: The transaction rolled back whole, so running it again is safe; the
+#: waits are short, with jitter, since the winner has already committed.
+retry_lost_race = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_on_deadlock=True, retry_interval=0.05,
+    max_retry_interval=1, inc_retry_interval=True)
 
 
 def _create_private_sqlite_file(url):
@@ -143,6 +154,9 @@ class Database:
         return cls.from_url(
             group.connection,
             mysql_sql_mode=group.mysql_sql_mode,
+            # Galera: with 1, a read waits until this node has applied
+            # what other nodes committed before it (doc/install.md).
+            mysql_wsrep_sync_wait=group.mysql_wsrep_sync_wait,
             sqlite_synchronous=group.sqlite_synchronous,
             connection_debug=group.connection_debug,
             max_pool_size=group.max_pool_size,

@@ -1,5 +1,6 @@
 """Which URLs an order's events go to, chosen when it is created."""
 
+from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 
 from worker.notifications import targets
@@ -26,23 +27,22 @@ def urls_for_order(conf, callback_url=None):
 def url_ids(database, urls, now):
     """The ids of ``urls`` in ``notification_urls``, added if new.
 
-    In a transaction of its own: a URL added stays even if the orders'
-    transaction fails, which costs nothing but a row.
+    Each in a transaction of its own: a URL added stays even if the
+    orders' transaction fails, which costs nothing but a row.
     """
+    return [_url_id(database, url, now) for url in urls]
+
+
+# Another process added the URL between our read and our insert: on one
+# server the insert is refused (a duplicate), on a Galera cluster, where
+# both inserts ran, the second COMMIT is (a deadlock). Either way the
+# read of the next try finds it.
+@oslo_db_api.wrap_db_retry(
+    max_retries=3, retry_on_deadlock=True, retry_interval=0.05,
+    exception_checker=lambda exc: isinstance(exc, db_exc.DBDuplicateEntry))
+def _url_id(database, url, now):
     store = database.repositories.notifications
-    found = []
-    for url in urls:
-        for _ in range(2):
-            try:
-                with database.session() as session, session.begin():
-                    row = store.find_url(session, url) or store.add_url(
-                        session, url, now)
-                    found.append(row.id)
-                break
-            except db_exc.DBDuplicateEntry:
-                # Another process added it between our read and insert:
-                # the second read finds it.
-                continue
-        else:
-            raise RuntimeError('could not add notification URL %s' % url)
-    return found
+    with database.session() as session, session.begin():
+        row = (store.find_url(session, url) or
+               store.add_url(session, url, now))
+    return row.id
