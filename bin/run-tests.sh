@@ -10,6 +10,12 @@
 #   BARBICAN_RETRY_TEST_NO_SERVICES=1   don't start RabbitMQ/PostgreSQL/MariaDB
 #   BARBICAN_RETRY_KEEP_SERVICES=1      leave the services' dir (logs, data) behind
 #   BARBICAN_RETRY_SKIP_LINT=1          skip the linters (while iterating on tests)
+#   BARBICAN_RETRY_TEST_GALERA=1        the Galera variant: MariaDB is a 3-node
+#                                       Galera cluster and RabbitMQ a 3-node
+#                                       cluster (tests/functional/cluster.sh);
+#                                       each daemon of a MariaDB test runs on
+#                                       its own node of both. E.g.
+#                                       BARBICAN_RETRY_TEST_GALERA=1 bin/run-tests.sh tests/functional -k mysql
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "$0")")/.."
@@ -43,9 +49,47 @@ if [ "${BARBICAN_RETRY_SKIP_LINT:-0}" != 1 ]; then
     echo "run-tests.sh: lint passed in $((SECONDS - lint_start))s" >&2
 fi
 
+# galera_variant DIR: start the clusters in DIR; MariaDB's and RabbitMQ's
+# variables then name node 1 (its URL, pid file, stop and start), and the
+# broker URL every node, node 1 first.
+galera_variant() {
+    local dir=$1 kind action var
+    mkdir -p "$dir"
+    tests/functional/cluster.sh start "$dir"
+    # shellcheck source=/dev/null
+    . "$dir/env"
+    local galera_urls galera_ports galera_pids rabbitmq_ports rabbitmq_pids
+    read -r -a galera_urls <<<"$BARBICAN_RETRY_TEST_GALERA_URLS"
+    read -r -a galera_ports <<<"$BARBICAN_RETRY_TEST_GALERA_PORTS"
+    read -r -a galera_pids <<<"$BARBICAN_RETRY_TEST_GALERA_PID_FILES"
+    read -r -a rabbitmq_ports <<<"$BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_PORTS"
+    read -r -a rabbitmq_pids <<<"$BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_PID_FILES"
+    export BARBICAN_RETRY_TEST_MYSQL_URL=${galera_urls[0]}
+    export BARBICAN_RETRY_TEST_MYSQL_PORT=${galera_ports[0]}
+    export BARBICAN_RETRY_TEST_MYSQL_PID_FILE=${galera_pids[0]}
+    export BARBICAN_RETRY_TEST_TRANSPORT_URL=$BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_TRANSPORT_URL
+    export BARBICAN_RETRY_TEST_RABBITMQ_PORT=${rabbitmq_ports[0]}
+    export BARBICAN_RETRY_TEST_RABBITMQ_PID_FILE=${rabbitmq_pids[0]}
+    for kind in galera rabbitmq; do
+        for action in start stop; do
+            printf '#!/bin/sh\nexec %q node-%s %q %s 1\n' "$PWD/tests/functional/cluster.sh" \
+                "$action" "$dir" "$kind" >"$dir/$kind-1-$action.sh"
+            chmod 755 "$dir/$kind-1-$action.sh"
+        done
+    done
+    for action in start stop; do
+        var=BARBICAN_RETRY_TEST_MYSQL_${action^^}
+        export "$var=$dir/galera-1-$action.sh"
+        var=BARBICAN_RETRY_TEST_RABBITMQ_${action^^}
+        export "$var=$dir/rabbitmq-1-$action.sh"
+    done
+}
+
 if [ "${BARBICAN_RETRY_TEST_NO_SERVICES:-0}" != 1 ]; then
     SERVICES_DIR=$(mktemp -d /tmp/barbican-retry-tests.XXXXXX)
+    CLUSTER_DIR=$SERVICES_DIR/cluster
     cleanup() {
+        if [ -d "$CLUSTER_DIR" ]; then tests/functional/cluster.sh stop "$CLUSTER_DIR" || true; fi
         "$SERVICES" stop "$SERVICES_DIR" || true
         if [ "${BARBICAN_RETRY_KEEP_SERVICES:-0}" = 1 ]; then
             echo "run-tests.sh: services' data and logs kept in $SERVICES_DIR" >&2
@@ -64,6 +108,9 @@ if [ "${BARBICAN_RETRY_TEST_NO_SERVICES:-0}" != 1 ]; then
     # The servers are up: tests/functional/conftest.py then fails (instead of
     # skipping) a test whose server is missing.
     export BARBICAN_RETRY_TEST_REQUIRE_SERVICES=1
+    if [ "${BARBICAN_RETRY_TEST_GALERA:-0}" = 1 ]; then
+        galera_variant "$CLUSTER_DIR"
+    fi
 fi
 
 # Run the whole tests/ tree unless a test path was given

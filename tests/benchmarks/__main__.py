@@ -1,4 +1,4 @@
-"""``python -m tests.benchmarks``: run the measurements of issues 4 and 12.
+"""``python -m tests.benchmarks``: the measurements of issues 4, 12, 15.
 
     python -m tests.benchmarks --quick              # a few minutes
     python -m tests.benchmarks --output DIR         # the full run
@@ -8,7 +8,9 @@ It installs its own requirements (tests/benchmarks/requirements.txt) into
 the running interpreter's environment when they are missing, and starts
 RabbitMQ, PostgreSQL and MariaDB of its own (``tests/functional/
 services.sh``, stopped at the end) unless running ones are given through
-their env file (``. SERVICES_DIR/env``).
+their env file (``. SERVICES_DIR/env``); the ``cluster`` measurement
+starts a Galera and a RabbitMQ cluster (``tests/functional/cluster.sh``)
+the same way.
 
 Prints one table (figure, reference measured in the same run, ratio,
 target, met?) and writes ``results.json`` and PNG plots to ``--output``.
@@ -32,7 +34,7 @@ import traceback
 # module of that name here, with a ``run`` function; they are imported
 # once the requirements are in.
 MEASUREMENTS = ('dispatch', 'pass_cost', 'drain', 'lateness', 'memory',
-                'worker_pool')
+                'worker_pool', 'cluster')
 
 _REQUIREMENTS = pathlib.Path(__file__).with_name('requirements.txt')
 # The importable names of what requirements.txt lists (py-spy is a

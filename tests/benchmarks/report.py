@@ -265,10 +265,30 @@ def _rows_notified(result):
         None)]
 
 
+def _rows_cluster(result):
+    """Issue 15: the clusters beside the single servers, same run."""
+    rows = []
+    for key, what, unit in (
+            ('drain', '15. drain %d due at T on the Galera + RabbitMQ '
+             'clusters, %d launchers', 'orders/s'),
+            ('pool', '15. certificate orders/s on the clusters (%d '
+             'orders), %d launchers', 'orders/s')):
+        ours, single = result['cluster'][key], result['single'][key]
+        size = ours.get('rows', ours.get('orders'))
+        rows.append(Row(
+            what % (size, result['launchers']),
+            '%.1f %s (%d done)' % (ours['rate'], unit, ours['done']),
+            'one MariaDB, one broker: %.1f %s' % (single['rate'], unit),
+            ours['rate'] / single['rate'] if single['rate'] else None,
+            '(info)', None))
+    return rows
+
+
 _ROWS = {
     'dispatch': _rows_dispatch, 'drain': _rows_drain,
     'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
     'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
+    'cluster': _rows_cluster,
 }
 
 

@@ -59,7 +59,7 @@ class _Held:
         self.messages.append(list(steps))
 
 
-def _create(database, workflow, count, notify=()):
+def create_orders(database, workflow, count, notify=()):
     """Create ``count`` orders of ``workflow``; their casts, one per order
     (and one per order's delivery to each URL of ``notify``).
     """
@@ -95,8 +95,8 @@ def measure(transport_url, count, worker_processes, workdir, log,
     with env.database('postgresql', workdir) as (url, database):
         config = procs.write_config(workdir, name, url, transport_url,
                                     topic, options)
-        messages = _create(database, workflow, count,
-                           notify=[receiver.url] if receiver else ())
+        messages = create_orders(database, workflow, count,
+                                 notify=[receiver.url] if receiver else ())
         api = env.worker_api(transport_url, topic)
         with procs.workers(workdir, config, worker_processes,
                            name + '-workers') as workers, \

@@ -315,8 +315,6 @@ def run(db, order_count, duration, workdir, services, seed=None,
     migration.upgrade(database.engine)
     options = dict(OPTIONS, **QUEUES[queues])
     if clusters:
-        # As doc/install.md says for processes on different nodes.
-        options['database'] = {'mysql_wsrep_sync_wait': '1'}
         deployment = processes.Deployment(
             workdir, database_url, clusters.transport_url(), options,
             nodes=clusters.nodes(database_url))

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from tests.chaos import services as chaos_services
 from tests.functional import databases
 from tests.functional import processes
 from worker.db import migration
@@ -70,16 +71,23 @@ def promtool():
 
 
 @pytest.fixture
-def deployment(tmp_path, database, database_url, transport_url):
+def deployment(tmp_path, backend, database, database_url, transport_url):
     """Returns ``make(options)`` building a ``processes.Deployment``.
 
     Every process it started is killed at the end of the test.
     """
     made = []
+    nodes = ()
+    if backend == 'mysql' and os.environ.get(
+            chaos_services.CLUSTER_VARIABLE):
+        # The Galera variant (bin/run-tests.sh): each daemon on a node of
+        # its own.
+        nodes = chaos_services.Clusters(str(tmp_path)).nodes(database_url)
 
     def make(options):
         made.append(processes.Deployment(tmp_path, database_url,
-                                         transport_url, options))
+                                         transport_url, options,
+                                         nodes=nodes))
         return made[-1]
 
     yield make

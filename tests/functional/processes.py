@@ -194,6 +194,12 @@ class Deployment:
         """(Re)write the config file with ``options``."""
         write_config(self.config, self.database_url, self.transport_url,
                      self.topic, options)
+        if self.nodes:
+            # Processes on different Galera nodes: reads wait for what
+            # other nodes committed before them (doc/install.md).
+            options = dict(options or {})
+            options['database'] = dict(options.get('database', {}),
+                                       mysql_wsrep_sync_wait='1')
         for number, (database_url, transport_url) in enumerate(self.nodes):
             write_config(self.node_config(number), database_url,
                          transport_url, self.topic, options)
