@@ -34,6 +34,7 @@ from oslo_utils import timeutils
 
 from worker.conf import order_types as type_options
 from worker.db import models
+from worker.db import session as db_session
 from worker import delivery
 from worker import group_commit
 from worker.notifications import sender as sender_module
@@ -275,12 +276,13 @@ class WorkerManager:
                  step.step, step.order_id, step.generation, _describe(row))
         self._observe_result(outcomes.STALE)
 
-    # Deadlocks and lost connections roll the transaction back whole, so
-    # running it again is safe; the message was already acknowledged and
-    # would otherwise be lost.
+    # Lost races (deadlocks; on Galera, write sets refused at COMMIT) and
+    # lost connections roll the transaction back whole, so running it
+    # again is safe; the message was already acknowledged and would
+    # otherwise be lost. A lost race is run again at once (the winner has
+    # committed), a lost connection after a second or more.
     _db_retry = oslo_db_api.wrap_db_retry(
-        max_retries=5, retry_on_deadlock=True, retry_on_disconnect=True,
-        inc_retry_interval=True)
+        max_retries=5, retry_on_disconnect=True, inc_retry_interval=True)
 
     def _claim_batch(self, steps):
         """Claim ``steps`` in one transaction (``GroupCommit``).
@@ -295,6 +297,7 @@ class WorkerManager:
         return claimed
 
     @_db_retry
+    @db_session.retry_lost_race
     def _claim_in_a_transaction(self, steps):
         repositories = self._repositories
         now = self._clock()
@@ -389,6 +392,7 @@ class WorkerManager:
         return [None] * len(items)
 
     @_db_retry
+    @db_session.retry_lost_race
     def _write_results(self, items, undone):
         """Per item, its ``Outcome`` or None (superseded).
 

@@ -79,7 +79,9 @@ def _quiet_libraries():
     # The shared broker may hold the control exchange declared with the
     # other durability; oslo.messaging then warns on every connection and
     # falls back, which is expected here and would bury the progress lines.
-    for name in ('oslo_messaging', 'oslo.messaging', 'amqp', 'kombu'):
+    # oslo.db warns of MariaDB's SQL mode at every engine it makes.
+    for name in ('oslo_messaging', 'oslo.messaging', 'amqp', 'kombu',
+                 'oslo_db.sqlalchemy.engines'):
         logging.getLogger(name).setLevel(logging.ERROR)
 
 

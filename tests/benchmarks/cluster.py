@@ -135,8 +135,8 @@ def run(transport_url, workdir, quick, log):
     server = databases.server_url('mysql')
     if not server:
         raise env.MissingService('no MariaDB server configured')
-    rows = 1000 if quick else 5000
-    orders = 300 if quick else 2000
+    rows = 2000 if quick else 10000
+    orders = 1000 if quick else 3000
     clusters = chaos_services.Clusters(str(workdir))
     try:
         single = dict(server=server, options=_OPTIONS,

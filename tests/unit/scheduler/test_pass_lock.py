@@ -3,6 +3,7 @@ database."""
 
 import datetime
 
+from oslo_db import exception as db_exc
 import pytest
 
 from scheduler import liveness
@@ -95,3 +96,29 @@ def test_clearing_deletes_only_a_stale_lock(database):
         NOW + datetime.timedelta(seconds=300),
         config.make_conf(**{'scheduler.retry_lock_timeout_seconds': 300})))
     assert not _judge_and_glance(database)[0].held
+
+
+def _refused_at_commit(monkeypatch, database, name):
+    """Make ``locks.name`` write, then fail as a Galera node refuses a
+    write set at COMMIT: another daemon on another node won the race."""
+    real = getattr(database.repositories.locks, name)
+
+    def refused(*args, **kwargs):
+        real(*args, **kwargs)
+        raise db_exc.DBDeadlock()
+    monkeypatch.setattr(database.repositories.locks, name, refused)
+
+
+def test_a_lock_lost_at_commit_is_held_by_another(database, monkeypatch):
+    _refused_at_commit(monkeypatch, database, 'insert')
+    assert pass_lock.PassLock(database, '1@a').acquire(NOW) is None
+    assert not _judge_and_glance(database)[0].held
+
+
+def test_a_stale_lock_cleared_by_another_at_once_is_not_ours(
+        database, monkeypatch):
+    _given(database, 301, 0)
+    _refused_at_commit(monkeypatch, database, 'release')
+    assert not pass_lock.PassLock(database, '1@a').clear_if_stale(CUTOFFS)
+    # Rolled back: the lock is as it was, for the winner to deal with.
+    assert _judge_and_glance(database)[0].held

@@ -8,6 +8,7 @@ databases; these are the quick ones to run on every save.
 import dataclasses
 import datetime
 
+from oslo_db import exception as db_exc
 import pytest
 
 from tests import config
@@ -443,6 +444,38 @@ def test_a_result_the_database_refused_is_written_once_it_answers(
         models.STEP_DONE
     assert worker.observed == ['done']
     assert len(worker.client.casts) == 1
+
+
+def test_claims_and_results_that_lose_a_race_are_run_again(
+        database, use_plugin, monkeypatch):
+    # As a Galera node refuses a write set at COMMIT when another node
+    # wrote the same rows first: each transaction wrote, then is refused
+    # once, rolled back whole and run again.
+    order_id = _order(database)
+    use_plugin(ScriptedPlugin(base.Completed()))
+    worker = _worker(database)
+    repos = database.repositories
+    for repository, name in ((repos.steps, 'claim_many'),
+                             (repos.steps, 'finish')):
+        real, left = getattr(repository, name), [1]
+
+        def losing(*args, real=real, left=left, **kwargs):
+            result = real(*args, **kwargs)
+            if left[0]:
+                left[0] -= 1
+                raise db_exc.DBDeadlock()
+            return result
+        monkeypatch.setattr(repository, name, losing)
+
+    worker.run(REQUEST, order_id, 0)
+
+    request = _state(database, order_id).steps[REQUEST]
+    # Claimed once (token 1, not 2), finished once, its next step cast.
+    assert (request.status, request.generation, request.attempt) == (
+        models.STEP_DONE, 1, 1)
+    assert worker.observed == ['done']
+    assert worker.client.casts == [(CHECK, {'order_id': order_id,
+                                            'generation': 0})]
 
 
 # The fanout order type: steps in parallel.
