@@ -101,6 +101,9 @@ class _Started:
     SCRIPT = SERVICES_SCRIPT
 
     _started_dir = None
+    #: The variables of the servers started, set in ``os.environ`` until
+    #: ``close``.
+    _variables: dict = {}
 
     def _start(self, directory, why):
         sys.stderr.write('services: %s; starting them in %s\n'
@@ -116,7 +119,8 @@ class _Started:
                 raise interrupt
             raise subprocess.CalledProcessError(
                 returncode, [self.SCRIPT, 'start', directory])
-        os.environ.update(_read_env_file(os.path.join(directory, 'env')))
+        self._variables = _read_env_file(os.path.join(directory, 'env'))
+        os.environ.update(self._variables)
 
     def close(self):
         """Stop the servers this run started (not ones it reused).
@@ -127,6 +131,10 @@ class _Started:
         if not self._started_dir:
             return
         directory, self._started_dir = self._started_dir, None
+        # Stopped, they are no longer there to be reused (by the tests
+        # that come next in the same process).
+        for name in self._variables:
+            os.environ.pop(name, None)
         returncode, interrupt = _run_script('stop', directory, self.SCRIPT)
         if returncode:
             sys.stderr.write('services: %s stop %s exited %d\n'
