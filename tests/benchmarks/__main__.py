@@ -176,6 +176,7 @@ def _run(args, env, workdir):
     report.write_json(results, table, os.path.join(args.output,
                                                    'results.json'))
     plots = report.write_plots(results, args.output)
+    report.write_plans(results, args.output)
     print(report.format_table(table))
     if 'profile' in results and 'error' not in results['profile']:
         print('\n' + profile.format_summary(results['profile']))

@@ -12,6 +12,10 @@ same run and on the same table:
 
 The rest of a pass (taking, renewing and releasing the lock row) is fixed
 work per pass; the difference between the two figures shows its weight.
+
+At the largest size each database's plans of the pass's reads are kept
+too (``tests.benchmarks.plans``). MariaDB is measured when a server is
+configured (the servers the benchmark starts include one).
 """
 
 import datetime
@@ -23,7 +27,9 @@ from oslo_utils import timeutils
 from scheduler import manager
 from tests.benchmarks import dispatch
 from tests.benchmarks import env
+from tests.benchmarks import plans
 from tests.benchmarks import seed
+from tests.functional import databases
 from worker.db import retry_tasks
 
 _RAW_SELECT = {
@@ -31,6 +37,8 @@ _RAW_SELECT = {
                'retry_at <= ? ORDER BY retry_at, id LIMIT 500'),
     'postgresql': ('SELECT id FROM order_retry_tasks WHERE parked = false '
                    'AND retry_at <= %s ORDER BY retry_at, id LIMIT 500'),
+    'mysql': ('SELECT id FROM order_retry_tasks WHERE parked = 0 '
+              'AND retry_at <= %s ORDER BY retry_at, id LIMIT 500'),
 }
 
 
@@ -81,7 +89,8 @@ def _measure(backend, database, api, conf, repeats):
 
 
 def run_backend(backend, transport_url, sizes, repeats, workdir, log):
-    """Grow one table through ``sizes``; returns one record per size."""
+    """Grow one table through ``sizes``; returns one record per size and
+    the plans at the largest."""
     conf = dispatch.scheduler_conf()
     api = env.worker_api(transport_url, env.new_topic())
     records = []
@@ -102,7 +111,8 @@ def run_backend(backend, transport_url, sizes, repeats, workdir, log):
             log('pass cost: %s %d rows: pass %.2f ms, due query %.2f ms, '
                 'raw select %.3f ms', backend, size, record['pass_ms'],
                 record['due_query_ms'], record['raw_select_ms'])
-    return records
+        explained = plans.explain(database, backend, conf.scheduler.batch_size)
+    return records, explained
 
 
 def run(transport_url, workdir, quick, log):
@@ -110,8 +120,12 @@ def run(transport_url, workdir, quick, log):
     sizes = ((1000, 10000, 100000) if quick
              else (1000, 10000, 100000, 1000000))
     repeats = 30 if quick else 100
-    return {'sizes': list(sizes), 'repeats': repeats,
-            'records': [record for backend in env.BACKENDS
-                        for record in run_backend(backend, transport_url,
-                                                  sizes, repeats, workdir,
-                                                  log)]}
+    backends = env.BACKENDS + (
+        ('mysql',) if databases.server_url('mysql') else ())
+    results = {'sizes': list(sizes), 'repeats': repeats, 'records': [],
+               'plans': {}}
+    for backend in backends:
+        records, results['plans'][backend] = run_backend(
+            backend, transport_url, sizes, repeats, workdir, log)
+        results['records'].extend(records)
+    return results

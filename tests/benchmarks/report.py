@@ -126,7 +126,10 @@ def _rows_pass_cost(result):
     largest, base = max(result['sizes']), 10000
     rows = []
     for backend, label, limit in (('sqlite', 'SQLite', 2.0),
-                                  ('postgresql', 'PostgreSQL', 5.0)):
+                                  ('postgresql', 'PostgreSQL', 5.0),
+                                  ('mysql', 'MariaDB', 5.0)):
+        if not _by(records, backend=backend):
+            continue
         top = _by(records, backend=backend, rows=largest)[0]
         ten = _by(records, backend=backend, rows=base)[0]
         rows.append(Row(
@@ -145,7 +148,23 @@ def _rows_pass_cost(result):
             '%.2f ms' % top['due_query_ms'],
             'raw indexed SELECT: %.3f ms' % top['raw_select_ms'],
             top['due_query_ms'] / top['raw_select_ms'], '(info)', None))
+        rows.append(_row_plans(label, largest,
+                               result.get('plans', {}).get(backend)))
     return rows
+
+
+def _row_plans(label, size, plans):
+    """Target 12.6's plans: every read by its index, none sorting."""
+    if not plans:
+        return Row('12.6 query plans, %s, %d rows' % (label, size),
+                   'not measured', '', None, 'index, no sort', None)
+    good = [plan for plan in plans
+            if plan['uses_index'] and not plan['sorts']]
+    return Row(
+        '12.6 query plans of a pass, %s, %d rows (idle and all due)'
+        % (label, size), '%d of %d by their index, no sort'
+        % (len(good), len(plans)), 'query_plans.txt', None,
+        'index, no sort', len(good) == len(plans))
 
 
 def _rows_lateness(result):
@@ -335,10 +354,13 @@ def write_json(results, table, path):
 def plot_pass_cost(result, path):
     """Pass cost versus table size (log-log), with the targets."""
     figure, axes = pyplot.subplots(figsize=(7, 4.5))
-    styles = {'sqlite': 'tab:blue', 'postgresql': 'tab:orange'}
+    styles = {'sqlite': 'tab:blue', 'postgresql': 'tab:orange',
+              'mysql': 'tab:green'}
     for backend, colour in styles.items():
         records = sorted(_by(result['records'], backend=backend),
                          key=lambda r: r['rows'])
+        if not records:
+            continue
         sizes = [r['rows'] for r in records]
         for key, style, label in (('pass_ms', '-o', 'pass'),
                                   ('due_query_ms', '--s', 'due query'),
@@ -352,7 +374,8 @@ def plot_pass_cost(result, path):
     axes.set_xlabel('rows in order_retry_tasks (none due)')
     axes.set_ylabel('median time (ms)')
     axes.set_title('Cost of a pass that finds nothing due\n'
-                   '(thin lines: targets 2 ms SQLite, 5 ms PostgreSQL)')
+                   '(thin lines: targets 2 ms SQLite, 5 ms PostgreSQL '
+                   'and MariaDB)')
     axes.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -436,6 +459,25 @@ _PLOTS = {
     'dispatch': ('dispatch_concurrency.png', plot_dispatch),
     'memory': ('memory.png', plot_memory),
 }
+
+
+def write_plans(results, directory):
+    """Write the query plans of the pass cost measurement, if any; returns
+    the file's path or None."""
+    measured = results.get('pass_cost', {}).get('plans')
+    if not measured:
+        return None
+    path = os.path.join(directory, 'query_plans.txt')
+    with open(path, 'w') as out:
+        for backend, records in measured.items():
+            for record in records:
+                out.write('== %s, %s, %s: %s %s, %s\n' % (
+                    backend, record['moment'], record['query'],
+                    'reads' if record['uses_index'] else 'DOES NOT read',
+                    record['index'],
+                    'sorts' if record['sorts'] else 'no sort'))
+                out.writelines('   %s\n' % line for line in record['plan'])
+    return path
 
 
 def write_plots(results, directory):

@@ -1,8 +1,9 @@
 """Bulk loading of orders, their steps and retry rows, for 1,000,000 rows.
 
 Rows are generated inside the database (``generate_series`` on
-PostgreSQL, a recursive CTE on SQLite), one statement per table (and per
-step) in one transaction: going through the ORM would take longer than the
+PostgreSQL, a recursive CTE on SQLite, the sequence engine's
+``seq_1_to_N`` on MariaDB), one statement per table (and per step) in one
+transaction: going through the ORM would take longer than the
 measurements themselves. What is written is what the worker would write
 (``worker.outcomes``) for a certificate order waiting at one step: a
 PENDING order, its steps (those before the step DONE, the step PENDING,
@@ -66,9 +67,10 @@ def load(database, count, start, spacing=0.0, step='check_certificate_status',
     :param retry_task: the step the retry rows name, at its generation. A
         step after ``step`` is WAITING: the worker drops its casts as
         stale, after one read (a no-op row).
-    :param analyze: on PostgreSQL, VACUUM ANALYZE afterwards, the state
-        autovacuum reaches soon after a bulk load; without it the planner
-        works from an empty table's statistics.
+    :param analyze: on PostgreSQL, VACUUM ANALYZE afterwards (on MariaDB,
+        ANALYZE TABLE), the state autovacuum (InnoDB's statistics) reaches
+        soon after a bulk load; without it the planner works from an empty
+        table's statistics.
     :returns: a ``Batch``.
     """
     if step not in CERTIFICATE_STEPS or retry_task not in CERTIFICATE_STEPS:
@@ -77,8 +79,8 @@ def load(database, count, start, spacing=0.0, step='check_certificate_status',
     batch = Batch(prefix or new_prefix(), count, start, spacing)
     dialect = database.engine.dialect.name
     # SQLite stores datetimes as text of this exact shape (see below).
-    now = (start if dialect == 'postgresql'
-           else start.strftime('%Y-%m-%d %H:%M:%S.%f'))
+    now = (start.strftime('%Y-%m-%d %H:%M:%S.%f') if dialect == 'sqlite'
+           else start)
     steps = _step_rows(step, now, dispatched=not retries)
     params = {
         'prefix': batch.prefix, 'last': count, 'task': retry_task,
@@ -86,7 +88,12 @@ def load(database, count, start, spacing=0.0, step='check_certificate_status',
         'start_us': int((start - _EPOCH).total_seconds() * 1e6),
         'spacing_us': int(spacing * 1e6),
     }
-    statements = (_POSTGRESQL if dialect == 'postgresql' else _SQLITE)
+    statements = _STATEMENTS[dialect]
+    if dialect == 'mysql':
+        # The sequence table's name holds the count; nothing else can.
+        statements = _Statements(*(
+            statement.replace('SEQUENCE', 'seq_1_to_%d' % int(count))
+            for statement in statements))
     connection = database.engine.raw_connection()
     try:
         cursor = connection.cursor()
@@ -99,8 +106,8 @@ def load(database, count, start, spacing=0.0, step='check_certificate_status',
         connection.commit()
     finally:
         connection.close()
-    if analyze and dialect == 'postgresql':
-        vacuum_analyze(database)
+    if analyze:
+        _ANALYZE.get(dialect, lambda _: None)(database)
     return batch
 
 
@@ -126,7 +133,7 @@ def _step_rows(step, now, dispatched):
 
 
 def vacuum_analyze(database):
-    """VACUUM ANALYZE both tables (PostgreSQL; outside a transaction)."""
+    """VACUUM ANALYZE the tables (PostgreSQL; outside a transaction)."""
     with database.engine.connect().execution_options(
             isolation_level='AUTOCOMMIT') as connection:
         connection.exec_driver_sql('VACUUM ANALYZE orders')
@@ -214,3 +221,44 @@ _SQLITE = _Statements(
     FROM seq
     """,
 )
+
+# NOTE: PyMySQL formats its parameters with %, so these statements may
+# hold no other % sign. SEQUENCE becomes seq_1_to_<count> (see load).
+_MYSQL = _Statements(
+    """
+    INSERT INTO orders (id, type, status, meta, created_at, updated_at)
+    SELECT CONCAT(%(prefix)s, LPAD(seq, 12, '0')), 'certificate', 'PENDING',
+           '{}', %(now)s, %(now)s
+    FROM SEQUENCE
+    """,
+    """
+    INSERT INTO order_steps (order_id, name, status, generation, attempt,
+                             failures, polls, dispatched_at, started_at,
+                             finished_at, output, updated_at)
+    SELECT CONCAT(%(prefix)s, LPAD(seq, 12, '0')), %(name)s, %(status)s,
+           %(generation)s, %(generation)s, 0, 0, %(dispatched_at)s,
+           %(ended_at)s, %(ended_at)s, %(output)s, %(now)s
+    FROM SEQUENCE
+    """,
+    """
+    INSERT INTO order_retry_tasks (order_id, retry_task, retry_at,
+                                   retry_args, retry_kwargs, retry_count,
+                                   parked, created_at)
+    SELECT CONCAT(%(prefix)s, LPAD(seq, 12, '0')), %(task)s,
+           TIMESTAMPADD(MICROSECOND, (seq - 1) * %(spacing_us)s, %(now)s),
+           CONCAT('["', %(prefix)s, LPAD(seq, 12, '0'), '"]'),
+           CONCAT('{"generation": ', %(generation)s, '}'), 0, false, %(now)s
+    FROM SEQUENCE
+    """,
+)
+
+_STATEMENTS = {'postgresql': _POSTGRESQL, 'sqlite': _SQLITE, 'mysql': _MYSQL}
+
+
+def _analyze_table(database):
+    with database.engine.connect() as connection:
+        connection.exec_driver_sql(
+            'ANALYZE TABLE orders, order_steps, order_retry_tasks').all()
+
+
+_ANALYZE = {'postgresql': vacuum_analyze, 'mysql': _analyze_table}

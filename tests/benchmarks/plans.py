@@ -1,0 +1,91 @@
+"""Issue 12's target 6: the plans of the retry daemon's reads, at size.
+
+Each database is asked to EXPLAIN the statements a pass runs, as
+``worker.db.retry_tasks`` builds them, on the table the pass cost was
+just measured on (1,000,000 rows in a full run). Two moments: *now*,
+when nothing is due (the idle pass), and *all due* (every row due, a
+backlog a pass drains batch after batch). A plan is good when it reads
+the retry rows by the index named for it and has no sort: the rows come
+in index order and the database stops at the batch's limit, whatever the
+table's size.
+"""
+
+import datetime
+
+from oslo_utils import timeutils
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
+
+from worker.db import models
+from worker.db import retry_tasks
+
+DUE_INDEX = 'ix_order_retry_tasks_due'
+PRIORITY_INDEX = 'ix_order_retry_tasks_priority_due'
+_DIALECTS = {'sqlite': sqlite.dialect(), 'postgresql': postgresql.dialect(),
+             'mysql': mysql.dialect()}
+_EXPLAIN = {'sqlite': 'EXPLAIN QUERY PLAN ', 'postgresql': 'EXPLAIN ',
+            'mysql': 'EXPLAIN '}
+
+
+def _statements(now, batch):
+    """``{name: (statement, index it must read)}`` of a pass at ``now``."""
+    level, reads = models.MIN_PRIORITY, retry_tasks.READS
+    return {
+        'any_due': (reads['any_due'](now), DUE_INDEX),
+        'next_due_after': (reads['next_due_after'](now), DUE_INDEX),
+        'due, first batch of a level': (
+            reads['due_of_level'](now, level, batch), PRIORITY_INDEX),
+        'due, next batch of a level': (
+            reads['due_of_level'](now, level, batch, (level, now, 1)),
+            PRIORITY_INDEX),
+    }
+
+
+def _plan_lines(connection, backend, statement):
+    """The database's plan of ``statement``, one string per line."""
+    # Values inlined: PostgreSQL plans with the values it is given, as
+    # for the daemon's own (first five) executions.
+    sql = str(statement.compile(dialect=_DIALECTS[backend],
+                                compile_kwargs={'literal_binds': True}))
+    result = connection.exec_driver_sql(_EXPLAIN[backend] + sql)
+    if backend == 'sqlite':
+        return [row[-1] for row in result]
+    if backend == 'postgresql':
+        return [row[0] for row in result]
+    return ['table=%(table)s type=%(type)s key=%(key)s rows=%(rows)s '
+            'extra=%(Extra)s' % row._mapping for row in result]
+
+
+def _judge(backend, lines, index):
+    """``(reads the index, sorts)`` of one plan."""
+    text = '\n'.join(lines)
+    if backend == 'sqlite':
+        sorts = 'USE TEMP B-TREE' in text
+    elif backend == 'postgresql':
+        sorts = any(line.strip().lstrip('-> ').startswith('Sort')
+                    for line in lines)
+    else:
+        sorts = 'filesort' in text
+    return index in text, sorts
+
+
+def explain(database, backend, batch):
+    """The plans of a pass's reads, idle and with every row due.
+
+    :returns: a list of ``{'moment', 'query', 'index', 'uses_index',
+        'sorts', 'plan'}``.
+    """
+    now = timeutils.utcnow()
+    moments = (('now', now),
+               ('all due', now + datetime.timedelta(days=3650)))
+    records = []
+    with database.engine.connect() as connection:
+        for moment, at in moments:
+            for name, (statement, index) in _statements(at, batch).items():
+                lines = _plan_lines(connection, backend, statement)
+                uses_index, sorts = _judge(backend, lines, index)
+                records.append({'moment': moment, 'query': name,
+                                'index': index, 'uses_index': uses_index,
+                                'sorts': sorts, 'plan': lines})
+    return records
