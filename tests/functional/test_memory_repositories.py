@@ -453,6 +453,26 @@ def test_mark_dispatched_leaves_claimed_and_finished_steps_alone(db):
     assert found[ROOTS[2]].updated_at == NOW
 
 
+@contract
+def test_mark_dispatched_marks_only_the_steps_named(db):
+    """Each order's own step, not the steps of that name in the other
+    orders of the batch."""
+    steps_repo = db.repositories.steps
+    first, second = (_order(db, type_name='fanout') for _ in range(2))
+
+    _write(db, steps_repo.mark_dispatched,
+           [(first, ROOTS[0]), (second, ROOTS[1]), (second, ROOTS[2])],
+           _at(5))
+
+    marked = {(order_id, name)
+              for order_id in (first, second)
+              for name, step in _read(db, steps_repo.for_order,
+                                      order_id).items()
+              if step.dispatched_at == _at(5)}
+    assert marked == {(first, ROOTS[0]), (second, ROOTS[1]),
+                      (second, ROOTS[2])}
+
+
 def _rows(rows):
     return [(row.order_id, row.name, row.generation, row.failures,
              row.owner) for row in rows]

