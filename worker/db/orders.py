@@ -5,6 +5,7 @@ they return False, and change nothing, when the order has moved on. The
 fencing of the work itself is per step (``worker.db.steps``).
 """
 
+import collections
 import functools
 import uuid
 
@@ -55,20 +56,37 @@ def with_steps(session, order_id):
 
 def with_steps_many(session, order_ids):
     """Return ``{order_id: (order, {name: step})}`` in one query, for those
-    of ``order_ids`` that exist."""
+    of ``order_ids`` that exist.
+
+    The order and its steps are read-only rows (named tuples with the
+    columns as attributes), not ORM objects: this is every claim's read,
+    and building, identity-mapping and tracking ORM objects was most of
+    its cost.
+    """
     found = {}
     if not order_ids:
         return found
-    for order, step in session.execute(
-            sa.select(models.Order, models.OrderStep)
-            .outerjoin(models.OrderStep,
-                       models.OrderStep.order_id == models.Order.id)
-            .where(models.Order.id.in_(list(order_ids)))
-            .order_by(models.Order.id, models.OrderStep.name)):
-        _, steps_of_order = found.setdefault(order.id, (order, {}))
-        if step is not None:
-            steps_of_order[step.name] = step
+    width = len(_TABLE.c)
+    for row in statements.execute(session, _WITH_STEPS,
+                                  {'order_ids': list(order_ids)}):
+        order_id = row[0]
+        if order_id not in found:
+            found[order_id] = (OrderRow._make(row[:width]), {})
+        if row[width] is not None:
+            step = steps.StepRow._make(row[width:])
+            found[order_id][1][step.name] = step
     return found
+
+
+#: An order as ``with_steps_many`` reads it.
+OrderRow = collections.namedtuple('OrderRow', _TABLE.c.keys())
+
+_WITH_STEPS = (
+    sa.select(*_TABLE.c, *statements.STEPS.c)
+    .select_from(_TABLE.outerjoin(
+        statements.STEPS, statements.STEPS.c.order_id == _TABLE.c.id))
+    .where(_TABLE.c.id.in_(sa.bindparam('order_ids', expanding=True)))
+    .order_by(_TABLE.c.id, statements.STEPS.c.name))
 
 
 def priorities(session, order_ids):
