@@ -44,8 +44,8 @@ def _statements(now, batch):
 
 def _plan_lines(connection, backend, statement):
     """The database's plan of ``statement``, one string per line."""
-    # Values inlined: PostgreSQL plans with the values it is given, as
-    # for the daemon's own (first five) executions.
+    # Values inlined, as psycopg2 and PyMySQL send the daemon's own (they
+    # interpolate on the client): each database plans with the values.
     sql = str(statement.compile(dialect=_DIALECTS[backend],
                                 compile_kwargs={'literal_binds': True}))
     result = connection.exec_driver_sql(_EXPLAIN[backend] + sql)
