@@ -50,6 +50,12 @@ def _rows_dispatch(result):
              if len(figures.get('runs', ())) > 1 else ''),
             '%.0f rows/s' % figures['rate'], reference, ratio, '>= 1.0x',
             ratio >= 1.0 and figures['delivered'] == figures['rows']))
+    postgresql = result['pass_postgresql']
+    rows.append(Row(
+        '12.4 dispatch rate of one pass, PostgreSQL',
+        '%.0f rows/s' % postgresql['rate'], 'SQLite, same run: %.0f rows/s'
+        % result['pass_sqlite']['rate'], None, '>= 15000 rows/s',
+        postgresql['rate'] >= 15000))
     for figures in result['sweep']['oslo_cast']:
         if figures['threads'] in (1, 4):
             rows.append(Row(
