@@ -620,6 +620,28 @@ def test_claim_many_claims_the_steps_still_at_their_generation(db):
 
 
 @contract
+def test_claim_many_claims_each_order_s_own_steps_only(db):
+    """Several names and generations in one batch: a step is claimed only
+    as asked for its own order, at its own generation."""
+    steps_repo = db.repositories.steps
+    first, second = (_order(db, type_name='fanout') for _ in range(2))
+
+    claimed = _write(db, steps_repo.claim_many, [
+        (first, ROOTS[0], 0, _at(60)), (first, ROOTS[1], 0, _at(60)),
+        (second, ROOTS[0], 5, _at(60)), (second, ROOTS[2], 0, _at(60))],
+        NOW, 'me@h')
+
+    assert claimed == {(first, ROOTS[0]), (first, ROOTS[1]),
+                       (second, ROOTS[2])}
+    owned = {(order_id, name)
+             for order_id in (first, second)
+             for name, step in _read(db, steps_repo.for_order,
+                                     order_id).items()
+             if step.owner == 'me@h'}
+    assert owned == claimed
+
+
+@contract
 def test_concurrent_batch_claims_have_one_winner_per_step(db):
     order_ids = [_order(db) for _ in range(3)]
     barrier = threading.Barrier(6)
