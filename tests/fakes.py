@@ -3,6 +3,8 @@
 import collections
 import threading
 
+from oslo_db import exception as db_exc
+
 
 class CastFailed(Exception):
     """What the fake client raises for a cast told to fail."""
@@ -52,3 +54,19 @@ class RecordingRPCClient:
         """Return ``Counter(order_id)`` over the recorded casts."""
         return collections.Counter(kwargs['order_id']
                                    for _, kwargs in self.casts)
+
+
+def lose_races(monkeypatch, repository, name, times):
+    """Make ``repository.name`` run, then raise a deadlock, ``times``
+    times, as a Galera node refuses a write set at COMMIT when another
+    node wrote the same rows first."""
+    real = getattr(repository, name)
+    left = [times]
+
+    def losing(*args, **kwargs):
+        result = real(*args, **kwargs)
+        if left[0]:
+            left[0] -= 1
+            raise db_exc.DBDeadlock()
+        return result
+    monkeypatch.setattr(repository, name, losing)

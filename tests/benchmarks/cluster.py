@@ -103,11 +103,7 @@ def _drain(workdir, name, server, nodes, options, count, log):
             _load_due(database, count, due)
             done, last = procs.wait_for_status(
                 database, '', count, timeout=60 + count / 10.0)
-    seconds = (last - due).total_seconds() if last else float('nan')
-    log('cluster benchmark: %s drain %d/%d in %.1fs', name, done, count,
-        seconds)
-    return {'rows': count, 'done': done, 'seconds': seconds,
-            'rate': done / seconds if last else 0.0}
+    return _figures(log, name + ' drain', 'rows', count, done, due, last)
 
 
 def _pool(workdir, name, server, nodes, options, count, log):
@@ -123,10 +119,16 @@ def _pool(workdir, name, server, nodes, options, count, log):
                 list(pool.map(api.run_steps, messages))
             done, last = procs.wait_for_status(
                 database, '', count, timeout=60 + count / 5.0)
-    seconds = (last - first_cast).total_seconds() if last else float('nan')
-    log('cluster benchmark: %s pool %d/%d in %.1fs', name, done, count,
-        seconds)
-    return {'orders': count, 'done': done, 'seconds': seconds,
+    return _figures(log, name + ' pool', 'orders', count, done, first_cast,
+                    last)
+
+
+def _figures(log, what, unit, count, done, started, last):
+    """``done`` of ``count`` finished from ``started`` to ``last`` (None
+    if none did): logged and returned."""
+    seconds = (last - started).total_seconds() if last else float('nan')
+    log('cluster benchmark: %s %d/%d in %.1fs', what, done, count, seconds)
+    return {unit: count, 'done': done, 'seconds': seconds,
             'rate': done / seconds if last else 0.0}
 
 

@@ -13,17 +13,12 @@ table's size.
 import datetime
 
 from oslo_utils import timeutils
-from sqlalchemy.dialects import mysql
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
 
 from worker.db import models
 from worker.db import retry_tasks
 
 DUE_INDEX = 'ix_order_retry_tasks_due'
 PRIORITY_INDEX = 'ix_order_retry_tasks_priority_due'
-_DIALECTS = {'sqlite': sqlite.dialect(), 'postgresql': postgresql.dialect(),
-             'mysql': mysql.dialect()}
 _EXPLAIN = {'sqlite': 'EXPLAIN QUERY PLAN ', 'postgresql': 'EXPLAIN ',
             'mysql': 'EXPLAIN '}
 
@@ -46,7 +41,7 @@ def _plan_lines(connection, backend, statement):
     """The database's plan of ``statement``, one string per line."""
     # Values inlined, as psycopg2 and PyMySQL send the daemon's own (they
     # interpolate on the client): each database plans with the values.
-    sql = str(statement.compile(dialect=_DIALECTS[backend],
+    sql = str(statement.compile(dialect=connection.dialect,
                                 compile_kwargs={'literal_binds': True}))
     result = connection.exec_driver_sql(_EXPLAIN[backend] + sql)
     if backend == 'sqlite':

@@ -8,7 +8,6 @@ databases; these tests are the quick ones to run on every save.
 import datetime
 import threading
 
-from oslo_db import exception as db_exc
 import pytest
 
 from scheduler import manager
@@ -502,22 +501,6 @@ def test_a_daemon_whose_clock_is_off_casts_but_judges_no_one(database):
     assert _step(database, lost, REQUEST).owner is None
 
 
-def _lose_races(monkeypatch, repository, name, times):
-    """Make ``repository.name`` run, then raise a deadlock, ``times``
-    times, as a Galera node refuses a write set at COMMIT when another
-    node wrote the same rows first."""
-    real = getattr(repository, name)
-    left = [times]
-
-    def losing(*args, **kwargs):
-        result = real(*args, **kwargs)
-        if left[0]:
-            left[0] -= 1
-            raise db_exc.DBDeadlock()
-        return result
-    monkeypatch.setattr(repository, name, losing)
-
-
 def test_lost_races_of_a_pass_are_run_again_not_failed(
         database, monkeypatch):
     _heartbeat(database, '6@dead', NOW - _seconds(61))
@@ -525,8 +508,8 @@ def test_lost_races_of_a_pass_are_run_again_not_failed(
     due = _make_orders(database, 5)
     repos = database.repositories
     # Recovery's transaction and the dispatcher's delete each lose twice.
-    _lose_races(monkeypatch, repos.services, 'delete_dead', 2)
-    _lose_races(monkeypatch, repos.retry_tasks, 'delete_as_read', 2)
+    fakes.lose_races(monkeypatch, repos.services, 'delete_dead', 2)
+    fakes.lose_races(monkeypatch, repos.retry_tasks, 'delete_as_read', 2)
 
     result, client = _run(database)
 

@@ -8,7 +8,6 @@ databases; these are the quick ones to run on every save.
 import dataclasses
 import datetime
 
-from oslo_db import exception as db_exc
 import pytest
 
 from tests import config
@@ -455,17 +454,8 @@ def test_claims_and_results_that_lose_a_race_are_run_again(
     use_plugin(ScriptedPlugin(base.Completed()))
     worker = _worker(database)
     repos = database.repositories
-    for repository, name in ((repos.steps, 'claim_many'),
-                             (repos.steps, 'finish')):
-        real, left = getattr(repository, name), [1]
-
-        def losing(*args, real=real, left=left, **kwargs):
-            result = real(*args, **kwargs)
-            if left[0]:
-                left[0] -= 1
-                raise db_exc.DBDeadlock()
-            return result
-        monkeypatch.setattr(repository, name, losing)
+    for name in ('claim_many', 'finish'):
+        fakes.lose_races(monkeypatch, repos.steps, name, 1)
 
     worker.run(REQUEST, order_id, 0)
 
