@@ -21,6 +21,7 @@ its own token. A step that is stale, or whose result is superseded, costs
 only itself.
 """
 
+import collections
 import concurrent.futures
 import datetime
 import reprlib
@@ -42,6 +43,7 @@ from worker import order_types
 from worker import outcomes
 from worker.plugins import base
 from worker import policy as policy_module
+from worker import result_plan
 from worker import rpc
 from worker import rpcapi
 
@@ -391,14 +393,19 @@ class WorkerManager:
         (``GroupCommit``); log and count them, cast the steps they made
         ready."""
         undone = set()
+        planned = True
         while True:
             try:
-                written = self._write_results(items, undone)
+                written = self._write_results(items, undone, planned)
                 break
             except _Undo as undo:
                 # One result wrote, then found its step or order moved
                 # on: the batch is written again without it.
                 undone.add(undo.index)
+            except result_plan.Moved:
+                # A step or order of the plan moved on: written again one
+                # result at a time, which finds the result superseded.
+                planned = False
         casts = []
         for (run, _), outcome in zip(items, written):
             if outcome is None:
@@ -417,36 +424,64 @@ class WorkerManager:
 
     @_db_retry
     @db_session.retry_lost_race
-    def _write_results(self, items, undone):
+    def _write_results(self, items, undone, planned):
         """Per item, its ``Outcome`` or None (superseded).
 
+        ``planned``: the results that need only the writes of a
+        ``result_plan.Plan``, each the only one of its order in the batch,
+        are written together by kind; the others one at a time after them.
         A result found superseded is judged again if the transaction runs
         again (the race it lost was maybe with a rolled-back write); one
         in ``undone`` is skipped.
+
+        :raises result_plan.Moved: a planned result was superseded.
         """
         now = self._clock()
         written = [None] * len(items)
         # In the order of their orders and steps, so that two processes
         # writing results of the same orders lock them in the same order.
-        order = sorted(range(len(items)), key=lambda index: (
-            items[index][0].order_id, items[index][0].step))
+        order = sorted((index for index in range(len(items))
+                        if index not in undone),
+                       key=lambda index: (items[index][0].order_id,
+                                          items[index][0].step))
+        plan = result_plan.Plan()
+        per_order = collections.Counter(items[index][0].order_id
+                                        for index in order)
         with self._database.session() as session, session.begin():
+            one_by_one = []
             for index in order:
-                if index in undone:
-                    continue
                 run, result = items[index]
+                if not planned or run.delivery or \
+                        per_order[run.order_id] > 1:
+                    one_by_one.append(index)
+                    continue
+                recorder = plan.recorder()
                 try:
-                    if run.delivery:
-                        written[index] = delivery.write(
-                            session, self._repositories, self._conf, run,
-                            result, now)
-                    else:
-                        written[index] = outcomes.write(
-                            session, self._repositories, run, result, now)
-                except outcomes.Superseded as exc:
-                    if exc.wrote:
-                        raise _Undo(index)
+                    written[index] = outcomes.write(session, recorder, run,
+                                                    result, now)
+                except result_plan.NotPlanned:
+                    one_by_one.append(index)
+                else:
+                    plan.keep(recorder)
+            plan.write(session, self._repositories, now)
+            for index in one_by_one:
+                written[index] = self._write_one(session, index, items[index],
+                                                 now)
         return written
+
+    def _write_one(self, session, index, item, now):
+        """Write one result on its own: its ``Outcome``, or None."""
+        run, result = item
+        try:
+            if run.delivery:
+                return delivery.write(session, self._repositories,
+                                      self._conf, run, result, now)
+            return outcomes.write(session, self._repositories, run, result,
+                                  now)
+        except outcomes.Superseded as exc:
+            if exc.wrote:
+                raise _Undo(index)
+            return None
 
     def _cast(self, steps):
         if not steps or self._worker_api is None:

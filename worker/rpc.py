@@ -18,6 +18,11 @@ RPC_API_VERSION = '1.1'
 # Generations are BIGINT columns.
 _MAX_GENERATION = 2 ** 63 - 1
 
+#: Messages a worker process runs at once (``executor_thread_pool_size``),
+#: and those it holds unacknowledged beyond them
+#: (``rabbit_qos_prefetch_count``).
+_MESSAGES_AT_ONCE = 32
+
 
 def is_generation(value):
     """True if ``value`` can be an order's generation (fencing token)."""
@@ -29,18 +34,33 @@ def set_defaults():
     """Our defaults for oslo.messaging's options.
 
     Durable queues (and persistent messages), so that a broker restart
-    loses no queued cast; 16 steps at once per worker process, which is
-    what its database pool serves (``[database] max_pool_size``);
-    reconnection attempts at most 5 s apart (``rabbit_interval_max``,
+    loses no queued cast.
+
+    32 messages at once per worker process (16 before, 64 in
+    oslo.messaging): a process writes the claims and the results of its
+    steps in batches (``worker.group_commit``), so the more steps in
+    flight, the larger the batches and the less each step costs, and the
+    threads hold no database connection of their own. Measured on the
+    drain benchmark (100,000 rows, 3 processes): 16 threads 0.41 ms of
+    CPU per step and 92 MB, 32 threads 0.31-0.33 ms and 96-98 MB, 64
+    threads 0.27 ms and 105 MB, beyond the 100 MB a process may take.
+
+    At most 32 more messages taken from the broker and not yet started
+    (``rabbit_qos_prefetch_count``, unbounded in oslo.messaging): the rest
+    of a backlog waits in the broker, not in a process's memory, and goes
+    to whichever process has room, not all to the first one that asked.
+
+    Reconnection attempts at most 5 s apart (``rabbit_interval_max``,
     30 s in oslo.messaging), so that after an outage the workers consume
     again within a default period (15 s) of the broker's return. A
     setting in the config file still wins.
     """
     messaging.set_transport_defaults('barbican_retry')
     cfg.set_defaults(amqp_driver.amqp_opts, amqp_durable_queues=True)
-    cfg.set_defaults(impl_rabbit.rabbit_opts, rabbit_interval_max=5)
+    cfg.set_defaults(impl_rabbit.rabbit_opts, rabbit_interval_max=5,
+                     rabbit_qos_prefetch_count=_MESSAGES_AT_ONCE)
     cfg.set_defaults(messaging_server._pool_opts,
-                     executor_thread_pool_size=16)
+                     executor_thread_pool_size=_MESSAGES_AT_ONCE)
 
 
 def executor_threads(conf):

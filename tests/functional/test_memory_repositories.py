@@ -9,6 +9,7 @@ server (``-k memory``).
 
 import datetime
 import inspect
+import json
 import threading
 
 from oslo_db import exception as db_exc
@@ -639,6 +640,99 @@ def test_claim_many_claims_each_order_s_own_steps_only(db):
                                      order_id).items()
              if step.owner == 'me@h'}
     assert owned == claimed
+
+
+@contract
+def test_steps_of_many_orders_end_retry_and_start_each_fenced(db):
+    """The ``*_many`` writes of a batch of results: each step as the
+    single write would leave it, and a stale token counted out."""
+    steps_repo = db.repositories.steps
+    done, failed, retried, stale = (_claimed(db, 'w1@h') for _ in range(4))
+
+    assert _write(db, steps_repo.finish_many, [
+        (done, REQUEST, 1, models.STEP_DONE, {'x': 1}, None),
+        (failed, REQUEST, 1, models.STEP_FAILED, None, 'refused'),
+        (stale, REQUEST, 5, models.STEP_DONE, {'x': 2}, None)],
+        _at(1)) == 2
+    assert _write(db, steps_repo.retry_many, [
+        (retried, REQUEST, 1, 2, 3, 'later'),
+        (stale, REQUEST, 0, 1, 0, None)], _at(2)) == 1
+    _write(db, steps_repo.start_many, [(done, [CHECK], True),
+                                       (failed, (CHECK,), False)], _at(3))
+
+    found = {order_id: _read(db, steps_repo.for_order, order_id)
+             for order_id in (done, failed, retried, stale)}
+    assert [(step.status, step.output, step.last_error, step.finished_at,
+             step.owner) for step in (found[done][REQUEST],
+                                      found[failed][REQUEST])] == [
+        (models.STEP_DONE, {'x': 1}, None, _at(1), None),
+        (models.STEP_FAILED, None, 'refused', _at(1), None)]
+    step = found[retried][REQUEST]
+    assert (step.status, step.failures, step.polls, step.last_error,
+            step.owner, step.updated_at) == (
+        models.STEP_PENDING, 2, 3, 'later', None, _at(2))
+    step = found[stale][REQUEST]
+    assert (step.status, step.owner, step.failures, step.updated_at) == (
+        models.STEP_PENDING, 'w1@h', 0, NOW)
+    assert [(found[order_id][CHECK].status,
+             found[order_id][CHECK].dispatched_at)
+            for order_id in (done, failed, stale)] == [
+        (models.STEP_PENDING, _at(3)), (models.STEP_PENDING, None),
+        (models.STEP_WAITING, None)]
+    assert _write(db, steps_repo.finish_many, [], _at(4)) == 0
+    assert _write(db, steps_repo.retry_many, [], _at(4)) == 0
+
+
+@contract
+def test_many_orders_complete_at_once_each_with_its_metadata(db):
+    orders = db.repositories.orders
+    first, second, failed = (_order(db, meta={'a': 1}) for _ in range(3))
+    assert _write(db, orders.fail, failed, _at(1), 'broken')
+
+    assert _write(db, orders.complete_many, [
+        (first, {'a': 1, 'n': 1}), (second, {'a': 1, 'n': 2}),
+        (failed, {'n': 3})], _at(2)) == 2
+
+    assert [(order.status, order.meta, order.updated_at) for order in (
+        _read(db, orders.get, order_id) for order_id in (first, second,
+                                                         failed))] == [
+        (models.ACTIVE, {'a': 1, 'n': 1}, _at(2)),
+        (models.ACTIVE, {'a': 1, 'n': 2}, _at(2)),
+        (models.ERROR, {'a': 1}, _at(1))]
+    assert _write(db, orders.complete_many, [], _at(3)) == 0
+
+
+@contract
+def test_retry_rows_of_many_steps_are_added_and_deleted_at_once(db):
+    tasks = db.repositories.retry_tasks
+    first, second = _order(db), _order(db)
+    kept = _tasks(db, (second, _at(1)))
+
+    _write(db, tasks.delete_for_steps, [(first, CHECK), (second, REQUEST)])
+    _write(db, tasks.add_many, [
+        dict(order_id=first, retry_task=CHECK, retry_at=_at(5),
+             args=[first], kwargs={'generation': 1}, retry_count=2,
+             now=NOW, priority=3),
+        dict(order_id=second, retry_task=REQUEST, retry_at=_at(6))])
+    _write(db, tasks.delete_for_steps, [])
+    _write(db, tasks.add_many, [])
+
+    due = _read(db, tasks.due, _at(10), 10)
+    assert [(row.order_id, row.retry_task, row.retry_at, row.retry_args,
+             row.retry_kwargs, row.retry_count, row.priority)
+            for row in due] == [
+        (first, CHECK, _at(5), json.dumps([first]),
+         json.dumps({'generation': 1}), 2, 3),
+        (second, CHECK, _at(1), json.dumps([second]),
+         json.dumps({'generation': 1}), 0, 0),
+        (second, REQUEST, _at(6), '[]', '{}', 0, 0)]
+    assert kept[0] in [row.id for row in due]
+
+    _write(db, tasks.delete_for_steps, [(first, CHECK), (second, REQUEST)])
+    assert [row.id for row in _read(db, tasks.due, _at(10), 10)] == kept
+    with pytest.raises(ValueError):
+        _write(db, tasks.add_many, [dict(order_id=first, retry_task=CHECK,
+                                         retry_at=NOW, priority=99)])
 
 
 @contract

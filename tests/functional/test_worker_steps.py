@@ -3,6 +3,7 @@
 import datetime
 import threading
 
+import sqlalchemy as sa
 
 from tests import config
 from worker.db import models
@@ -13,6 +14,7 @@ from worker import manager
 from worker import order_types
 from worker.plugins import base
 from worker.plugins import simple_certificate
+from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 REQUEST = 'process_type_order'
@@ -256,3 +258,41 @@ def test_steps_of_one_message_run_concurrently(database, use_plugin):
         order, order_steps, [retry] = _state(database, order_id)
         assert order.status == models.PENDING
         assert order_steps[CHECK].status == models.STEP_PENDING
+
+
+def _statements_of(database, call):
+    """How many statements ``call`` sends (an executemany is one)."""
+    sent = []
+
+    def count(*args):
+        sent.append(args)
+    sa.event.listen(database.engine, 'before_cursor_execute', count)
+    try:
+        call()
+    finally:
+        sa.event.remove(database.engine, 'before_cursor_execute', count)
+    return len(sent)
+
+
+def test_a_batch_of_results_costs_a_few_statements_not_a_few_per_result(
+        database, use_plugin):
+    """Results written together (``worker.result_plan``): each kind of
+    write is one execution for the whole batch, on every database."""
+    worker = _manager(database, use_plugin)
+    sent = {}
+    for size in (2, 12):
+        order_ids = [_order(database) for _ in range(size)]
+        claimed = worker._claim_batch(
+            [rpcapi.Step(REQUEST, order_id, 0) for order_id in order_ids])
+        results = [(run, base.Completed({'serial': run.order_id}))
+                   for run, _ in claimed]
+        sent[size] = _statements_of(
+            database, lambda: worker._apply_batch(results))
+        for order_id in order_ids:
+            order, order_steps, retries = _state(database, order_id)
+            assert _tokens(order_steps) == {REQUEST: (1, models.STEP_DONE),
+                                            CHECK: (0, models.STEP_PENDING)}
+            assert order_steps[REQUEST].output == {'serial': order_id}
+            assert order.status == models.PENDING and retries == []
+
+    assert sent[12] == sent[2], sent

@@ -7,13 +7,13 @@ from oslo_db import options as db_options
 # Production deployments set [database] connection to PostgreSQL or MariaDB.
 DEFAULT_CONNECTION = 'sqlite:///barbican-retry.sqlite'
 
-# NOTE: a worker process reads the steps of up to [DEFAULT]
-# executor_thread_pool_size messages at once (16, see
-# worker.rpc.set_defaults), while one transaction claims a batch, one
-# writes a batch of results and one heartbeats: 19 connections. Every
-# checkout past the pool's size opens and closes a new connection (a new
-# server process on PostgreSQL), which cost more than the transaction:
-# the pool holds them all.
+# NOTE: a worker process writes the claims of its steps in one
+# transaction at a time and their results in another (worker.group_commit),
+# heartbeats in a third, and each delivery of notifications reads its
+# events in one of its own, briefly. Every checkout past the pool's size
+# opens and closes a new connection (a new server process on
+# PostgreSQL), which costs more than the transaction: the pool holds
+# them all but for a burst of deliveries.
 DEFAULT_MAX_POOL_SIZE = 20
 
 

@@ -371,6 +371,11 @@ class InMemoryOrders(_Repository):
         return self._move(order_id, now, models.PENDING,
                           status=models.ACTIVE, meta=_json(dict(meta or {})))
 
+    def complete_many(self, session, completions, now):
+        """Complete several orders; how many moved to ACTIVE."""
+        return sum(self.complete(session, order_id, now, meta)
+                   for order_id, meta in completions)
+
     @_writes
     def fail(self, session, order_id, now, reason):
         """Move a PENDING order to ERROR with ``reason``."""
@@ -470,6 +475,13 @@ class InMemorySteps(_Repository):
                                    failures=failures, polls=polls,
                                    last_error=last_error, **_RELEASED)
 
+    def retry_many(self, session, retries, now):
+        """Release several steps; how many were."""
+        return sum(self.retry(session, order_id, name, token, now, failures,
+                              polls, last_error)
+                   for order_id, name, token, failures, polls, last_error
+                   in retries)
+
     @_writes
     def finish(self, session, order_id, name, token, now, status,
                output=None, last_error=None):
@@ -481,6 +493,13 @@ class InMemorySteps(_Repository):
             values['last_error'] = last_error
         return self._fenced_update(order_id, name, token, now, **values)
 
+    def finish_many(self, session, finishes, now):
+        """End several steps; how many were."""
+        return sum(self.finish(session, order_id, name, token, now, status,
+                               output, last_error)
+                   for order_id, name, token, status, output, last_error
+                   in finishes)
+
     @_writes
     def start(self, session, order_id, names, now, dispatched):
         """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
@@ -490,6 +509,11 @@ class InMemorySteps(_Repository):
                 self._store.steps[order_id, name] = dataclasses.replace(
                     step, status=models.STEP_PENDING, updated_at=now,
                     dispatched_at=now if dispatched else None)
+
+    def start_many(self, session, starts, now):
+        """Start the steps of several orders."""
+        for order_id, names, dispatched in starts:
+            self.start(session, order_id, names, now, dispatched)
 
     @_writes
     def revoke_open(self, session, order_id, now, reason):
@@ -619,6 +643,11 @@ class InMemoryRetryTasks(_Repository):
         self._store.tasks[task.id] = task
         return task.id
 
+    def add_many(self, session, rows):
+        """Insert several retry rows (dicts of ``add``'s arguments)."""
+        for arguments in rows:
+            self.add(session, **arguments)
+
     def _unparked(self):
         return [task for task in self._store.tasks.values()
                 if not task.parked]
@@ -683,6 +712,11 @@ class InMemoryRetryTasks(_Repository):
             if task.order_id == order_id and
             (task.retry_task == step if step is not None else
              models.url_id_of(task.retry_task) is None)])
+
+    def delete_for_steps(self, session, keys):
+        """Delete the retry rows of these ``(order_id, step)``."""
+        for order_id, step in keys:
+            self.delete_for_order(session, order_id, step)
 
     @_writes
     def delete_as_read(self, session, rows):

@@ -167,12 +167,24 @@ def _move_statement(names):
 
 def _move(session, order_id, now, source, **values):
     """Update the order only if its status is still ``source``."""
-    values['updated_at'] = now
-    parameters = statements.set_parameters(values)
-    parameters.update(where_id=order_id, where_status=source)
-    result = statements.execute(
-        session, _move_statement(tuple(sorted(values))), parameters)
-    return result.rowcount == 1
+    return _moves(session, [(order_id, values)], now, source) == 1
+
+
+def _moves(session, moves, now, source):
+    """``_move`` several orders: ``[(order_id, values), ...]``.
+
+    One execution per set of columns set, with the parameters of all its
+    orders (``executemany``). Returns how many orders moved.
+    """
+    by_columns: dict = {}
+    for order_id, values in moves:
+        parameters = statements.set_parameters(dict(values, updated_at=now))
+        parameters.update(where_id=order_id, where_status=source)
+        by_columns.setdefault(tuple(sorted(set(values) | {'updated_at'})),
+                              []).append(parameters)
+    return sum(statements.execute(session, _move_statement(columns),
+                                  parameters).rowcount
+               for columns, parameters in by_columns.items())
 
 
 def complete(session, order_id, now, meta):
@@ -181,8 +193,18 @@ def complete(session, order_id, now, meta):
     The caller merges: an order's metadata changes only here and when it
     is created, so the order as its worker read it is the order now.
     """
-    return _move(session, order_id, now, models.PENDING,
-                 status=models.ACTIVE, meta=dict(meta or {}))
+    return complete_many(session, [(order_id, meta)], now) == 1
+
+
+def complete_many(session, completions, now):
+    """Complete several orders, as ``complete`` completes one.
+
+    :param completions: ``[(order_id, meta), ...]``.
+    :returns: how many moved to ACTIVE; the others were not PENDING.
+    """
+    return _moves(session, [
+        (order_id, dict(status=models.ACTIVE, meta=dict(meta or {})))
+        for order_id, meta in completions], now, models.PENDING)
 
 
 def fail(session, order_id, now, reason):

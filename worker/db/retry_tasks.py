@@ -45,12 +45,36 @@ def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
     # A Core insert: on the worker's hot path, no ORM object to build,
     # flush and keep in the session.
     result = statements.execute(session, sa.insert(_TABLE).values(
-        order_id=order_id, retry_task=retry_task, retry_at=retry_at,
-        retry_args=json.dumps(list(args)),
-        retry_kwargs=json.dumps(dict(kwargs or {})),
-        retry_count=retry_count, priority=models.check_priority(priority),
-        parked=False, created_at=now or retry_at))
+        _row(order_id, retry_task, retry_at, args, kwargs, retry_count, now,
+             priority)))
     return result.inserted_primary_key[0]
+
+
+def _row(order_id, retry_task, retry_at, args=(), kwargs=None,
+         retry_count=0, now=None, priority=0):
+    """The columns of a new retry row, from ``add``'s arguments."""
+    return dict(order_id=order_id, retry_task=retry_task, retry_at=retry_at,
+                retry_args=json.dumps(list(args)),
+                retry_kwargs=json.dumps(dict(kwargs or {})),
+                retry_count=retry_count,
+                priority=models.check_priority(priority), parked=False,
+                created_at=now or retry_at)
+
+
+def add_many(session, rows):
+    """Insert several retry rows, as ``add`` inserts one.
+
+    :param rows: for each, a dict of ``add``'s keyword arguments.
+
+    One execution with the parameters of every row: SQLAlchemy sends them
+    as one multi-row INSERT on each database.
+    """
+    if rows:
+        statements.execute(session, _INSERT,
+                           [_row(**arguments) for arguments in rows])
+
+
+_INSERT = sa.insert(_TABLE)
 
 
 def due(session, now, limit, after=None):
@@ -216,8 +240,16 @@ def delete_for_order(session, order_id, step=None):
         statements.execute(session, _DELETE_FOR_ORDER,
                            {'where_order_id': order_id})
     else:
-        statements.execute(session, _DELETE_FOR_STEP, {
-            'where_order_id': order_id, 'where_retry_task': step})
+        delete_for_steps(session, [(order_id, step)])
+
+
+def delete_for_steps(session, keys):
+    """Delete the retry rows of these steps: ``[(order_id, step), ...]``.
+    """
+    if keys:
+        statements.execute(session, _DELETE_FOR_STEP, [
+            {'where_order_id': order_id, 'where_retry_task': step}
+            for order_id, step in keys])
 
 
 _DELETE_FOR_STEP = sa.delete(_TABLE).where(

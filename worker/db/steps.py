@@ -83,18 +83,47 @@ def _fenced_update(session, order_id, name, token, now, **values):
     The statement is built once for each set of columns set to plain
     values; those set to SQL expressions are added to it.
     """
-    values['updated_at'] = now
     expressions = {column: value for column, value in values.items()
                    if isinstance(value, sa.ColumnElement)}
+    if not expressions:
+        return _fenced_updates(session, [(order_id, name, token, values)],
+                               now) == 1
     plain = {column: value for column, value in values.items()
              if column not in expressions}
-    statement = _fenced_statement(tuple(sorted(plain)))
-    if expressions:
-        statement = statement.values(expressions)
-    parameters = statements.set_parameters(plain)
+    parameters = _fenced_parameters(order_id, name, token, now, plain)
+    statement = _fenced_statement(_columns(plain)).values(expressions)
+    return statements.execute(session, statement, parameters).rowcount == 1
+
+
+def _fenced_updates(session, updates, now):
+    """Fenced updates of several steps to plain values.
+
+    :param updates: ``[(order_id, name, token, values), ...]``.
+    :returns: how many steps were updated; the others had moved on.
+
+    One execution per set of columns set, with the parameters of all its
+    steps (``executemany``): the statement's set-up is paid once, not
+    once a step. Every driver used here counts the rows of all of them.
+    """
+    by_columns: dict = {}
+    for order_id, name, token, values in updates:
+        by_columns.setdefault(_columns(values), []).append(
+            _fenced_parameters(order_id, name, token, now, values))
+    return sum(statements.execute(session, _fenced_statement(columns),
+                                  parameters).rowcount
+               for columns, parameters in by_columns.items())
+
+
+def _columns(values):
+    """The columns an update of ``values`` sets, ``updated_at`` too."""
+    return tuple(sorted(set(values) | {'updated_at'}))
+
+
+def _fenced_parameters(order_id, name, token, now, values):
+    parameters = statements.set_parameters(dict(values, updated_at=now))
     parameters.update(where_order_id=order_id, where_name=name,
                       where_generation=token)
-    return statements.execute(session, statement, parameters).rowcount == 1
+    return parameters
 
 
 def claim(session, order_id, name, generation, now, owner, lease_until):
@@ -170,35 +199,72 @@ _RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
 def retry(session, order_id, name, token, now, failures, polls,
           last_error=None):
     """Release the step for a later run (its retry row is the caller's)."""
-    return _fenced_update(session, order_id, name, token, now,
-                          failures=failures, polls=polls,
-                          last_error=last_error, **_RELEASED)
+    return retry_many(session, [(order_id, name, token, failures, polls,
+                                 last_error)], now) == 1
+
+
+def retry_many(session, retries, now):
+    """Release several steps, as ``retry`` releases one.
+
+    :param retries: ``[(order_id, name, token, failures, polls,
+        last_error), ...]``.
+    :returns: how many were released; the others had moved on.
+    """
+    return _fenced_updates(session, [
+        (order_id, name, token, dict(failures=failures, polls=polls,
+                                     last_error=last_error, **_RELEASED))
+        for order_id, name, token, failures, polls, last_error in retries],
+        now)
 
 
 def finish(session, order_id, name, token, now, status, output=None,
            last_error=None):
     """End the step DONE (with its ``output``) or FAILED."""
-    values = dict(status=status, finished_at=now, **_RELEASED)
-    if output is not None:
-        values['output'] = output
-    if last_error is not None:
-        values['last_error'] = last_error
-    return _fenced_update(session, order_id, name, token, now, **values)
+    return finish_many(session, [(order_id, name, token, status, output,
+                                  last_error)], now) == 1
+
+
+def finish_many(session, finishes, now):
+    """End several steps, as ``finish`` ends one.
+
+    :param finishes: ``[(order_id, name, token, status, output,
+        last_error), ...]``; ``output`` and ``last_error`` may be None
+        (left as they are).
+    :returns: how many were ended; the others had moved on.
+    """
+    updates = []
+    for order_id, name, token, status, output, last_error in finishes:
+        values = dict(status=status, finished_at=now, **_RELEASED)
+        if output is not None:
+            values['output'] = output
+        if last_error is not None:
+            values['last_error'] = last_error
+        updates.append((order_id, name, token, values))
+    return _fenced_updates(session, updates, now)
 
 
 def start(session, order_id, names, now, dispatched):
     """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
-    if not names:
-        return
-    statements.execute(session, _START, {
-        'where_order_id': order_id, 'names': list(names),
-        'set_updated_at': now,
-        'set_dispatched_at': now if dispatched else None})
+    start_many(session, [(order_id, names, dispatched)], now)
+
+
+def start_many(session, starts, now):
+    """Start the steps of several orders, as ``start`` starts those of one.
+
+    :param starts: ``[(order_id, names, dispatched), ...]``.
+    """
+    parameters = [{'where_order_id': order_id, 'where_name': name,
+                   'set_updated_at': now,
+                   'set_dispatched_at': now if dispatched else None}
+                  for order_id, names, dispatched in starts
+                  for name in names or ()]
+    if parameters:
+        statements.execute(session, _START, parameters)
 
 
 _START = (sa.update(_TABLE)
           .where(statements.where(_TABLE.c.order_id),
-                 _TABLE.c.name.in_(sa.bindparam('names', expanding=True)),
+                 statements.where(_TABLE.c.name),
                  _TABLE.c.status == models.STEP_WAITING)
           .values(statements.setting(_TABLE,
                                      ['updated_at', 'dispatched_at']))

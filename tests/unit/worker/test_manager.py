@@ -753,6 +753,43 @@ def test_a_result_superseded_after_a_write_costs_only_itself(database,
                                             'superseded']
 
 
+def test_a_batch_of_several_kinds_of_result_writes_each_as_alone(
+        database, use_plugin):
+    """Results written together by kind (``worker.result_plan``) beside
+    those that are not (a failed order, two results of one order)."""
+    use_plugin(ScriptedPlugin(*[base.Completed()] * 5))
+    worker = _worker(database)
+    done, polled, failed = (_order(database, priority=priority)
+                            for priority in (0, 4, 0))
+    fanout = _order(database, 'fanout')
+    claimed = worker.manager._claim_batch(
+        [rpcapi.Step(REQUEST, order_id, 0)
+         for order_id in (done, polled, failed)] +
+        [rpcapi.Step(name, fanout, 0) for name in ROOTS[:2]])
+
+    worker.manager._apply_batch([
+        (claimed[0][0], base.Completed({'serial': 'x'})),
+        (claimed[1][0], base.RetryLater(30)),
+        (claimed[2][0], base.Failed('refused')),
+        (claimed[3][0], base.Completed()), (claimed[4][0], base.Completed())])
+
+    state = _state(database, done)
+    assert _statuses(state) == {REQUEST: models.STEP_DONE,
+                                CHECK: models.STEP_PENDING}
+    assert state.steps[REQUEST].output == {'serial': 'x'}
+    state = _state(database, polled)
+    [retry] = state.retries
+    assert (state.steps[REQUEST].polls, retry.retry_task, retry.retry_at,
+            retry.priority) == (1, REQUEST, NOW + _seconds(30), 4)
+    state = _state(database, failed)
+    assert state.order.status == models.ERROR
+    assert 'refused' in state.order.error_reason
+    state = _state(database, fanout)
+    assert [state.steps[name].status for name in ROOTS[:2]] == [
+        models.STEP_DONE] * 2
+    assert sorted(worker.observed[-5:]) == ['done'] * 3 + ['error', 'retry']
+
+
 def test_ready_steps_of_a_batch_go_out_in_one_message(database,
                                                       use_plugin):
     use_plugin(ScriptedPlugin(*[base.Completed()] * 3))

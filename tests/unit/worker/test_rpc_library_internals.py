@@ -125,6 +125,18 @@ def test_the_rabbit_driver_reconnects_at_most_5_seconds_apart(conf):
         'to 30 s after a broker outage' % (interval, _SET_DEFAULTS))
 
 
+def test_the_rabbit_driver_prefetches_as_many_messages_as_it_runs(conf):
+    """The rabbit driver reads the prefetch bound set_defaults() sets."""
+    prefetch = _rabbit_option(conf, 'rabbit_qos_prefetch_count')
+    threads = _rpc().executor_threads(conf)
+    assert prefetch == threads == 32, (
+        "oslo.messaging's rabbit driver no longer reads "
+        '_drivers.impl_rabbit.rabbit_opts: rabbit_qos_prefetch_count reads '
+        '%r after %s set its default to %d, so a worker process may take '
+        'a whole backlog into its memory'
+        % (prefetch, _SET_DEFAULTS, threads))
+
+
 def test_the_sample_config_shows_durable_queues():
     """oslo-config-generator lists the changed default."""
     rpc = _rpc()
@@ -145,13 +157,13 @@ def test_pool_opts_hold_executor_thread_pool_size():
     _, opt = _pool_opts()
     assert isinstance(opt, cfg.IntOpt), (
         'oslo.messaging: server._pool_opts executor_thread_pool_size is no '
-        'longer an IntOpt (%r): %s sets it to 16 and %s returns it'
+        'longer an IntOpt (%r): %s sets it to 32 and %s returns it'
         % (opt, _SET_DEFAULTS, _EXECUTOR_THREADS))
 
 
 def test_the_rpc_server_runs_as_many_threads_as_executor_threads(
         conf, monkeypatch):
-    """The server's executor has executor_threads() workers (16)."""
+    """The server's executor has executor_threads() workers (32)."""
     rpc = _rpc()
     sizes = []
     init = futurist.ThreadPoolExecutor.__init__
@@ -170,8 +182,8 @@ def test_the_rpc_server_runs_as_many_threads_as_executor_threads(
     server.wait()
     transport.cleanup()
     threads = rpc.executor_threads(conf)
-    assert threads == 16, (
-        '%s returns %r, not the default 16 that %s sets on '
+    assert threads == 32, (
+        '%s returns %r, not the default 32 that %s sets on '
         'oslo_messaging.server._pool_opts'
         % (_EXECUTOR_THREADS, threads, _SET_DEFAULTS))
     assert sizes == [threads], (
