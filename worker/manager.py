@@ -93,6 +93,7 @@ class WorkerManager:
         # order in which to run them.
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
+        self._free_threads = threading.BoundedSemaphore(step_concurrency)
         # Claims and results are written in batches: those of the steps
         # that reach the database while a batch is being written go
         # together in the next.
@@ -139,9 +140,31 @@ class WorkerManager:
                       'puts more than %d in one', len(steps),
                       rpcapi.MAX_STEPS_PER_MESSAGE)
             return
-        futures = [self._steps.submit(self._run_step, step)
-                   for step in self._well_formed(steps)]
-        concurrent.futures.wait(futures)
+        outstanding = _Outstanding()
+        for step in self._well_formed(steps):
+            # A step is handed to the step threads only when one is free:
+            # the steps waiting for one stay in their message, a few bytes
+            # each, not queued as futures (a lock and a condition each:
+            # with 32 messages of 50 steps, 10 MB of a process's memory).
+            self._free_threads.acquire()
+            try:
+                future = self._steps.submit(self._run_step, step)
+            except RuntimeError:
+                # The service is stopping (cancel_queued_steps): the rest
+                # were never claimed; the retry daemon dispatches them
+                # again once their dispatch deadline passes.
+                self._free_threads.release()
+                break
+            outstanding.add()
+            future.add_done_callback(self._step_ended(outstanding))
+        outstanding.wait()
+
+    def _step_ended(self, outstanding):
+        """The callback of a step's future: run, or cancelled."""
+        def ended(_future):
+            self._free_threads.release()
+            outstanding.done()
+        return ended
 
     def cancel_queued_steps(self):
         """Give up the steps not started yet (the service is stopping).
@@ -502,6 +525,34 @@ class WorkerManager:
 #: The most claims or results written in one transaction, and steps cast
 #: in one message (the retry daemon's default ``rows_per_cast``).
 _MAX_BATCH = 50
+
+
+class _Outstanding:
+    """The steps of one message handed to the step threads and not ended.
+    """
+
+    def __init__(self):
+        self._count = 0
+        self._lock = threading.Lock()
+        self._none = threading.Event()
+        self._none.set()
+
+    def add(self):
+        """One more step handed over."""
+        with self._lock:
+            self._count += 1
+            self._none.clear()
+
+    def done(self):
+        """One step ended (run or cancelled)."""
+        with self._lock:
+            self._count -= 1
+            if not self._count:
+                self._none.set()
+
+    def wait(self):
+        """Return once every step handed over has ended."""
+        self._none.wait()
 
 
 class _Undo(Exception):

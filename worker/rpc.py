@@ -18,9 +18,7 @@ RPC_API_VERSION = '1.1'
 # Generations are BIGINT columns.
 _MAX_GENERATION = 2 ** 63 - 1
 
-#: Messages a worker process runs at once (``executor_thread_pool_size``),
-#: and those it holds unacknowledged beyond them
-#: (``rabbit_qos_prefetch_count``).
+#: Messages a worker process runs at once (``executor_thread_pool_size``).
 _MESSAGES_AT_ONCE = 32
 
 
@@ -45,10 +43,10 @@ def set_defaults():
     CPU per step and 92 MB, 32 threads 0.31-0.33 ms and 96-98 MB, 64
     threads 0.27 ms and 105 MB, beyond the 100 MB a process may take.
 
-    At most 32 more messages taken from the broker and not yet started
-    (``rabbit_qos_prefetch_count``, unbounded in oslo.messaging): the rest
-    of a backlog waits in the broker, not in a process's memory, and goes
-    to whichever process has room, not all to the first one that asked.
+    NOTE: ``rabbit_qos_prefetch_count`` would not keep a backlog in the
+    broker: oslo.messaging acknowledges an RPC message as it receives it,
+    before it runs, so a process takes every message the broker has for
+    it, whatever the prefetch.
 
     Reconnection attempts at most 5 s apart (``rabbit_interval_max``,
     30 s in oslo.messaging), so that after an outage the workers consume
@@ -57,8 +55,7 @@ def set_defaults():
     """
     messaging.set_transport_defaults('barbican_retry')
     cfg.set_defaults(amqp_driver.amqp_opts, amqp_durable_queues=True)
-    cfg.set_defaults(impl_rabbit.rabbit_opts, rabbit_interval_max=5,
-                     rabbit_qos_prefetch_count=_MESSAGES_AT_ONCE)
+    cfg.set_defaults(impl_rabbit.rabbit_opts, rabbit_interval_max=5)
     cfg.set_defaults(messaging_server._pool_opts,
                      executor_thread_pool_size=_MESSAGES_AT_ONCE)
 

@@ -103,3 +103,26 @@ def test_a_write_must_answer_every_item():
 
     with pytest.raises(ValueError):
         commit('a')
+
+
+def test_many_threads_each_get_their_own_answer_once():
+    """Threads arriving while batches are written: every item written
+    exactly once, each thread its own answer, one writer at a time."""
+    writing = []
+
+    def write(items):
+        writing.append(None)
+        assert len(writing) == 1, 'two batches written at once'
+        time.sleep(0.001)
+        writing.pop()
+        return ['answer %s' % item for item in items]
+    commit = group_commit.GroupCommit(write, max_batch=7)
+    items = list(range(200))
+
+    threads, answers, errors = _in_threads(commit, items)
+    for thread in threads:
+        thread.join(10)
+
+    assert errors == {}
+    assert answers == {item: 'answer %s' % item for item in items}
+    assert commit._waiting == [] and not commit._writing

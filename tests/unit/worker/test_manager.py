@@ -7,6 +7,7 @@ databases; these are the quick ones to run on every save.
 
 import dataclasses
 import datetime
+import threading
 
 import pytest
 
@@ -385,6 +386,44 @@ def test_run_steps_drops_malformed_and_stale_steps_and_runs_the_rest(
     assert _state(database, current).steps[REQUEST].status == \
         models.STEP_DONE
     assert _state(database, stale).token(REQUEST) == 0
+
+
+def test_a_stopping_worker_claims_none_of_the_steps_left_in_a_message(
+        database, use_plugin):
+    """Steps wait in their message until a step thread is free; once the
+    service stops, those still waiting are never claimed (the retry daemon
+    dispatches them again), and the message returns."""
+    running, release = threading.Event(), threading.Event()
+
+    def hold(view):
+        running.set()
+        assert release.wait(10)
+    use_plugin(ScriptedPlugin(*[base.Completed()] * 3, during=hold))
+    worker = _worker(database, step_concurrency=1)
+    order_ids = [_order(database) for _ in range(3)]
+    raised = []
+
+    def deliver():
+        try:
+            worker.manager.run_steps({}, [[REQUEST, order_id, 0]
+                                          for order_id in order_ids])
+        except Exception as exc:
+            raised.append(exc)
+    message = threading.Thread(target=deliver)
+    message.start()
+    assert running.wait(10)
+
+    worker.manager.cancel_queued_steps()
+    release.set()
+    message.join(10)
+
+    assert not message.is_alive() and raised == []
+    assert _statuses(_state(database, order_ids[0]))[REQUEST] == \
+        models.STEP_DONE
+    for order_id in order_ids[1:]:
+        step = _state(database, order_id).steps[REQUEST]
+        assert (step.status, step.generation, step.owner) == (
+            models.STEP_PENDING, 0, None)
 
 
 def test_a_message_of_more_steps_than_any_sender_puts_is_dropped_whole(

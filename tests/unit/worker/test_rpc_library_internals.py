@@ -125,18 +125,6 @@ def test_the_rabbit_driver_reconnects_at_most_5_seconds_apart(conf):
         'to 30 s after a broker outage' % (interval, _SET_DEFAULTS))
 
 
-def test_the_rabbit_driver_prefetches_as_many_messages_as_it_runs(conf):
-    """The rabbit driver reads the prefetch bound set_defaults() sets."""
-    prefetch = _rabbit_option(conf, 'rabbit_qos_prefetch_count')
-    threads = _rpc().executor_threads(conf)
-    assert prefetch == threads == 32, (
-        "oslo.messaging's rabbit driver no longer reads "
-        '_drivers.impl_rabbit.rabbit_opts: rabbit_qos_prefetch_count reads '
-        '%r after %s set its default to %d, so a worker process may take '
-        'a whole backlog into its memory'
-        % (prefetch, _SET_DEFAULTS, threads))
-
-
 def test_the_sample_config_shows_durable_queues():
     """oslo-config-generator lists the changed default."""
     rpc = _rpc()
