@@ -144,8 +144,8 @@ class WorkerManager:
         for step in self._well_formed(steps):
             # A step is handed to the step threads only when one is free:
             # the steps waiting for one stay in their message, a few bytes
-            # each, not queued as futures (a lock and a condition each:
-            # with 32 messages of 50 steps, 10 MB of a process's memory).
+            # each, not queued as futures (a lock and a condition each,
+            # 1,600 of them for 32 messages of 50 steps).
             self._free_threads.acquire()
             try:
                 future = self._steps.submit(self._run_step, step)

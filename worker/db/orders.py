@@ -174,17 +174,15 @@ def _moves(session, moves, now, source):
     """``_move`` several orders: ``[(order_id, values), ...]``.
 
     One execution per set of columns set, with the parameters of all its
-    orders (``executemany``). Returns how many orders moved.
+    orders. Returns how many orders moved.
     """
-    by_columns: dict = {}
+    updates = []
     for order_id, values in moves:
         parameters = statements.set_parameters(dict(values, updated_at=now))
         parameters.update(where_id=order_id, where_status=source)
-        by_columns.setdefault(tuple(sorted(set(values) | {'updated_at'})),
-                              []).append(parameters)
-    return sum(statements.execute(session, _move_statement(columns),
-                                  parameters).rowcount
-               for columns, parameters in by_columns.items())
+        updates.append((tuple(sorted(set(values) | {'updated_at'})),
+                        parameters))
+    return statements.update_many(session, _move_statement, updates)
 
 
 def complete(session, order_id, now, meta):

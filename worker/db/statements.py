@@ -30,6 +30,23 @@ def execute(session, statement, parameters=None):
     return session.connection().execute(statement, parameters)
 
 
+def update_many(session, statement_of, updates):
+    """Run updates that set different sets of columns: one execution per
+    set, with the parameters of all its rows (``executemany``).
+
+    :param statement_of: the UPDATE that sets a set of columns, from its
+        sorted names.
+    :param updates: ``[(sorted column names, parameters), ...]``.
+    :returns: how many rows were updated in all (every driver used here
+        sums an executemany's row counts).
+    """
+    by_columns: dict = {}
+    for columns, parameters in updates:
+        by_columns.setdefault(columns, []).append(parameters)
+    return sum(execute(session, statement_of(columns), parameters).rowcount
+               for columns, parameters in by_columns.items())
+
+
 def setting(table, names):
     """``{column: parameter}`` to SET each of ``names`` from the parameter
     ``set_<name>``.

@@ -102,16 +102,12 @@ def _fenced_updates(session, updates, now):
     :returns: how many steps were updated; the others had moved on.
 
     One execution per set of columns set, with the parameters of all its
-    steps (``executemany``): the statement's set-up is paid once, not
-    once a step. Every driver used here counts the rows of all of them.
+    steps: the statement's set-up is paid once, not once a step.
     """
-    by_columns: dict = {}
-    for order_id, name, token, values in updates:
-        by_columns.setdefault(_columns(values), []).append(
-            _fenced_parameters(order_id, name, token, now, values))
-    return sum(statements.execute(session, _fenced_statement(columns),
-                                  parameters).rowcount
-               for columns, parameters in by_columns.items())
+    return statements.update_many(session, _fenced_statement, [
+        (_columns(values), _fenced_parameters(order_id, name, token, now,
+                                              values))
+        for order_id, name, token, values in updates])
 
 
 def _columns(values):
