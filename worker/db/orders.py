@@ -176,13 +176,9 @@ def _moves(session, moves, now, source):
     One execution per set of columns set, with the parameters of all its
     orders. Returns how many orders moved.
     """
-    updates = []
-    for order_id, values in moves:
-        parameters = statements.set_parameters(dict(values, updated_at=now))
-        parameters.update(where_id=order_id, where_status=source)
-        updates.append((tuple(sorted(set(values) | {'updated_at'})),
-                        parameters))
-    return statements.update_many(session, _move_statement, updates)
+    return statements.update_many(session, _move_statement, [
+        (values, {'where_id': order_id, 'where_status': source})
+        for order_id, values in moves], now)
 
 
 def complete(session, order_id, now, meta):

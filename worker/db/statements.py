@@ -30,19 +30,23 @@ def execute(session, statement, parameters=None):
     return session.connection().execute(statement, parameters)
 
 
-def update_many(session, statement_of, updates):
+def update_many(session, statement_of, updates, now):
     """Run updates that set different sets of columns: one execution per
     set, with the parameters of all its rows (``executemany``).
 
-    :param statement_of: the UPDATE that sets a set of columns, from its
-        sorted names.
-    :param updates: ``[(sorted column names, parameters), ...]``.
+    :param statement_of: the UPDATE that sets a set of columns, from
+        their sorted names (each set with ``setting``).
+    :param updates: ``[(values, where parameters), ...]``; ``updated_at``
+        is set to ``now`` too.
     :returns: how many rows were updated in all (every driver used here
         sums an executemany's row counts).
     """
     by_columns: dict = {}
-    for columns, parameters in updates:
-        by_columns.setdefault(columns, []).append(parameters)
+    for values, where in updates:
+        values = dict(values, updated_at=now)
+        parameters = set_parameters(values)
+        parameters.update(where)
+        by_columns.setdefault(tuple(sorted(values)), []).append(parameters)
     return sum(execute(session, statement_of(columns), parameters).rowcount
                for columns, parameters in by_columns.items())
 

@@ -85,14 +85,14 @@ def _fenced_update(session, order_id, name, token, now, **values):
     """
     expressions = {column: value for column, value in values.items()
                    if isinstance(value, sa.ColumnElement)}
-    if not expressions:
-        return _fenced_updates(session, [(order_id, name, token, values)],
-                               now) == 1
     plain = {column: value for column, value in values.items()
              if column not in expressions}
-    parameters = _fenced_parameters(order_id, name, token, now, plain)
-    statement = _fenced_statement(_columns(plain)).values(expressions)
-    return statements.execute(session, statement, parameters).rowcount == 1
+
+    def statement_of(columns):
+        return _fenced_statement(columns).values(expressions)
+    return statements.update_many(
+        session, statement_of if expressions else _fenced_statement,
+        [(plain, _where(order_id, name, token))], now) == 1
 
 
 def _fenced_updates(session, updates, now):
@@ -105,21 +105,14 @@ def _fenced_updates(session, updates, now):
     steps: the statement's set-up is paid once, not once a step.
     """
     return statements.update_many(session, _fenced_statement, [
-        (_columns(values), _fenced_parameters(order_id, name, token, now,
-                                              values))
-        for order_id, name, token, values in updates])
+        (values, _where(order_id, name, token))
+        for order_id, name, token, values in updates], now)
 
 
-def _columns(values):
-    """The columns an update of ``values`` sets, ``updated_at`` too."""
-    return tuple(sorted(set(values) | {'updated_at'}))
-
-
-def _fenced_parameters(order_id, name, token, now, values):
-    parameters = statements.set_parameters(dict(values, updated_at=now))
-    parameters.update(where_order_id=order_id, where_name=name,
-                      where_generation=token)
-    return parameters
+def _where(order_id, name, token):
+    """The parameters of ``_fenced_statement``'s WHERE clause."""
+    return {'where_order_id': order_id, 'where_name': name,
+            'where_generation': token}
 
 
 def claim(session, order_id, name, generation, now, owner, lease_until):
