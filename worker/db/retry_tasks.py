@@ -247,7 +247,7 @@ def delete_for_steps(session, keys):
     """Delete the retry rows of these steps: ``[(order_id, step), ...]``.
     """
     if keys:
-        statements.execute(session, _DELETE_FOR_STEP, [
+        statements.execute_many(session, _DELETE_FOR_STEP, [
             {'where_order_id': order_id, 'where_retry_task': step}
             for order_id, step in keys])
 

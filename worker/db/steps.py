@@ -123,13 +123,9 @@ def claim(session, order_id, name, generation, now, owner, lease_until):
     step records ``owner`` until its result is written or
     ``lease_until`` passes.
     """
-    result = statements.execute(session, (
-        sa.update(_TABLE)
-        .where(_TABLE.c.order_id == order_id, _TABLE.c.name == name,
-               _TABLE.c.generation == generation,
-               _TABLE.c.status == models.STEP_PENDING)
-        .values(_claimed(now, owner, lease_until))))
-    return result.rowcount == 1
+    return statements.execute_many(session, _CLAIM, [
+        _claim_parameters(order_id, name, generation, now, owner,
+                          lease_until)]) == 1
 
 
 def _claimed(now, owner, lease_until):
@@ -141,6 +137,25 @@ def _claimed(now, owner, lease_until):
                 updated_at=now)
 
 
+#: ``claim``'s UPDATE, built once: the claim's values are parameters.
+_CLAIM = (sa.update(_TABLE)
+          .where(statements.where(_TABLE.c.order_id),
+                 statements.where(_TABLE.c.name),
+                 statements.where(_TABLE.c.generation),
+                 _TABLE.c.status == models.STEP_PENDING)
+          .values(_claimed(
+              sa.bindparam('now', type_=_TABLE.c.claimed_at.type),
+              sa.bindparam('owner', type_=_TABLE.c.owner.type),
+              sa.bindparam('lease_until',
+                           type_=_TABLE.c.lease_expires_at.type))))
+
+
+def _claim_parameters(order_id, name, generation, now, owner, lease_until):
+    return {'where_order_id': order_id, 'where_name': name,
+            'where_generation': generation, 'now': now, 'owner': owner,
+            'lease_until': lease_until}
+
+
 def claim_many(session, claims, now, owner):
     """Claim several steps at once, as ``claim`` claims one.
 
@@ -149,24 +164,27 @@ def claim_many(session, claims, now, owner):
     :returns: the ``(order_id, name)`` of the steps claimed; the others
         had moved on.
 
-    One UPDATE per distinct lease. When it moves fewer rows than asked
+    Where the database takes a batch in one execution (PostgreSQL,
+    ``statements.execute_many``), ``claim``'s UPDATE with every step's
+    parameters. Elsewhere one UPDATE per distinct lease, for the steps in
+    ``_in_groups``: one statement, where an ``executemany`` would be a
+    round trip per step on MariaDB. When fewer rows moved than asked
     (another process was quicker for some), one read tells which moved
     for this claim: those at ``generation + 1`` with ``owner`` and
     ``claimed_at == now``. UPDATE ... RETURNING would save that read, but
     MariaDB has no such statement. The caller makes ``now`` unique among
     its own claims, so that its claims cannot be told apart only by time.
     """
-    by_lease: dict = {}
-    for order_id, name, generation, lease_until in claims:
-        by_lease.setdefault(lease_until, {}).setdefault(
-            (name, generation), set()).add(order_id)
-    moved = 0
-    for lease_until, groups in by_lease.items():
-        moved += statements.execute(session, (
-            sa.update(_TABLE)
-            .where(_in_groups((_TABLE.c.name, _TABLE.c.generation), groups),
-                   _TABLE.c.status == models.STEP_PENDING)
-            .values(_claimed(now, owner, lease_until)))).rowcount
+    if statements.executes_many_at_once(session):
+        # In key order: two processes given the same steps (a duplicate
+        # message) lock them in the same order, and neither waits on the
+        # other for a row it holds.
+        moved = statements.execute_many(session, _CLAIM, [
+            _claim_parameters(order_id, name, generation, now, owner,
+                              lease_until)
+            for order_id, name, generation, lease_until in sorted(claims)])
+    else:
+        moved = _claim_by_lease(session, claims, now, owner)
     asked = {(order_id, name): generation
              for order_id, name, generation, _ in claims}
     if moved == len(asked):
@@ -178,6 +196,22 @@ def claim_many(session, claims, now, owner):
                _Step.owner == owner, _Step.claimed_at == now))
     return {(order_id, name) for order_id, name, generation in rows
             if asked.get((order_id, name)) == generation - 1}
+
+
+def _claim_by_lease(session, claims, now, owner):
+    """``claim_many``'s UPDATEs, one per lease; returns the rows moved."""
+    by_lease: dict = {}
+    for order_id, name, generation, lease_until in claims:
+        by_lease.setdefault(lease_until, {}).setdefault(
+            (name, generation), set()).add(order_id)
+    moved = 0
+    for lease_until, groups in by_lease.items():
+        moved += statements.execute(session, (
+            sa.update(_TABLE)
+            .where(_in_groups((_TABLE.c.name, _TABLE.c.generation), groups),
+                   _TABLE.c.status == models.STEP_PENDING)
+            .values(_claimed(now, owner, lease_until)))).rowcount
+    return moved
 
 
 # A run's result releases the step: no owner, not in flight.
@@ -248,7 +282,7 @@ def start_many(session, starts, now):
                   for order_id, names, dispatched in starts
                   for name in names or ()]
     if parameters:
-        statements.execute(session, _START, parameters)
+        statements.execute_many(session, _START, parameters)
 
 
 _START = (sa.update(_TABLE)
