@@ -185,14 +185,16 @@ def _open_steps_of_ended_orders(session):
                step.status.in_([models.STEP_WAITING, models.STEP_PENDING])))
 
 
-def notifications(database, receiver, order_ids):
+def notifications(database, receiver, order_ids, unsubscribed=()):
     """``(events, gaps)``: the distinct events the receiver acknowledged,
     and the orders whose events it did not first see exactly as the
     database holds them: 1, 2, 3 … in sequence, the last ``order.end``.
+    An order of ``unsubscribed`` (created without a callback URL) that the
+    receiver heard of counts as a gap too.
     """
     seen = receiver.first_seen()
     store = database.repositories.notifications
-    gaps = 0
+    gaps = sum(1 for order_id in unsubscribed if order_id in seen)
     with database.reader() as session:
         for order_id in order_ids:
             held = store.events_of_order(session, order_id)

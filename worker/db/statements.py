@@ -87,11 +87,14 @@ def _over_arrays(statement):
              for element in visitors.iterate(statement)
              if _is_row_parameter(element)}
     names = sorted(types)
-    rows = sa.func.unnest(*(
-        sa.bindparam(name, type_=postgresql.ARRAY(types[name]))
-        for name in names)).table_valued(*(
-            sa.column(name, types[name]) for name in names)).render_derived(
-                name=_ROWS)
+    # One dimension: SQLAlchemy then takes each array as it is, without
+    # looking into it for nested ones.
+    arrays = [sa.bindparam(
+        name, type_=postgresql.ARRAY(types[name], dimensions=1))
+        for name in names]
+    rows = sa.func.unnest(*arrays).table_valued(*(
+        sa.column(name, types[name]) for name in names)).render_derived(
+            name=_ROWS)
 
     def column_of(element):
         if _is_row_parameter(element):
