@@ -3,10 +3,11 @@
 oslo.messaging has no public way to change the default of one of its
 options for every ConfigOpts and for oslo-config-generator alike, so
 ``set_defaults()`` changes the private option lists themselves:
-``oslo_messaging._drivers.amqp.amqp_opts`` (``amqp_durable_queues``),
-``oslo_messaging._drivers.impl_rabbit.rabbit_opts`` (``rabbit_interval_max``)
-and ``oslo_messaging.server._pool_opts`` (``executor_thread_pool_size``), which
-``executor_threads()`` also registers and reads.
+``oslo_messaging._drivers.amqp.amqp_opts`` (``amqp_durable_queues``) and
+``oslo_messaging._drivers.impl_rabbit.rabbit_opts``
+(``rabbit_interval_max``). ``executor_threads()`` registers and reads
+``oslo_messaging.server._pool_opts`` (``executor_thread_pool_size``, whose
+default is oslo.messaging's).
 
 Each test checks one of these by behaviour and names, when it fails, the
 library change and the code that depends on it. The versions they were
@@ -63,7 +64,7 @@ def _rabbit_opts():
 def _pool_opts():
     return _internal('oslo_messaging.server', '_pool_opts',
                      'executor_thread_pool_size',
-                     '%s and %s rely' % (_SET_DEFAULTS, _EXECUTOR_THREADS))
+                     _EXECUTOR_THREADS + ' relies')
 
 
 def _rpc():
@@ -141,17 +142,16 @@ def test_the_sample_config_shows_durable_queues():
 
 
 def test_pool_opts_hold_executor_thread_pool_size():
-    """The list set_defaults() changes and executor_threads() registers."""
+    """The list executor_threads() registers and reads."""
     _, opt = _pool_opts()
     assert isinstance(opt, cfg.IntOpt), (
         'oslo.messaging: server._pool_opts executor_thread_pool_size is no '
-        'longer an IntOpt (%r): %s sets it to 32 and %s returns it'
-        % (opt, _SET_DEFAULTS, _EXECUTOR_THREADS))
+        'longer an IntOpt (%r): %s returns it' % (opt, _EXECUTOR_THREADS))
 
 
 def test_the_rpc_server_runs_as_many_threads_as_executor_threads(
         conf, monkeypatch):
-    """The server's executor has executor_threads() workers (32)."""
+    """The server's executor has executor_threads() workers (64)."""
     rpc = _rpc()
     sizes = []
     init = futurist.ThreadPoolExecutor.__init__
@@ -170,14 +170,14 @@ def test_the_rpc_server_runs_as_many_threads_as_executor_threads(
     server.wait()
     transport.cleanup()
     threads = rpc.executor_threads(conf)
-    assert threads == 32, (
-        '%s returns %r, not the default 32 that %s sets on '
-        'oslo_messaging.server._pool_opts'
-        % (_EXECUTOR_THREADS, threads, _SET_DEFAULTS))
+    assert threads == 64, (
+        "%s returns %r, not oslo.messaging's default of 64 that the "
+        'worker is measured with (worker/rpc.py set_defaults())'
+        % (_EXECUTOR_THREADS, threads))
     assert sizes == [threads], (
         "oslo.messaging's RPC server no longer sizes its threading "
         'executor (futurist.ThreadPoolExecutor) from [DEFAULT] '
         'executor_thread_pool_size of server._pool_opts (executors asked '
         'for: %r): %s counts on it for the '
-        "number of steps a worker runs at once (worker/service.py), and %s "
-        'sets its default' % (sizes, _EXECUTOR_THREADS, _SET_DEFAULTS))
+        'number of steps a worker runs at once (worker/service.py)'
+        % (sizes, _EXECUTOR_THREADS))
