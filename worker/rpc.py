@@ -31,15 +31,15 @@ def set_defaults():
     Durable queues (and persistent messages), so that a broker restart
     loses no queued cast.
 
-    oslo.messaging's 64 messages at once per worker process
-    (``executor_thread_pool_size``): a process writes the claims and the
-    results of its steps in batches (``worker.group_commit``), so the
-    more steps in flight, the larger the batches and the less each step
-    costs; the threads hold no database connection of their own. Measured
-    on the drain benchmark (100,000 rows, 3 processes): 32 threads 0.26 ms
-    of CPU per step, 4,139 rows/s and 88 MB; 64 threads 0.23 ms, 4,747 to
-    4,924 rows/s and 92 MB (eventlet no longer loaded:
-    ``worker.common.backend``).
+    Messages a worker process runs at once (``executor_thread_pool_size``)
+    are left at oslo.messaging's 64 (32 before): a process writes the
+    claims and the results of its steps in batches
+    (``worker.group_commit``), so the more steps in flight, the larger the
+    batches and the less each step costs; the threads hold no database
+    connection of their own. Measured on the drain benchmark (100,000
+    rows, 3 processes, eventlet no longer loaded: ``worker.common.backend``):
+    32 threads 0.26 ms of CPU per step, 4,139 rows/s and 88 MB; 64 threads
+    0.23 ms, 4,747 to 4,924 rows/s and 92 MB.
 
     NOTE: ``rabbit_qos_prefetch_count`` would not keep a backlog in the
     broker: oslo.messaging acknowledges an RPC message as it receives it,
