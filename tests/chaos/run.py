@@ -88,6 +88,8 @@ class Report:
     skewed_clocks: int = len(SKEWED_CLOCKS)
     hung_calls: int = 0
     receiver_outages: int = 0
+    #: Orders created with the receiver's callback URL (every other wave).
+    subscribed: int = 0
     #: Distinct events the receiver acknowledged, and orders whose events
     #: it did not first see all, in sequence, ending with order.end.
     events: int = 0
@@ -119,15 +121,15 @@ class Report:
                 'stuck=%d lost=%d double_terminal=%d stale_effects=%d '
                 'kills=%d broker_restarts=%d broker_kills=%d '
                 'db_restarts=%d skewed_clocks=%d hung_calls=%d '
-                'receiver_outages=%d events=%d event_gaps=%d '
-                'recovery_s=%.1f %s'
+                'receiver_outages=%d subscribed=%d events=%d '
+                'event_gaps=%d recovery_s=%.1f %s'
                 % (self.db, self.order_type, self.queues, self.orders,
                    self.terminal, self.stuck, self.lost,
                    self.double_terminal, self.stale_effects, self.kills,
                    self.broker_restarts, self.broker_kills,
                    self.db_restarts, self.skewed_clocks, self.hung_calls,
-                   self.receiver_outages, self.events, self.event_gaps,
-                   self.recovery_s, extra)).rstrip()
+                   self.receiver_outages, self.subscribed, self.events,
+                   self.event_gaps, self.recovery_s, extra)).rstrip()
         if self.node_faults:
             line += ' node_faults=%s' % ','.join(self.node_faults)
         if self.keys is not None:
@@ -353,6 +355,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
         time.sleep(OPTIONS['DEFAULT']['service_down_time'] + 3)
         cluster.stop_all()
         _check(report, cluster, deployment, database, created)
+        report.subscribed = len(created.subscribed)
         report.events, report.event_gaps = checks.notifications(
             database, receiver, created.subscribed,
             set(created.ids) - set(created.subscribed))
