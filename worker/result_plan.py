@@ -6,7 +6,8 @@ started) or a retry: two or three single-row writes each. Sent one by
 one, each statement's set-up in SQLAlchemy costs more than the database's
 work. A ``Plan`` takes the writes of many results and sends each kind
 once, with the parameters of all of them (the repositories' ``*_many``
-functions, ``executemany`` on SQL).
+functions, through ``worker.db.statements.execute_many``: one statement
+over arrays on PostgreSQL, an ``executemany`` elsewhere).
 
 ``outcomes.write`` decides a result's writes as it always does, but
 against a plan's recorder (``Plan.recorder``) standing in for the

@@ -59,7 +59,6 @@ def set_defaults():
 def executor_threads(conf):
     """How many messages a worker process runs at once
     (``executor_thread_pool_size``, registered here if it is not yet)."""
-    set_defaults()
     conf.register_opts(messaging_server._pool_opts)
     return conf.executor_thread_pool_size
 
