@@ -5,15 +5,12 @@ Served by ``worker.common.metrics_server``: one registry per process.
 
 import prometheus_client
 
-from worker import delivery
-from worker import outcomes
+from worker.steps import runs
 
 #: Every label of ``barbican_retry_worker_steps_total``: each is exported
 #: from the start, at 0, so that rates and alerts see a series before its
 #: first step.
-STEP_RESULTS = (outcomes.DONE, outcomes.ACTIVE, outcomes.ERROR,
-                outcomes.RETRY, outcomes.CANCELLED, outcomes.STALE,
-                outcomes.SUPERSEDED, delivery.DELIVERED, delivery.PAUSED)
+STEP_RESULTS = runs.ALL
 
 
 class WorkerMetrics:

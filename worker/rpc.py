@@ -34,9 +34,9 @@ def set_defaults():
     Messages a worker process runs at once (``executor_thread_pool_size``)
     are left at oslo.messaging's 64 (32 before): a process writes the
     claims and the results of its steps in batches
-    (``worker.group_commit``), so the more steps in flight, the larger the
-    batches and the less each step costs; the threads hold no database
-    connection of their own. Measured on the drain benchmark (100,000
+    (``worker.steps.group_commit``), so the more steps in flight, the
+    larger the batches and the less each step costs; the threads hold no
+    database connection of their own. Measured on the drain benchmark (100,000
     rows, 3 processes, eventlet no longer loaded: ``worker.common.backend``):
     32 threads 0.26 ms of CPU per step, 4,139 rows/s and 88 MB; 64 threads
     0.23 ms, 4,747 to 4,924 rows/s and 92 MB.

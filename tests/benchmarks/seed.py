@@ -5,7 +5,7 @@ PostgreSQL, a recursive CTE on SQLite, the sequence engine's
 ``seq_1_to_N`` on MariaDB), one statement per table (and per step) in one
 transaction: going through the ORM would take longer than the
 measurements themselves. What is written is what the worker would write
-(``worker.outcomes``) for a certificate order waiting at one step: a
+(``worker.steps.outcomes``) for a certificate order waiting at one step: a
 PENDING order, its steps (those before the step DONE, the step PENDING,
 those after it WAITING), and one retry row naming a step, whose args are
 ``[order_id]`` and kwargs ``{"generation": G}`` with G the step's

@@ -253,7 +253,7 @@ class _Orders:
         self.ids = []
         #: Orders created with the callback URL: every other wave. The
         #: results of the others need no event, so a worker writes them
-        #: with a batch's plan (``worker.result_plan``), and a run covers
+        #: with a batch's plan (``worker.steps.writes``), and a run covers
         #: both ways a result is written.
         self.subscribed = []
         self.meant_to_fail = set()

@@ -276,18 +276,18 @@ def _statements_of(database, call):
 
 def test_a_batch_of_results_costs_a_few_statements_not_a_few_per_result(
         database, use_plugin):
-    """Results written together (``worker.result_plan``): each kind of
+    """Results written together (``worker.steps.writes``): each kind of
     write is one execution for the whole batch, on every database."""
     worker = _manager(database, use_plugin)
     sent = {}
     for size in (2, 12):
         order_ids = [_order(database) for _ in range(size)]
-        claimed = worker._claim_batch(
+        claimed = worker._claimer.claim_batch(
             [rpcapi.Step(REQUEST, order_id, 0) for order_id in order_ids])
         results = [(run, base.Completed({'serial': run.order_id}))
                    for run, _ in claimed]
         sent[size] = _statements_of(
-            database, lambda: worker._apply_batch(results))
+            database, lambda: worker._applier.apply_batch(results))
         for order_id in order_ids:
             order, order_steps, retries = _state(database, order_id)
             assert _tokens(order_steps) == {REQUEST: (1, models.STEP_DONE),

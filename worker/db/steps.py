@@ -324,7 +324,7 @@ def revoke_open(session, order_id, now, reason):
 
 def record_delivery(session, order_id, name, token, now, status,
                     delivered, failures, last_error=None, dispatched=False):
-    """Write a delivery's run (``worker.notifications.delivery``).
+    """Write a delivery's run (``worker.steps.delivery``).
 
     :param status: PENDING (more to send: cast again now if
         ``dispatched``, else at its retry row), DONE (every event sent so

@@ -730,7 +730,7 @@ def test_a_step_has_one_idempotency_key_for_all_its_runs(database,
     assert second.idempotency_key_of('first') == first.idempotency_key
 
 
-# Claims and results written in batches (worker.group_commit hands the
+# Claims and results written in batches (worker.steps.group_commit hands the
 # manager whatever reached the database together; called directly here,
 # so that the batch is known).
 
@@ -747,7 +747,7 @@ def test_a_batch_claims_each_current_step_once(database, use_plugin):
     worker = _worker(database)
     current, other = _checks_pending(database, worker, 2)
 
-    claimed = worker.manager._claim_batch([
+    claimed = worker.manager._claimer.claim_batch([
         rpcapi.Step(CHECK, current, 0), rpcapi.Step(CHECK, current, 0),
         rpcapi.Step(CHECK, other, 3), rpcapi.Step(REQUEST, other, 0)])
 
@@ -767,7 +767,7 @@ def test_a_result_superseded_after_a_write_costs_only_itself(database,
     use_plugin(ScriptedPlugin(*[base.Completed()] * 3))
     worker = _worker(database)
     order_ids = _checks_pending(database, worker, 3)
-    claimed = worker.manager._claim_batch(
+    claimed = worker.manager._claimer.claim_batch(
         [rpcapi.Step(CHECK, order_id, 0) for order_id in order_ids])
     # The middle order ends elsewhere while its check runs, its step left
     # as it was: the check's own write goes through, its order's does not.
@@ -775,8 +775,9 @@ def test_a_result_superseded_after_a_write_costs_only_itself(database,
         assert database.repositories.orders.fail(session, order_ids[1], NOW,
                                                  'ended elsewhere')
 
-    worker.manager._apply_batch([(run, base.Completed({'n': index}))
-                                 for index, (run, _) in enumerate(claimed)])
+    worker.manager._applier.apply_batch(
+        [(run, base.Completed({'n': index}))
+         for index, (run, _) in enumerate(claimed)])
 
     first, middle, last = (_state(database, order_id)
                            for order_id in order_ids)
@@ -794,19 +795,19 @@ def test_a_result_superseded_after_a_write_costs_only_itself(database,
 
 def test_a_batch_of_several_kinds_of_result_writes_each_as_alone(
         database, use_plugin):
-    """Results written together by kind (``worker.result_plan``) beside
+    """Results written together by kind (``worker.steps.writes``) beside
     those that are not (a failed order, two results of one order)."""
     use_plugin(ScriptedPlugin(*[base.Completed()] * 5))
     worker = _worker(database)
     done, polled, failed = (_order(database, priority=priority)
                             for priority in (0, 4, 0))
     fanout = _order(database, 'fanout')
-    claimed = worker.manager._claim_batch(
+    claimed = worker.manager._claimer.claim_batch(
         [rpcapi.Step(REQUEST, order_id, 0)
          for order_id in (done, polled, failed)] +
         [rpcapi.Step(name, fanout, 0) for name in ROOTS[:2]])
 
-    worker.manager._apply_batch([
+    worker.manager._applier.apply_batch([
         (claimed[0][0], base.Completed({'serial': 'x'})),
         (claimed[1][0], base.RetryLater(30)),
         (claimed[2][0], base.Failed('refused')),
@@ -834,11 +835,11 @@ def test_ready_steps_of_a_batch_go_out_in_one_message(database,
     use_plugin(ScriptedPlugin(*[base.Completed()] * 3))
     worker = _worker(database)
     order_ids = [_order(database) for _ in range(3)]
-    claimed = worker.manager._claim_batch(
+    claimed = worker.manager._claimer.claim_batch(
         [rpcapi.Step(REQUEST, order_id, 0) for order_id in order_ids])
 
-    worker.manager._apply_batch([(run, base.Completed())
-                                 for run, _ in claimed])
+    worker.manager._applier.apply_batch([(run, base.Completed())
+                                         for run, _ in claimed])
 
     assert worker.client.messages == [
         ('run_steps', rpcapi.RUN_STEPS_VERSION,

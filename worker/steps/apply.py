@@ -1,0 +1,199 @@
+"""Applies: write the results of runs, in batches, and cast what they made
+ready.
+
+A result is decided by its run's kind (``runs.Run.kind``: a workflow
+step's ``worker.steps.outcomes``, a delivery's
+``worker.steps.delivery``) as writes (``worker.steps.writes``), each
+conditional on the run's token. The results of the runs that end while a
+batch is being written go together in the next one
+(``worker.steps.group_commit``), in one transaction: those whose writes
+all have a batched form, each the only result of its order in the batch,
+are written together by kind; the others one at a time, each decided
+just before its writes. A result whose step or order moved on costs only
+itself: it is discarded, and if it had written already, the batch is
+written again without it.
+"""
+
+import collections
+import dataclasses
+import threading
+
+from oslo_log import log as logging
+
+from worker.steps import runs
+from worker.steps import transactions
+from worker.steps import writes
+
+LOG = logging.getLogger(__name__)
+
+
+class Applier:
+    """Writes batches of results ``[(run, result), ...]``.
+
+    :param clock: returns the current UTC time (naive).
+    :param worker_api: a ``worker.rpcapi.WorkerAPI`` to cast the steps
+        the results made ready; None leaves them to the retry scheduler's
+        recovery.
+    :param observe_result: called with each result's kind, ``superseded``
+        for one discarded.
+    :param max_cast: the most steps cast in one message.
+    """
+
+    def __init__(self, database, clock, worker_api, observe_result,
+                 max_cast):
+        self._database = database
+        self._repositories = database.repositories
+        self._clock = clock
+        self._worker_api = worker_api
+        self._observe_result = observe_result
+        self._max_cast = max_cast
+        # Results the database refused: (run, result).
+        self._deferred = []
+        self._deferred_lock = threading.Lock()
+
+    def apply_batch(self, items):
+        """Write the results ``items`` in one transaction
+        (``GroupCommit``); log and count them, cast the steps they made
+        ready."""
+        undone = set()
+        batched = True
+        while True:
+            try:
+                decided = self._write_results(items, undone, batched)
+                break
+            except _Undo as undo:
+                # One result wrote, then found its step or order moved
+                # on: the batch is written again without it.
+                undone.add(undo.index)
+            except writes.Moved:
+                # A step or order of the batch moved on: written again one
+                # result at a time, which finds the result superseded.
+                batched = False
+        casts = []
+        for (run, _), decision in zip(items, decided):
+            if decision is None:
+                LOG.warning('Step %s of order %s moved past token %d while '
+                            'it ran; its result was discarded', run.step,
+                            run.order_id, run.token)
+                self._observe_result(runs.SUPERSEDED)
+                continue
+            # Logged after the commit: one such line per state change.
+            LOG.info('Order %s (%s, token %d): %s', run.order_id, run.step,
+                     run.token, decision.description)
+            self._observe_result(decision.kind)
+            casts.extend(decision.casts)
+        self._cast(casts)
+        return [None] * len(items)
+
+    def keep(self, run, result):
+        """Keep a result the database refused, to write it again later.
+
+        The step is ours (claimed) until its lease ends; past the lease,
+        the fencing discards it.
+        """
+        with self._deferred_lock:
+            self._deferred.append((run, result))
+
+    def apply_deferred_results(self):
+        """Write again the results that the database refused (an outage).
+
+        A result still refused stays for the next call; one whose step
+        moved on is discarded by the fencing.
+        """
+        with self._deferred_lock:
+            deferred, self._deferred = self._deferred, []
+        if not deferred:
+            return
+        try:
+            self.apply_batch(deferred)
+        except Exception as exc:
+            LOG.warning('%d result(s) still not written: %s', len(deferred),
+                        exc)
+            with self._deferred_lock:
+                self._deferred.extend(deferred)
+        else:
+            LOG.info('%d result(s) written after the database came back',
+                     len(deferred))
+
+    @transactions.retried
+    def _write_results(self, items, undone, batched):
+        """Per item, its ``runs.Decision`` as written, or None
+        (superseded).
+
+        ``batched``: the results whose writes are all ``batched``, each
+        the only one of its order in the batch, are written together by
+        kind, after the others. A result found superseded is decided again
+        if the transaction runs again (the race it lost was maybe with a
+        rolled-back write); one in ``undone`` is skipped.
+
+        :raises writes.Moved: a batched result was superseded.
+        """
+        now = self._clock()
+        decided = [None] * len(items)
+        # In the order of their orders and steps, so that two processes
+        # writing results of the same orders lock them in the same order.
+        indexes = sorted((index for index in range(len(items))
+                          if index not in undone),
+                         key=lambda index: (items[index][0].order_id,
+                                            items[index][0].step))
+        per_order = collections.Counter(items[index][0].order_id
+                                        for index in indexes)
+        batch = []
+        with self._database.session() as session, session.begin():
+            for index in indexes:
+                run, result = items[index]
+                decision = run.kind.decide(session, self._repositories, run,
+                                           result, now)
+                if decision is not None and batched and \
+                        per_order[run.order_id] == 1 and \
+                        writes.batched(decision.writes):
+                    batch.append(index)
+                    decided[index] = decision
+                else:
+                    decided[index] = self._write_one(session, index,
+                                                     decision, now)
+            writes.write_batch(session, self._repositories,
+                               [decided[index].writes for index in batch],
+                               now)
+        return decided
+
+    def _write_one(self, session, index, decision, now):
+        """Execute one result's writes: its decision, with the steps its
+        writes woke among its casts, or None if superseded."""
+        if decision is None:
+            return None
+        try:
+            woken = writes.write_one(session, self._repositories,
+                                     decision.writes, now)
+        except writes.Undone:
+            raise _Undo(index)
+        if woken is None:
+            return None
+        if woken:
+            decision = dataclasses.replace(decision,
+                                           casts=decision.casts + woken)
+        return decision
+
+    def _cast(self, steps):
+        if not steps or self._worker_api is None:
+            return
+        for start in range(0, len(steps), self._max_cast):
+            chunk = steps[start:start + self._max_cast]
+            try:
+                self._worker_api.run_steps(chunk)
+            except Exception as exc:
+                # Committed as dispatched: the retry daemon casts them
+                # again after dispatch_deadline_seconds.
+                LOG.warning('Could not cast %d ready step(s) (%s); the '
+                            'retry daemon will dispatch them: %s',
+                            len(chunk), ', '.join(s.step for s in chunk),
+                            exc)
+
+
+class _Undo(Exception):
+    """Roll the batch back: the result at ``index`` was superseded after a
+    write."""
+
+    def __init__(self, index):
+        super().__init__(index)
+        self.index = index

@@ -1,0 +1,163 @@
+"""Claims: take steps for one run each, fenced, in batches.
+
+A claim moves a step's generation from the token its message carries to
+the next one and takes a lease on it for its policy's
+``timeout_seconds``. A step whose token is stale (a duplicate, or one
+overtaken by later work) claims nothing and is dropped. The claims of
+the steps that reach the database while a batch is being written go
+together in the next one (``worker.steps.group_commit``), each still
+fenced on its own token.
+"""
+
+import datetime
+import types
+
+from oslo_log import log as logging
+
+from worker.db import models
+from worker import order_types
+from worker.plugins import base
+from worker.steps import kinds as kinds_module
+from worker.steps import runs
+from worker.steps import transactions
+
+LOG = logging.getLogger(__name__)
+
+
+class Claimer:
+    """Claims batches of steps (``rpcapi.Step``) for this process.
+
+    :param kinds: the ``worker.steps.kinds.Kinds`` of this worker.
+    :param owner: this process's name (``pid@host``), recorded as the
+        owner of the steps it claims.
+    :param clock: returns the current UTC time (naive).
+    :param observe_result: called with ``stale`` for each step dropped.
+    """
+
+    def __init__(self, database, kinds, owner, clock, observe_result):
+        self._database = database
+        self._repositories = database.repositories
+        self._kinds = kinds
+        self._owner = owner
+        self._clock = clock
+        self._observe_result = observe_result
+
+    def claim_batch(self, steps):
+        """Claim ``steps`` in one transaction (``GroupCommit``).
+
+        :returns: per step, ``(Run, OrderView)``, or None if it was not
+            claimed. A delivery's view is None.
+        """
+        claimed, dropped = self._claim_in_a_transaction(steps)
+        for step, row in dropped:
+            # Logged after the transaction: a retried one logs once.
+            LOG.info('Dropped %s of order %s with stale token %d (step is '
+                     '%s)', step.step, step.order_id, step.generation,
+                     _describe(row))
+            self._observe_result(runs.STALE)
+        return claimed
+
+    @transactions.retried
+    def _claim_in_a_transaction(self, steps):
+        now = self._clock()
+        with self._database.session() as session, session.begin():
+            # One read of the orders and their steps, then one conditional
+            # claim: the steps' rows as read hold for the generations the
+            # claim moves from.
+            found = self._repositories.orders.with_steps_many(
+                session, {step.order_id for step in steps})
+            wanted, dropped = self._wanted(steps, found)
+            claimed = self._repositories.steps.claim_many(session, [
+                (steps[index].order_id, steps[index].step,
+                 steps[index].generation, now + _seconds(step_policy))
+                for index, (_, _, _, _, step_policy) in wanted.items()],
+                now, self._owner) if wanted else set()
+        answers = [None] * len(steps)
+        for index, facts in wanted.items():
+            step = steps[index]
+            if (step.order_id, step.step) in claimed:
+                answers[index] = self._claimed(step, now, *facts)
+            else:
+                dropped.append((step, facts[1][step.step]))
+        return answers, dropped
+
+    def _wanted(self, steps, found):
+        """The steps of the batch to claim, by index, with what their runs
+        need: ``{index: (order, rows, kind, workflow, policy)}``; and
+        those dropped, ``[(step, row), ...]``."""
+        wanted, dropped, taken = {}, [], set()
+        for index, step in enumerate(steps):
+            order, rows = found.get(step.order_id, (None, {}))
+            row = rows.get(step.step)
+            key = (step.order_id, step.step)
+            # A step twice in one batch (a duplicate message) is claimed
+            # once.
+            if row is None or key in taken or (
+                    row.generation, row.status) != (
+                    step.generation, models.STEP_PENDING):
+                dropped.append((step, row))
+                continue
+            kind = self._kinds.of(step.step)
+            try:
+                workflow = order_types.get(order.type)
+            except order_types.UnknownOrderType as exc:
+                if kind.runs_workflow:
+                    # Not claimed: a worker that knows the type takes it
+                    # once the dispatch deadline passes.
+                    LOG.error('Cannot run %s of order %s: %s', step.step,
+                              order.id, exc)
+                    continue
+                # A delivery needs no order type.
+                workflow = None
+            wanted[index] = (order, rows, kind, workflow,
+                             kind.policy(workflow, step.step))
+            taken.add(key)
+        return wanted, dropped
+
+    def _claimed(self, step, now, order, rows, kind, workflow, step_policy):
+        """The ``(Run, OrderView)`` of a step just claimed at ``now``."""
+        row = rows[step.step]
+        run = runs.Run(
+            order_id=order.id, step=step.step, token=step.generation + 1,
+            kind=kind, failures=row.failures, polls=row.polls,
+            started_at=row.started_at or now, last_error=row.last_error,
+            order_created_at=order.created_at, order_meta=order.meta,
+            order_priority=order.priority, workflow=workflow,
+            policy=step_policy, steps=rows,
+            subscribed=any(map(kinds_module.is_delivery, rows)),
+            step_events=workflow is not None and
+            self._kinds.workflow_step.step_events(workflow),
+            claimed_at=now)
+        if not kind.runs_workflow or not workflow.has_step(step.step):
+            return run, None
+        return run, _view(order, workflow, rows, run)
+
+
+def _view(order, workflow, steps, run):
+    """The ``OrderView`` a run of ``run.step`` is given.
+
+    Its metadata is the order's with the outputs of its DONE steps merged
+    in, in declaration order.
+    """
+    meta = dict(order.meta or {})
+    for name in workflow.names:
+        if name in steps and steps[name].status == models.STEP_DONE:
+            meta.update(steps[name].output or {})
+    row = steps[run.step]
+    return base.OrderView(
+        id=order.id, type=order.type, meta=types.MappingProxyType(meta),
+        attempt=row.failures, token=run.token, polls=row.polls,
+        step=run.step,
+        idempotency_key=base.idempotency_key(order.id, run.step),
+        steps=types.MappingProxyType(
+            {name: step.status for name, step in steps.items()}))
+
+
+def _seconds(step_policy):
+    return datetime.timedelta(seconds=step_policy.timeout_seconds)
+
+
+def _describe(row):
+    if row is None:
+        return 'gone'
+    return '%s at generation %d' % (row.status, row.generation)

@@ -1,0 +1,246 @@
+"""A delivery's run: send its order's next events to its URL, in order.
+
+A delivery is a step of its order (``notify:<url id>``), claimed and
+fenced like any other. Its run reads the events after
+``delivered_sequence`` and posts them one after the other, each only once
+the one before was acknowledged, so that a receiver sees an order's
+events first in ``sequence`` order (a run that lost its lease may send an
+event again: receivers drop duplicates by ``event_id``). Its result is
+written under the order's row lock, which every writer of events holds:
+
+- every event acknowledged and none newer: the delivery is DONE, until
+  the next event wakes it (``events.record``);
+- newer events: it stays PENDING and is cast again at once;
+- a request failed: it is retried through the retry scheduler after a
+  back-off (``[notifications] retry_*``); after
+  ``max_consecutive_failures`` in a row its URL becomes unavailable and
+  the delivery WAITING, its events kept;
+- its URL is unavailable: WAITING, until ``notification url enable``.
+"""
+
+import dataclasses
+import datetime
+import time
+
+from oslo_log import log as logging
+
+from worker.db import models
+from worker.notifications import events as events_module
+from worker import policy as policy_module
+from worker import rpcapi
+from worker.steps import runs
+from worker.steps import writes
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sent:
+    """What one run sent.
+
+    :param delivered: the sequence of the last event acknowledged.
+    :param sent: events acknowledged by this run.
+    :param failure: why the request after them failed, or None.
+    """
+
+    delivered: int
+    sent: int = 0
+    failure: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Paused:
+    """The run found its URL unavailable and sent nothing."""
+
+    delivered: int
+    reason: str
+
+
+def lease_seconds(conf):
+    """A delivery run's lease: time for a few requests, and a margin."""
+    return 60.0 + 2 * conf.notifications.timeout_seconds
+
+
+def policy(conf):
+    """The retry policy of deliveries, from ``[notifications]``.
+
+    Never gives up: an event is kept until it is delivered; a URL that
+    keeps failing becomes unavailable instead.
+    """
+    group = conf.notifications
+    return policy_module.StepPolicy(
+        backoff=policy_module.EXPONENTIAL,
+        backoff_base_seconds=group.retry_base_seconds,
+        backoff_max_seconds=group.retry_max_seconds,
+        jitter=group.retry_jitter, max_attempts=2 ** 31 - 1,
+        timeout_seconds=lease_seconds(conf))
+
+
+def send(database, sender, conf, run, lease_until, clock):
+    """Send the delivery's next events; returns ``Sent`` or ``Paused``.
+
+    Stops at the first failure, after ``events_per_run`` events, or when
+    one more request could outlast the run's lease.
+    """
+    repositories = database.repositories
+    url_id = models.url_id_of(run.step)
+    delivered = events_module.delivered_sequence(run.steps.get(run.step))
+    group = conf.notifications
+    with database.reader() as session:
+        target = repositories.notifications.get_url(session, url_id)
+        pending = repositories.notifications.events_after(
+            session, run.order_id, delivered, group.events_per_run)
+    if target is None:
+        return Paused(delivered, 'its URL is gone')
+    url = target.url
+    if not target.available:
+        return Paused(delivered, 'URL %s is unavailable' % url)
+    sent = 0
+    # Each request may take its timeout to connect and again to answer.
+    room = datetime.timedelta(seconds=2 * group.timeout_seconds + 1)
+    for event in pending:
+        if clock() + room > lease_until:
+            break
+        started = time.monotonic()
+        failure = sender.send(url, events_module.payload(event))
+        if failure is not None:
+            return Sent(delivered, sent, '%s (event %d, after %.1fs)' % (
+                failure, event.sequence, time.monotonic() - started))
+        delivered = event.sequence
+        sent += 1
+    return Sent(delivered, sent)
+
+
+class DeliveryKind:
+    """A delivery of notifications as a kind of step
+    (``worker.steps.kinds``): never gives up, no precheck; its run sends
+    events, its result is decided under the order's row lock.
+
+    :param sender: posts one event (``worker.notifications.sender``).
+    :param observe_delivery: called with the events a run sent and
+        whether a request failed.
+    """
+
+    #: Runs no step of a workflow: it needs no order type, has no view.
+    runs_workflow = False
+
+    def __init__(self, conf, database, sender, clock, observe_delivery):
+        self._conf = conf
+        self._database = database
+        self._sender = sender
+        self._clock = clock
+        self._observe_delivery = observe_delivery
+        # Read once per process, as a workflow step's policy is.
+        self._policy = policy(conf)
+
+    def policy(self, workflow, step):
+        """Every delivery's policy, from ``[notifications]``."""
+        return self._policy
+
+    def run(self, run, view):
+        """Send the delivery's next events (it has no view)."""
+        result = send(self._database, self._sender, self._conf, run,
+                      run.lease_until, self._clock)
+        if isinstance(result, Sent):
+            if result.failure is not None:
+                LOG.warning('Delivery %s of order %s: %s', run.step,
+                            run.order_id, result.failure)
+            self._observe_delivery(result.sent, result.failure is not None)
+        return result
+
+    def decide(self, session, repositories, run, result, now):
+        """The ``runs.Decision`` of a delivery's result, decided under
+        the order's row lock, which every writer of events holds."""
+        repositories.notifications.lock_order(session, run.order_id, now)
+        return _Decider(session, repositories, self._conf, run,
+                        now).decide(result)
+
+
+class _Decider:
+    """The decision of one delivery's result."""
+
+    def __init__(self, session, repositories, conf, run, now):
+        self._session = session
+        self._store = repositories.notifications
+        self._conf = conf
+        self._run = run
+        self._now = now
+        self._url_id = models.url_id_of(run.step)
+
+    def decide(self, result):
+        run = self._run
+        if isinstance(result, Paused):
+            return self._paused(result)
+        url = ()
+        if result.sent:
+            url = (writes.UrlSucceeded(self._url_id),)
+        if result.failure is not None:
+            return self._failed(result, url)
+        if self._store.last_sequence(self._session,
+                                     run.order_id) > result.delivered:
+            return runs.Decision(
+                runs.DELIVERED, 'delivery %s: %d sent, through %d; more to '
+                'send' % (run.step, result.sent, result.delivered),
+                url + self._record(result, models.STEP_PENDING, 0,
+                                   dispatched=True),
+                (rpcapi.Step(run.step, run.order_id, run.token),))
+        return runs.Decision(
+            runs.DELIVERED, 'delivery %s: %d sent, through %d'
+            % (run.step, result.sent, result.delivered),
+            url + self._record(result, models.STEP_DONE, 0))
+
+    def _paused(self, result):
+        run = self._run
+        # Read again under the URL's lock: enabled since the run read it,
+        # the delivery goes on rather than wait for another enable.
+        if self._store.hold_url(self._session, self._url_id, self._now):
+            return runs.Decision(
+                runs.DELIVERED, 'delivery %s: its URL is available again'
+                % run.step,
+                self._record(result, models.STEP_PENDING, run.failures,
+                             dispatched=True),
+                (rpcapi.Step(run.step, run.order_id, run.token),))
+        # The error that made the URL unavailable stays the one shown.
+        return runs.Decision(
+            runs.PAUSED, 'delivery %s waits: %s' % (run.step, result.reason),
+            self._record(result, models.STEP_WAITING, run.failures,
+                         run.last_error or result.reason))
+
+    def _failed(self, result, url):
+        run = self._run
+        failures = (0 if result.sent else run.failures) + 1
+        unavailable = (failures >=
+                       self._conf.notifications.max_consecutive_failures)
+        url += (writes.UrlFailed(self._url_id, result.failure, unavailable),)
+        if unavailable:
+            return runs.Decision(
+                runs.PAUSED, 'delivery %s failed %d times in a row, its URL '
+                'is now unavailable: %s' % (run.step, failures,
+                                            result.failure),
+                url + self._record(result, models.STEP_WAITING, failures,
+                                   result.failure))
+        delay = policy_module.backoff_seconds(policy(self._conf), failures)
+        retry_at = self._now + datetime.timedelta(seconds=delay)
+        return runs.Decision(
+            runs.RETRY, 'delivery %s: %d sent, then failure %d, again at '
+            '%s: %s' % (run.step, result.sent, failures,
+                        retry_at.isoformat(), result.failure),
+            url + self._record(result, models.STEP_PENDING, failures,
+                               result.failure) +
+            (writes.AddRetryRow.of(run, run.step, run.token, retry_at,
+                                   failures),))
+
+    def _record(self, result, status, failures, last_error=None,
+                dispatched=False):
+        """The writes of the run's new state: the fenced write of its row,
+        and the delete of a retry row it may have left."""
+        run = self._run
+        recorded = (writes.RecordDelivery(
+            run.order_id, run.step, run.token, status, result.delivered,
+            failures, last_error, dispatched),)
+        if run.failures or status == models.STEP_WAITING:
+            # After a retry, its row may still be there (cast, not yet
+            # deleted by its pass): a waiting delivery keeps none, a retry
+            # adds its own. Otherwise there is none to delete.
+            recorded += (writes.DeleteRetryRows(run.order_id, run.step),)
+        return recorded

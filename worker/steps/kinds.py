@@ -1,0 +1,41 @@
+"""The kinds of step: a step of an order type's workflow, or a delivery
+of the order's notifications.
+
+A step's kind is decided once, at its claim (``Kinds.of``), and travels
+with its run (``runs.Run.kind``). Each kind brings its policy, its run
+(with its precheck) and the decision of its result:
+
+- ``worker.steps.workflow.WorkflowStepKind``;
+- ``worker.steps.delivery.DeliveryKind``.
+
+``is_delivery`` is the one predicate that tells them apart by the step's
+name (``notify:<url id>``, ``worker.db.models.delivery_name``).
+"""
+
+from worker.db import models
+from worker.steps import delivery
+from worker.steps import workflow
+
+
+def is_delivery(step):
+    """True if ``step`` names a delivery of notifications."""
+    return models.url_id_of(step) is not None
+
+
+class Kinds:
+    """The kinds of step of one worker, built with what they need.
+
+    :param clock: returns the current UTC time (naive).
+    :param sender: posts one event (``worker.notifications.sender``).
+    :param observe_delivery: called with the events a delivery run sent
+        and whether a request failed.
+    """
+
+    def __init__(self, conf, database, clock, sender, observe_delivery):
+        self.workflow_step = workflow.WorkflowStepKind(conf, clock)
+        self.delivery = delivery.DeliveryKind(conf, database, sender, clock,
+                                              observe_delivery)
+
+    def of(self, step):
+        """The kind of ``step``."""
+        return self.delivery if is_delivery(step) else self.workflow_step

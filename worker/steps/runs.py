@@ -1,0 +1,125 @@
+"""The values of one run of a step: its facts, an error it raised, the
+decision its result makes, and the kinds of outcome.
+
+Glossary (``worker.db.models`` has the whole of it): ``step`` is a
+step's name; ``generation`` is the step's fencing value at rest;
+``token`` is the generation a claimed run holds (its claim moved the step
+from ``token - 1`` to ``token``), and every write of its result is
+conditional on it.
+"""
+
+import dataclasses
+import datetime
+import typing
+
+from worker import policy as policy_module
+from worker import rpcapi
+
+#: Outcome kinds of a workflow step, also the worker's metric labels.
+DONE = 'done'
+ACTIVE = 'active'
+ERROR = 'error'
+RETRY = 'retry'
+CANCELLED = 'cancelled'
+#: Outcome kinds of a delivery (besides ``retry``).
+DELIVERED = 'delivered'
+PAUSED = 'paused'
+#: Not outcomes of a run but results the worker counts too: a message
+#: dropped because its token is no longer current, and a result discarded
+#: because its step moved on while it ran.
+STALE = 'stale'
+SUPERSEDED = 'superseded'
+
+#: Every label of the worker's step metric.
+ALL = (DONE, ACTIVE, ERROR, RETRY, CANCELLED, STALE, SUPERSEDED, DELIVERED,
+       PAUSED)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepError:
+    """A run that raised: the exception, as the policy matches it."""
+
+    description: str
+    #: Qualified and short names of the exception's class and its bases.
+    class_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, exc):
+        """The ``StepError`` of an exception."""
+        names = []
+        for klass in type(exc).__mro__:
+            if klass is object:
+                continue
+            names.extend([klass.__name__,
+                          '%s.%s' % (klass.__module__, klass.__qualname__)])
+        return cls('%s: %s' % (type(exc).__name__, exc), tuple(names))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """The facts of one claimed run that its result is written against."""
+
+    order_id: str
+    step: str
+    #: The token the run holds.
+    token: int
+    #: The kind of step (``worker.steps.kinds``): how it runs and how its
+    #: result is decided.
+    kind: typing.Any
+    #: The step's failures in a row and polls before this run.
+    failures: int
+    polls: int
+    started_at: datetime.datetime | None
+    last_error: str | None
+    order_created_at: datetime.datetime | None
+    #: The order's metadata as read at the claim; it changes only when
+    #: the order completes.
+    order_meta: typing.Mapping[str, typing.Any] | None
+    #: The order's priority, which the step's retry rows get.
+    order_priority: int
+    #: The order type's ``worker.order_types.base.Workflow``; None for a
+    #: delivery of an order whose type is not installed here.
+    workflow: typing.Any
+    policy: policy_module.StepPolicy
+    #: ``{step: OrderStep}`` of the order as read when the run was
+    #: claimed.
+    steps: typing.Mapping[str, typing.Any] = dataclasses.field(
+        default_factory=dict)
+    #: The order has deliveries (``worker.notifications``): its changes
+    #: are events.
+    subscribed: bool = False
+    #: Each step that ends is an event too (``step_events``).
+    step_events: bool = False
+    #: When this run was claimed; its lease ends ``policy.timeout_seconds``
+    #: later.
+    claimed_at: datetime.datetime | None = None
+
+    @property
+    def compensating(self):
+        """True if the step is its order type's compensation step."""
+        compensation = self.workflow.compensation if self.workflow else None
+        return compensation is not None and self.step == compensation.name
+
+    @property
+    def lease_until(self):
+        """When the run's lease ends."""
+        return self.claimed_at + datetime.timedelta(
+            seconds=self.policy.timeout_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What a result does: its writes, in order, and what it tells.
+
+    :param kind: ``done``, ``active``, ``error``, ``retry`` or
+        ``cancelled``; a delivery's ``delivered``, ``retry`` or
+        ``paused``. The worker's metric label.
+    :param description: one line for the log.
+    :param writes: the ``worker.steps.writes`` values to execute.
+    :param casts: steps made ready, to cast after the commit.
+    """
+
+    kind: str
+    description: str
+    writes: tuple = ()
+    casts: tuple[rpcapi.Step, ...] = ()

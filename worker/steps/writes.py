@@ -1,0 +1,430 @@
+"""A result's writes as values, and the writer that executes them.
+
+Deciding a result (``worker.steps.outcomes``, a delivery's
+``worker.notifications.delivery.decide``) produces a list of the small
+frozen values below, one per write, built with their named constructors.
+Nothing is written while deciding; the writer executes the lists:
+
+- ``write_one`` executes one result's writes in their order, each
+  conditional write (``fenced``) on the run's token or the order's status;
+- ``write_batch`` executes the writes of many results by kind, each kind
+  in one execution with the parameters of all of them (the repositories'
+  ``*_many`` functions, through ``worker.db.statements.execute_many``:
+  one statement over arrays on PostgreSQL, an ``executemany``
+  elsewhere). Sent one by one, each statement's set-up in SQLAlchemy
+  costs more than the database's work.
+
+Whether a result can go in a batch is a property of its values
+(``batched``): a value that has a ``*_many`` form says so. River's
+``JobSetStateIfRunningParams`` and its completer are the model.
+"""
+
+import collections
+import dataclasses
+import datetime
+import typing
+
+from worker.db import models
+from worker.notifications import events as events_module
+from worker import rpcapi
+
+#: What executing one write gives: the steps it woke (to cast after the
+#: commit), or None when its fence found the row moved on.
+Casts = tuple[rpcapi.Step, ...] | None
+
+
+class Undone(Exception):
+    """A fenced write failed after another write of the same result had
+    succeeded: the transaction must be rolled back to undo it."""
+
+
+class Moved(Exception):
+    """A fenced write of a batch found its step or order moved on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FinishStep:
+    """End a step DONE (with its output) or FAILED, if still at ``token``.
+    """
+
+    order_id: str
+    step: str
+    token: int
+    status: str
+    output: dict | None = None
+    last_error: str | None = None
+
+    fenced: typing.ClassVar[bool] = True
+    batched: typing.ClassVar[bool] = True
+
+    @classmethod
+    def done(cls, run, output):
+        """The run's step ends DONE with ``output``."""
+        return cls(run.order_id, run.step, run.token, models.STEP_DONE,
+                   output=output)
+
+    @classmethod
+    def failed(cls, run, error):
+        """The run's step ends FAILED with ``error``."""
+        return cls(run.order_id, run.step, run.token, models.STEP_FAILED,
+                   last_error=error)
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        return _fenced(self.write_many(session, repositories, [self], now))
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several; returns how many steps were still at their
+        token."""
+        return repositories.steps.finish_many(session, [
+            (w.order_id, w.step, w.token, w.status, w.output, w.last_error)
+            for w in writes], now)
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryStep:
+    """Release a step for a later run, with its new counters, if still at
+    ``token`` (its retry row is an ``AddRetryRow``)."""
+
+    order_id: str
+    step: str
+    token: int
+    failures: int
+    polls: int
+    last_error: str | None = None
+
+    fenced: typing.ClassVar[bool] = True
+    batched: typing.ClassVar[bool] = True
+
+    @classmethod
+    def of(cls, run, failures, polls, last_error):
+        """The run's step is released for a later run."""
+        return cls(run.order_id, run.step, run.token, failures, polls,
+                   last_error)
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        return _fenced(self.write_many(session, repositories, [self], now))
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several; returns how many steps were still at their
+        token."""
+        return repositories.steps.retry_many(session, [
+            (w.order_id, w.step, w.token, w.failures, w.polls, w.last_error)
+            for w in writes], now)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompleteOrder:
+    """Move a live order to ACTIVE with its final metadata."""
+
+    order_id: str
+    meta: dict
+
+    fenced: typing.ClassVar[bool] = True
+    batched: typing.ClassVar[bool] = True
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        return _fenced(self.write_many(session, repositories, [self], now))
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several; returns how many orders were still live."""
+        return repositories.orders.complete_many(
+            session, [(w.order_id, w.meta) for w in writes], now)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeleteRetryRows:
+    """Delete the retry row of one step, or of every workflow step of the
+    order (``step`` None: its deliveries' rows are kept)."""
+
+    order_id: str
+    step: str | None = None
+
+    fenced: typing.ClassVar[bool] = False
+
+    @property
+    def batched(self):
+        """One step's row has a ``*_many`` form; an order's rows do not."""
+        return self.step is not None
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        repositories.retry_tasks.delete_for_order(session, self.order_id,
+                                                  self.step)
+        return ()
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several, each of one step."""
+        repositories.retry_tasks.delete_for_steps(
+            session, [(w.order_id, w.step) for w in writes])
+        return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class AddRetryRow:
+    """Insert the retry row that casts a step again at ``retry_at``.
+
+    The retry daemon casts it as ``rpcapi.Step(step, order_id,
+    generation)``; the row's encoding is ``worker.db.retry_tasks``'s.
+    """
+
+    order_id: str
+    step: str
+    generation: int
+    retry_at: datetime.datetime
+    retry_count: int
+    priority: int
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = True
+
+    @classmethod
+    def of(cls, run, step, generation, retry_at, retry_count):
+        """A retry row of ``step`` of the run's order, at its priority."""
+        return cls(run.order_id, step, generation, retry_at, retry_count,
+                   run.order_priority)
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        self.write_many(session, repositories, [self], now)
+        return ()
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several in one INSERT."""
+        repositories.retry_tasks.add_many(session, [
+            dict(order_id=w.order_id, retry_task=w.step,
+                 retry_at=w.retry_at, args=[w.order_id],
+                 kwargs={'generation': w.generation},
+                 retry_count=w.retry_count, now=now, priority=w.priority)
+            for w in writes])
+        return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class StartSteps:
+    """Make WAITING steps of an order PENDING; ``dispatched``: cast at
+    ``now`` (their casts are the decision's)."""
+
+    order_id: str
+    steps: tuple[str, ...]
+    dispatched: bool
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = True
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        self.write_many(session, repositories, [self], now)
+        return ()
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several."""
+        repositories.steps.start_many(session, [
+            (w.order_id, list(w.steps), w.dispatched) for w in writes], now)
+        return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class FailOrder:
+    """Move a live order to ERROR with ``reason``."""
+
+    order_id: str
+    reason: str
+
+    fenced: typing.ClassVar[bool] = True
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        return _fenced(repositories.orders.fail(session, self.order_id, now,
+                                                self.reason))
+
+
+@dataclasses.dataclass(frozen=True)
+class EndCancel:
+    """Move a CANCELLING order to CANCELLED (its compensation ended);
+    ``failure`` says why the compensation failed, if it did."""
+
+    order_id: str
+    failure: str | None = None
+
+    fenced: typing.ClassVar[bool] = True
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        return _fenced(repositories.orders.end_cancel(
+            session, self.order_id, now, failure=self.failure))
+
+
+@dataclasses.dataclass(frozen=True)
+class RevokeOpen:
+    """Cancel the order's workflow steps that have not ended: those
+    running elsewhere lose their claims, those waiting never start."""
+
+    order_id: str
+    reason: str
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        repositories.steps.revoke_open(session, self.order_id, now,
+                                       self.reason)
+        return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordEvents:
+    """Append events to the order's, if it has deliveries; wakes them.
+
+    Follows the write that holds the order's row (a status change, or
+    the lock a step event is decided under).
+    """
+
+    order_id: str
+    events: tuple
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it; the deliveries woken are to be cast."""
+        return tuple(events_module.record(session, repositories,
+                                          self.order_id, list(self.events),
+                                          now))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordDelivery:
+    """Write a delivery's run, if still at ``token``
+    (``steps.record_delivery``)."""
+
+    order_id: str
+    step: str
+    token: int
+    status: str
+    delivered: int
+    failures: int
+    last_error: str | None = None
+    dispatched: bool = False
+
+    fenced: typing.ClassVar[bool] = True
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        return _fenced(repositories.steps.record_delivery(
+            session, self.order_id, self.step, self.token, now, self.status,
+            self.delivered, self.failures, self.last_error,
+            self.dispatched))
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlSucceeded:
+    """A delivery's URL acknowledged events: its failures count from 0."""
+
+    url_id: int
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        repositories.notifications.url_succeeded(session, self.url_id)
+        return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlFailed:
+    """A request to a delivery's URL failed; ``unavailable``: it is now
+    unavailable."""
+
+    url_id: int
+    error: str
+    unavailable: bool
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = False
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        repositories.notifications.url_failed(session, self.url_id, now,
+                                              self.error, self.unavailable)
+        return ()
+
+
+#: The kinds a batch writes, in this order: the fenced writes first, then
+#: a retry's delete of its step's row before the row it adds.
+_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, DeleteRetryRows,
+                AddRetryRow, StartSteps)
+
+
+def batched(writes):
+    """True if every write of a result has a ``*_many`` form."""
+    return all(write.batched for write in writes)
+
+
+def write_one(session, repositories, writes, now):
+    """Execute one result's writes in their order.
+
+    :returns: the steps they woke, or None if the first fenced write found
+        its row moved on (nothing of the result's state was written).
+    :raises Undone: a fenced write failed after another had succeeded.
+    """
+    woken = []
+    wrote = False
+    for write in writes:
+        casts = write.write(session, repositories, now)
+        if casts is None:
+            if wrote:
+                raise Undone(write)
+            return None
+        wrote = wrote or write.fenced
+        woken.extend(casts)
+    return tuple(woken)
+
+
+def write_batch(session, repositories, results, now):
+    """Execute the writes of several results, each kind at once.
+
+    :param results: the writes of each result, all ``batched``, each the
+        only result of its order (a batch writes by kind, not in the order
+        each result listed its writes, which is the same only for writes
+        of different rows).
+    :raises Moved: a fenced write moved fewer rows than it was given; the
+        caller must roll back.
+    """
+    by_kind = collections.defaultdict(list)
+    for writes in results:
+        for write in writes:
+            if not write.batched:
+                raise TypeError('not a write of a batch: %r' % (write,))
+            by_kind[type(write)].append(write)
+    expected = moved = 0
+    for kind in _BATCH_ORDER:
+        group = by_kind.pop(kind, ())
+        if not group:
+            continue
+        count = kind.write_many(session, repositories, group, now)
+        if kind.fenced:
+            expected += len(group)
+            moved += count
+            if moved != expected:
+                raise Moved('%d of %d fenced writes moved a row'
+                            % (moved, expected))
+
+
+def _fenced(written):
+    """A fenced write's answer: nothing woken, or None if it moved no row.
+    """
+    return () if written else None
