@@ -74,7 +74,7 @@ def test_a_step_done_with_a_delay_starts_the_next_ones_by_retry_rows():
         writes.AddRetryRow(ORDER, 'notify', 5, later, 0, 3))
 
 
-def test_the_last_of_parallel_steps_is_decided_on_the_steps_read_under_the_lock():
+def test_the_last_parallel_step_is_decided_on_the_steps_read_under_lock():
     steps = _at(models.STEP_DONE)
     steps['store'] = _row(models.STEP_PENDING, generation=3)
     run = _run('notify', dict(steps, notify=_row(models.STEP_PENDING)))
@@ -133,6 +133,6 @@ def test_a_subscribed_order_records_its_events_after_its_move():
         writes.FailOrder) + 1
     [record] = [write for write in decision.writes
                 if isinstance(write, writes.RecordEvents)]
-    assert [event.event for event in record.events] == ['order.error',
-                                                         'order.end']
+    assert [event.event for event in record.events] == [
+        'order.error', 'order.end']
     assert not writes.batched(decision.writes)
