@@ -19,6 +19,7 @@ from oslo_log import log as logging
 
 from scheduler import liveness
 from worker.db import session as db_session
+from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -147,10 +148,11 @@ class Recovery:
                 failed=lease_ended):
             return None
         failures = step.failures + (1 if lease_ended else 0)
+        args, kwargs = rpcapi.retry_arguments(rpcapi.Step(
+            step.name, step.order_id, step.generation + 1))
         self._repositories.retry_tasks.add(
-            session, step.order_id, step.name, now, args=[step.order_id],
-            kwargs={'generation': step.generation + 1},
-            retry_count=failures, now=now,
+            session, step.order_id, step.name, now, args=args,
+            kwargs=kwargs, retry_count=failures, now=now,
             priority=priorities.get(step.order_id, 0))
         return lease_ended or (
             'its owner %s stopped heartbeating' % step.owner

@@ -113,8 +113,14 @@ class WorkerAPI:
         return step
 
 
+def retry_arguments(step: Step) -> tuple[list[str], dict[str, int]]:
+    """The ``(args, kwargs)`` of the retry row that casts ``step`` again;
+    ``WorkerAPI.parse_retry`` reads them back."""
+    return [step.order_id], {'generation': step.generation}
+
+
 # What a retry row's arguments must bind to: ``[order_id]`` and
-# ``{"generation": token}``, as the worker writes them.
+# ``{"generation": token}``, as ``retry_arguments`` writes them.
 _STEP_ARGUMENTS = inspect.Signature([
     inspect.Parameter('order_id', inspect.Parameter.POSITIONAL_OR_KEYWORD),
     inspect.Parameter('generation', inspect.Parameter.POSITIONAL_OR_KEYWORD),

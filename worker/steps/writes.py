@@ -171,7 +171,7 @@ class AddRetryRow:
     """Insert the retry row that casts a step again at ``retry_at``.
 
     The retry daemon casts it as ``rpcapi.Step(step, order_id,
-    generation)``; the row's encoding is ``worker.db.retry_tasks``'s.
+    generation)``: its arguments are ``rpcapi.retry_arguments``.
     """
 
     order_id: str
@@ -199,12 +199,16 @@ class AddRetryRow:
     def write_many(session, repositories, writes, now):
         """Execute several in one INSERT."""
         repositories.retry_tasks.add_many(session, [
-            dict(order_id=w.order_id, retry_task=w.step,
-                 retry_at=w.retry_at, args=[w.order_id],
-                 kwargs={'generation': w.generation},
-                 retry_count=w.retry_count, now=now, priority=w.priority)
-            for w in writes])
+            w._row(now) for w in writes])
         return 0
+
+    def _row(self, now):
+        args, kwargs = rpcapi.retry_arguments(
+            rpcapi.Step(self.step, self.order_id, self.generation))
+        return dict(order_id=self.order_id, retry_task=self.step,
+                    retry_at=self.retry_at, args=args, kwargs=kwargs,
+                    retry_count=self.retry_count, now=now,
+                    priority=self.priority)
 
 
 @dataclasses.dataclass(frozen=True)
