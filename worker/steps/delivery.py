@@ -21,6 +21,7 @@ written under the order's row lock, which every writer of events holds:
 import dataclasses
 import datetime
 import time
+import typing
 
 from oslo_log import log as logging
 
@@ -111,6 +112,58 @@ def send(database, sender, conf, run, lease_until, clock):
     return Sent(delivered, sent)
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordDelivery(writes.Single):
+    """Write a delivery's run, if still at ``token``
+    (``steps.record_delivery``)."""
+
+    order_id: str
+    step: str
+    token: int
+    status: str
+    delivered: int
+    failures: int
+    last_error: str | None = None
+    dispatched: bool = False
+
+    fenced: typing.ClassVar[bool] = True
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        return writes.fenced_answer(repositories.steps.record_delivery(
+            session, self.order_id, self.step, self.token, now, self.status,
+            self.delivered, self.failures, self.last_error,
+            self.dispatched))
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlSucceeded(writes.Single):
+    """A delivery's URL acknowledged events: its failures count from 0."""
+
+    url_id: int
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        repositories.notifications.url_succeeded(session, self.url_id)
+        return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlFailed(writes.Single):
+    """A request to a delivery's URL failed; ``unavailable``: it is now
+    unavailable."""
+
+    url_id: int
+    error: str
+    unavailable: bool
+
+    def write(self, session, repositories, now):
+        """Execute it."""
+        repositories.notifications.url_failed(session, self.url_id, now,
+                                              self.error, self.unavailable)
+        return ()
+
+
 class DeliveryKind:
     """A delivery of notifications as a kind of step
     (``worker.steps.kinds``): never gives up, no precheck; its run sends
@@ -173,7 +226,7 @@ class _Decider:
             return self._paused(result)
         url = ()
         if result.sent:
-            url = (writes.UrlSucceeded(self._url_id),)
+            url = (UrlSucceeded(self._url_id),)
         if result.failure is not None:
             return self._failed(result, url)
         if self._store.last_sequence(self._session,
@@ -211,7 +264,7 @@ class _Decider:
         failures = (0 if result.sent else run.failures) + 1
         unavailable = (failures >=
                        self._conf.notifications.max_consecutive_failures)
-        url += (writes.UrlFailed(self._url_id, result.failure, unavailable),)
+        url += (UrlFailed(self._url_id, result.failure, unavailable),)
         if unavailable:
             return runs.Decision(
                 runs.PAUSED, 'delivery %s failed %d times in a row, its URL '
@@ -235,7 +288,7 @@ class _Decider:
         """The writes of the run's new state: the fenced write of its row,
         and the delete of a retry row it may have left."""
         run = self._run
-        recorded = (writes.RecordDelivery(
+        recorded = (RecordDelivery(
             run.order_id, run.step, run.token, status, result.delivered,
             failures, last_error, dispatched),)
         if run.failures or status == models.STEP_WAITING:

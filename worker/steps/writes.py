@@ -42,8 +42,32 @@ class Moved(Exception):
     """A fenced write of a batch found its step or order moved on."""
 
 
+class Single:
+    """A write executed on its own, never in a batch."""
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = False
+
+
+class _Batched:
+    """A write with a ``*_many`` form: alone, it is a batch of one."""
+
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = True
+
+    def write(self, session, repositories, now):
+        """Execute it alone."""
+        moved = self.write_many(session, repositories, [self], now)
+        return fenced_answer(moved) if self.fenced else ()
+
+    @staticmethod
+    def write_many(session, repositories, writes, now):
+        """Execute several; returns how many rows the fenced ones moved."""
+        raise NotImplementedError
+
+
 @dataclasses.dataclass(frozen=True)
-class FinishStep:
+class FinishStep(_Batched):
     """End a step DONE (with its output) or FAILED, if still at ``token``.
     """
 
@@ -55,7 +79,6 @@ class FinishStep:
     last_error: str | None = None
 
     fenced: typing.ClassVar[bool] = True
-    batched: typing.ClassVar[bool] = True
 
     @classmethod
     def done(cls, run, output):
@@ -69,10 +92,6 @@ class FinishStep:
         return cls(run.order_id, run.step, run.token, models.STEP_FAILED,
                    last_error=error)
 
-    def write(self, session, repositories, now):
-        """Execute it alone."""
-        return _fenced(self.write_many(session, repositories, [self], now))
-
     @staticmethod
     def write_many(session, repositories, writes, now):
         """Execute several; returns how many steps were still at their
@@ -83,7 +102,7 @@ class FinishStep:
 
 
 @dataclasses.dataclass(frozen=True)
-class RetryStep:
+class RetryStep(_Batched):
     """Release a step for a later run, with its new counters, if still at
     ``token`` (its retry row is an ``AddRetryRow``)."""
 
@@ -95,17 +114,12 @@ class RetryStep:
     last_error: str | None = None
 
     fenced: typing.ClassVar[bool] = True
-    batched: typing.ClassVar[bool] = True
 
     @classmethod
     def of(cls, run, failures, polls, last_error):
         """The run's step is released for a later run."""
         return cls(run.order_id, run.step, run.token, failures, polls,
                    last_error)
-
-    def write(self, session, repositories, now):
-        """Execute it alone."""
-        return _fenced(self.write_many(session, repositories, [self], now))
 
     @staticmethod
     def write_many(session, repositories, writes, now):
@@ -117,18 +131,13 @@ class RetryStep:
 
 
 @dataclasses.dataclass(frozen=True)
-class CompleteOrder:
+class CompleteOrder(_Batched):
     """Move a live order to ACTIVE with its final metadata."""
 
     order_id: str
     meta: dict
 
     fenced: typing.ClassVar[bool] = True
-    batched: typing.ClassVar[bool] = True
-
-    def write(self, session, repositories, now):
-        """Execute it alone."""
-        return _fenced(self.write_many(session, repositories, [self], now))
 
     @staticmethod
     def write_many(session, repositories, writes, now):
@@ -167,7 +176,7 @@ class DeleteRetryRows:
 
 
 @dataclasses.dataclass(frozen=True)
-class AddRetryRow:
+class AddRetryRow(_Batched):
     """Insert the retry row that casts a step again at ``retry_at``.
 
     The retry daemon casts it as ``rpcapi.Step(step, order_id,
@@ -181,19 +190,11 @@ class AddRetryRow:
     retry_count: int
     priority: int
 
-    fenced: typing.ClassVar[bool] = False
-    batched: typing.ClassVar[bool] = True
-
     @classmethod
     def of(cls, run, step, generation, retry_at, retry_count):
         """A retry row of ``step`` of the run's order, at its priority."""
         return cls(run.order_id, step, generation, retry_at, retry_count,
                    run.order_priority)
-
-    def write(self, session, repositories, now):
-        """Execute it alone."""
-        self.write_many(session, repositories, [self], now)
-        return ()
 
     @staticmethod
     def write_many(session, repositories, writes, now):
@@ -212,21 +213,13 @@ class AddRetryRow:
 
 
 @dataclasses.dataclass(frozen=True)
-class StartSteps:
+class StartSteps(_Batched):
     """Make WAITING steps of an order PENDING; ``dispatched``: cast at
     ``now`` (their casts are the decision's)."""
 
     order_id: str
     steps: tuple[str, ...]
     dispatched: bool
-
-    fenced: typing.ClassVar[bool] = False
-    batched: typing.ClassVar[bool] = True
-
-    def write(self, session, repositories, now):
-        """Execute it alone."""
-        self.write_many(session, repositories, [self], now)
-        return ()
 
     @staticmethod
     def write_many(session, repositories, writes, now):
@@ -237,23 +230,22 @@ class StartSteps:
 
 
 @dataclasses.dataclass(frozen=True)
-class FailOrder:
+class FailOrder(Single):
     """Move a live order to ERROR with ``reason``."""
 
     order_id: str
     reason: str
 
     fenced: typing.ClassVar[bool] = True
-    batched: typing.ClassVar[bool] = False
 
     def write(self, session, repositories, now):
         """Execute it."""
-        return _fenced(repositories.orders.fail(session, self.order_id, now,
-                                                self.reason))
+        return fenced_answer(repositories.orders.fail(
+            session, self.order_id, now, self.reason))
 
 
 @dataclasses.dataclass(frozen=True)
-class EndCancel:
+class EndCancel(Single):
     """Move a CANCELLING order to CANCELLED (its compensation ended);
     ``failure`` says why the compensation failed, if it did."""
 
@@ -261,24 +253,20 @@ class EndCancel:
     failure: str | None = None
 
     fenced: typing.ClassVar[bool] = True
-    batched: typing.ClassVar[bool] = False
 
     def write(self, session, repositories, now):
         """Execute it."""
-        return _fenced(repositories.orders.end_cancel(
+        return fenced_answer(repositories.orders.end_cancel(
             session, self.order_id, now, failure=self.failure))
 
 
 @dataclasses.dataclass(frozen=True)
-class RevokeOpen:
+class RevokeOpen(Single):
     """Cancel the order's workflow steps that have not ended: those
     running elsewhere lose their claims, those waiting never start."""
 
     order_id: str
     reason: str
-
-    fenced: typing.ClassVar[bool] = False
-    batched: typing.ClassVar[bool] = False
 
     def write(self, session, repositories, now):
         """Execute it."""
@@ -288,7 +276,7 @@ class RevokeOpen:
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordEvents:
+class RecordEvents(Single):
     """Append events to the order's, if it has deliveries; wakes them.
 
     Follows the write that holds the order's row (a status change, or
@@ -298,73 +286,11 @@ class RecordEvents:
     order_id: str
     events: tuple
 
-    fenced: typing.ClassVar[bool] = False
-    batched: typing.ClassVar[bool] = False
-
     def write(self, session, repositories, now):
         """Execute it; the deliveries woken are to be cast."""
         return tuple(events_module.record(session, repositories,
                                           self.order_id, list(self.events),
                                           now))
-
-
-@dataclasses.dataclass(frozen=True)
-class RecordDelivery:
-    """Write a delivery's run, if still at ``token``
-    (``steps.record_delivery``)."""
-
-    order_id: str
-    step: str
-    token: int
-    status: str
-    delivered: int
-    failures: int
-    last_error: str | None = None
-    dispatched: bool = False
-
-    fenced: typing.ClassVar[bool] = True
-    batched: typing.ClassVar[bool] = False
-
-    def write(self, session, repositories, now):
-        """Execute it."""
-        return _fenced(repositories.steps.record_delivery(
-            session, self.order_id, self.step, self.token, now, self.status,
-            self.delivered, self.failures, self.last_error,
-            self.dispatched))
-
-
-@dataclasses.dataclass(frozen=True)
-class UrlSucceeded:
-    """A delivery's URL acknowledged events: its failures count from 0."""
-
-    url_id: int
-
-    fenced: typing.ClassVar[bool] = False
-    batched: typing.ClassVar[bool] = False
-
-    def write(self, session, repositories, now):
-        """Execute it."""
-        repositories.notifications.url_succeeded(session, self.url_id)
-        return ()
-
-
-@dataclasses.dataclass(frozen=True)
-class UrlFailed:
-    """A request to a delivery's URL failed; ``unavailable``: it is now
-    unavailable."""
-
-    url_id: int
-    error: str
-    unavailable: bool
-
-    fenced: typing.ClassVar[bool] = False
-    batched: typing.ClassVar[bool] = False
-
-    def write(self, session, repositories, now):
-        """Execute it."""
-        repositories.notifications.url_failed(session, self.url_id, now,
-                                              self.error, self.unavailable)
-        return ()
 
 
 #: The kinds a batch writes, in this order: the fenced writes first, then
@@ -428,7 +354,7 @@ def write_batch(session, repositories, results, now):
                             % (moved, expected))
 
 
-def _fenced(written):
+def fenced_answer(written):
     """A fenced write's answer: nothing woken, or None if it moved no row.
     """
     return () if written else None
