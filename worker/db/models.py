@@ -1,4 +1,23 @@
-"""SQLAlchemy models: orders, their steps, retry tasks and entity locks."""
+"""SQLAlchemy models: orders, their steps, retry tasks and entity locks.
+
+One word per thing, in code, logs and docs:
+
+- **step**: a step's name, unique within its order (``order_steps.name``;
+  a retry row keeps it in ``retry_task``, the blueprint's column name). A
+  delivery of notifications is a step too, named ``notify:<url id>``
+  (``is_delivery``). The certificate plugin API's ``RetryLater.method``
+  names a step as well (kept for plugins written against it).
+- **generation**: a step's fencing value at rest (``order_steps.
+  generation``), and the one a message or a retry row carries
+  (``rpcapi.Step.generation``): a claim succeeds only from it.
+- **token**: the generation a claimed run holds (the claim moved the step
+  to it); every write of the run's result is conditional on it.
+- **owner_token**: what the holder of an ``EntityLock`` (the retry
+  daemon's pass lock) renews and releases it by.
+- **owner**: the process (``pid@host``) that holds a step's claim.
+- **order type** and **workflow**: the declaration of an order's steps
+  (``worker.order_types``); **policy**: a step's retry policy.
+"""
 
 import datetime
 import hashlib
@@ -264,12 +283,27 @@ def url_hash(url):
     return hashlib.sha256(url.encode('utf-8')).hexdigest()
 
 
-def url_id_of(name):
+def url_id_of(step):
     """The URL id of a delivery's step name, or None for another step."""
-    if not name.startswith(DELIVERY_PREFIX):
+    if not step.startswith(DELIVERY_PREFIX):
         return None
-    digits = name[len(DELIVERY_PREFIX):]
+    digits = step[len(DELIVERY_PREFIX):]
     return int(digits) if digits.isascii() and digits.isdigit() else None
+
+
+def is_delivery(step):
+    """True if ``step`` names a delivery of notifications: the one test of
+    a step's kind by its name (``worker.steps.kinds``)."""
+    return url_id_of(step) is not None
+
+
+def delivery_steps(column):
+    """The SQL form of ``is_delivery`` on a column of step names.
+
+    A name of the prefix and something else than an id is no step the
+    project writes: the prefix alone tells them apart in SQL.
+    """
+    return column.like(DELIVERY_PREFIX + '%')
 
 
 class NotificationUrl(Base):

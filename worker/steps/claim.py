@@ -17,7 +17,6 @@ from oslo_log import log as logging
 from worker.db import models
 from worker import order_types
 from worker.plugins import base
-from worker.steps import kinds as kinds_module
 from worker.steps import runs
 from worker.steps import transactions
 
@@ -124,7 +123,7 @@ class Claimer:
             order_created_at=order.created_at, order_meta=order.meta,
             order_priority=order.priority, workflow=workflow,
             policy=step_policy, steps=rows,
-            subscribed=any(map(kinds_module.is_delivery, rows)),
+            subscribed=any(map(models.is_delivery, rows)),
             step_events=workflow is not None and
             self._kinds.workflow_step.step_events(workflow),
             claimed_at=now)

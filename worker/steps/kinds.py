@@ -8,18 +8,13 @@ with its run (``runs.Run.kind``). Each kind brings its policy, its run
 - ``worker.steps.workflow.WorkflowStepKind``;
 - ``worker.steps.delivery.DeliveryKind``.
 
-``is_delivery`` is the one predicate that tells them apart by the step's
-name (``notify:<url id>``, ``worker.db.models.delivery_name``).
+``worker.db.models.is_delivery`` is the one predicate that tells them
+apart by the step's name (``notify:<url id>``).
 """
 
 from worker.db import models
 from worker.steps import delivery
 from worker.steps import workflow
-
-
-def is_delivery(step):
-    """True if ``step`` names a delivery of notifications."""
-    return models.url_id_of(step) is not None
 
 
 class Kinds:
@@ -38,4 +33,5 @@ class Kinds:
 
     def of(self, step):
         """The kind of ``step``."""
-        return self.delivery if is_delivery(step) else self.workflow_step
+        return (self.delivery if models.is_delivery(step) else
+                self.workflow_step)
