@@ -44,7 +44,8 @@ SQL = Repositories(locks=locks, orders=orders, steps=steps,
 class Session(typing.Protocol):
     """What a unit of work uses of a session.
 
-    A SQLAlchemy ``orm.Session`` or a ``worker.db.memory.InMemorySession``.
+    A SQLAlchemy ``orm.Session`` or a
+    ``worker.db.memory.base.InMemorySession``.
     """
 
     def __enter__(self) -> typing.Self:
