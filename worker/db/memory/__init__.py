@@ -19,8 +19,8 @@ ids only grow, as on every backend. A transaction is stricter than
 SQLite's: after a database error every statement in it fails, as on
 PostgreSQL, until it is rolled back.
 
-``tests/functional/test_memory_repositories.py`` holds it to the SQL
-repositories' behaviour on every backend.
+``tests/functional/repositories/`` holds it to the SQL repositories'
+behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
 ``retry_tasks``, ``services``, ``notifications``), as in ``worker.db``;
