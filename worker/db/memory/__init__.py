@@ -44,7 +44,7 @@ class InMemoryDatabase:
 
     engine = None
 
-    def __init__(self):
+    def __init__(self) -> None:
         store = self._store = base.Store()
         self.repositories = repositories.Repositories(
             locks=locks.InMemoryLocks(store),
@@ -54,13 +54,13 @@ class InMemoryDatabase:
             services=services.InMemoryServices(store),
             notifications=notifications.InMemoryNotifications(store))
 
-    def session(self):
+    def session(self) -> base.InMemorySession:
         """Return a new read-write session."""
         return base.InMemorySession(self._store)
 
-    def reader(self):
+    def reader(self) -> base.InMemorySession:
         """Return a new session that refuses writes."""
         return base.InMemorySession(self._store, read_only=True)
 
-    def dispose(self):
+    def dispose(self) -> None:
         """Do nothing: there are no connections."""

@@ -1,11 +1,13 @@
 """The in-memory store, its sessions and what its repositories share."""
 
+import collections.abc as abc
 import contextlib
 import dataclasses
 import functools
 import itertools
 import json
 import threading
+import typing
 
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
@@ -144,10 +146,25 @@ class InMemorySession:
                 raise
 
 
-def _statement(write):
-    def decorator(method):
+_Repo = typing.TypeVar('_Repo', bound='Repository')
+_Params = typing.ParamSpec('_Params')
+_Result = typing.TypeVar('_Result')
+#: A repository method: the repository, the session, then the rest.
+_Method = abc.Callable[typing.Concatenate[_Repo, typing.Any, _Params],
+                       _Result]
+
+
+def _statement(write: bool) -> abc.Callable[
+        [_Method[_Repo, _Params, _Result]],
+        _Method[_Repo, _Params, _Result]]:
+    """A decorator that runs a repository method as one statement of
+    its session (``InMemorySession.statement``); the method's signature
+    is kept, for mypy to check against its protocol."""
+    def decorator(method: _Method[_Repo, _Params, _Result]
+                  ) -> _Method[_Repo, _Params, _Result]:
         @functools.wraps(method)
-        def wrapper(self, session, *args, **kwargs):
+        def wrapper(self: _Repo, session: typing.Any, *args: _Params.args,
+                    **kwargs: _Params.kwargs) -> _Result:
             if not isinstance(session, InMemorySession):
                 raise TypeError('not an in-memory session: %r' % session)
             with session.statement(self._store, write):
@@ -166,7 +183,9 @@ def to_json(value):
 
 
 class Repository:
-    def __init__(self, store):
+    """An aggregate's repository on a store."""
+
+    def __init__(self, store: Store) -> None:
         self._store = store
 
 
