@@ -1,4 +1,7 @@
-"""Repository of entity locks. Every function takes the session first.
+"""Repository of entity locks. SQL: Core INSERT, UPDATE and DELETE
+statements through the session for every change, the row count being the
+answer; the ORM only to read one lock by its key (``get``). Every
+function takes the session first.
 
 A lock is a row keyed by the entity's name: inserting it takes the lock
 (the primary key refuses a second holder), deleting it releases it. Every
