@@ -2,22 +2,26 @@
 
 import copy
 import dataclasses
+import datetime
 
 from oslo_db import exception as db_exc
 
 from worker.db.memory import base
+from worker.db import rows
 
 
 class InMemoryLocks(base.Repository):
     """``worker.db.locks`` on the in-memory store."""
 
     @base.reads
-    def get(self, session, entity):
+    def get(self, session: base.InMemorySession,
+            entity: str) -> rows.Lock | None:
         """Return the lock row of ``entity``, or None."""
         return copy.deepcopy(self._store.locks.get(entity))
 
     @base.writes
-    def insert(self, session, entity, host, token, now):
+    def insert(self, session: base.InMemorySession, entity: str, host: str,
+               token: str, now: datetime.datetime) -> None:
         """Take the lock; raises ``DBDuplicateEntry`` if it is held."""
         if entity in self._store.locks:
             raise db_exc.DBDuplicateEntry(columns=['entity_to_lock'])
@@ -26,7 +30,8 @@ class InMemoryLocks(base.Repository):
             created_at=now)
 
     @base.writes
-    def renew(self, session, entity, token, now):
+    def renew(self, session: base.InMemorySession, entity: str, token: str,
+              now: datetime.datetime) -> bool:
         """Extend our own lock; returns False if we no longer hold it."""
         lock = self._store.locks.get(entity)
         if lock is None or lock.owner_token != token:
@@ -35,7 +40,8 @@ class InMemoryLocks(base.Repository):
         return True
 
     @base.writes
-    def release(self, session, entity, token):
+    def release(self, session: base.InMemorySession, entity: str,
+                token: str) -> bool:
         """Delete our own lock; returns False if we no longer held it."""
         lock = self._store.locks.get(entity)
         if lock is None or lock.owner_token != token:
@@ -44,6 +50,7 @@ class InMemoryLocks(base.Repository):
         return True
 
     @base.writes
-    def force_release(self, session, entity):
+    def force_release(self, session: base.InMemorySession,
+                      entity: str) -> bool:
         """Delete the lock of ``entity``; returns True if there was one."""
         return self._store.locks.pop(entity, None) is not None
