@@ -164,7 +164,8 @@ class PassLock:
         try:
             with self._database.session() as session, session.begin():
                 state = judge(session, self._database.repositories, cutoffs)
-                if not state.stale:
+                # A stale lock is held: it has an owner token.
+                if not state.stale or state.owner_token is None:
                     return False
                 cleared: bool = self._locks.release(session, LOCK,
                                                     state.owner_token)

@@ -1,4 +1,7 @@
-"""Repository of entity locks. Every function takes the session first.
+"""Repository of entity locks. SQL: Core INSERT, UPDATE and DELETE
+statements through the session for every change, the row count being the
+answer; the ORM only to read one lock by its key (``get``). Every
+function takes the session first.
 
 A lock is a row keyed by the entity's name: inserting it takes the lock
 (the primary key refuses a second holder), deleting it releases it. Every
@@ -6,17 +9,23 @@ change after the insert names the holder's ``owner_token``, so a holder
 whose lock was cleared as stale cannot renew or release its successor's.
 """
 
+import datetime
+
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from worker.db import models
+from worker.db import rows
+from worker.db import statements
 
 
-def get(session, entity):
+def get(session: orm.Session, entity: str) -> rows.Lock | None:
     """Return the lock row of ``entity``, or None."""
     return session.get(models.EntityLock, entity)
 
 
-def insert(session, entity, host, token, now):
+def insert(session: orm.Session, entity: str, host: str, token: str,
+           now: datetime.datetime) -> None:
     """Take the lock of ``entity``.
 
     :raises oslo_db.exception.DBDuplicateEntry: when another holder has it;
@@ -27,34 +36,32 @@ def insert(session, entity, host, token, now):
         created_at=now))
 
 
-def renew(session, entity, token, now):
+def renew(session: orm.Session, entity: str, token: str,
+          now: datetime.datetime) -> bool:
     """Extend our own lock; returns False if we no longer hold it."""
-    result = session.execute(
+    return statements.changed(session, (
         sa.update(models.EntityLock)
         .where(models.EntityLock.entity_to_lock == entity,
                models.EntityLock.owner_token == token)
         .values(created_at=now)
-        .execution_options(synchronize_session=False))
-    return result.rowcount == 1
+        .execution_options(synchronize_session=False))) == 1
 
 
-def release(session, entity, token):
+def release(session: orm.Session, entity: str, token: str) -> bool:
     """Delete our own lock; returns False if we no longer held it."""
-    result = session.execute(
+    return statements.changed(session, (
         sa.delete(models.EntityLock)
         .where(models.EntityLock.entity_to_lock == entity,
                models.EntityLock.owner_token == token)
-        .execution_options(synchronize_session=False))
-    return result.rowcount == 1
+        .execution_options(synchronize_session=False))) == 1
 
 
-def force_release(session, entity):
+def force_release(session: orm.Session, entity: str) -> bool:
     """Delete the lock of ``entity`` whoever holds it (operator action).
 
     Returns True if there was one.
     """
-    result = session.execute(
+    return statements.changed(session, (
         sa.delete(models.EntityLock)
         .where(models.EntityLock.entity_to_lock == entity)
-        .execution_options(synchronize_session=False))
-    return result.rowcount > 0
+        .execution_options(synchronize_session=False))) > 0

@@ -1,5 +1,9 @@
-"""Repository of notification URLs and events. Every function takes the
-session first.
+"""Repository of notification URLs and events. SQL: the ORM for URLs
+read or added one at a time and for events read back (ORM objects
+returned); Core for the writes on the delivery path: counters and
+availability as UPDATEs, events as one multi-row INSERT, a row held by
+an UPDATE rather than ``SELECT ... FOR UPDATE`` (Galera), deliveries read
+as column tuples. Every function takes the session first.
 
 A delivery's state is a step of its order (``notify:<url id>``,
 ``worker.db.steps``): its ``output`` holds ``delivered_sequence``, the

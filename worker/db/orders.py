@@ -1,4 +1,9 @@
-"""Repository of orders. Every function takes the session first.
+"""Repository of orders. SQL: the ORM to create an order (an ORM object
+returned) and for the operators' reads (``get``, ``list_orders``); Core
+for the hot path: a claim's read as named tuples (``with_steps_many``),
+the status moves as UPDATEs built once and run in one execution per set
+of columns (``statements.update_many``), counts as grouped SELECTs. Every
+function takes the session first.
 
 An order's status changes are conditional on the status they start from:
 they return False, and change nothing, when the order has moved on. The

@@ -9,6 +9,11 @@ database hands out the repositories that work on its own sessions: a
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
 reads them from the database it was given (``database.repositories``),
 so sessions and repositories of two kinds are never mixed.
+
+Each field is typed with its aggregate's protocol
+(``worker.db.interfaces``): mypy checks the SQL modules where ``SQL`` is
+built here, and the fake's repositories where ``InMemoryDatabase``
+builds its own, against the same protocols.
 """
 
 import contextlib
@@ -16,6 +21,7 @@ import dataclasses
 import types
 import typing
 
+from worker.db import interfaces
 from worker.db import locks
 from worker.db import notifications
 from worker.db import orders
@@ -26,14 +32,15 @@ from worker.db import steps
 
 @dataclasses.dataclass(frozen=True)
 class Repositories:
-    """One repository per aggregate, each a module-like namespace."""
+    """One repository per aggregate: a module of functions, or an object
+    of methods with the same signatures."""
 
-    locks: types.ModuleType
-    orders: types.ModuleType
-    steps: types.ModuleType
-    retry_tasks: types.ModuleType
-    services: types.ModuleType
-    notifications: types.ModuleType
+    locks: interfaces.Locks
+    orders: interfaces.Orders
+    steps: interfaces.Steps
+    retry_tasks: interfaces.RetryTasks
+    services: interfaces.Services
+    notifications: interfaces.Notifications
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
@@ -44,7 +51,8 @@ SQL = Repositories(locks=locks, orders=orders, steps=steps,
 class Session(typing.Protocol):
     """What a unit of work uses of a session.
 
-    A SQLAlchemy ``orm.Session`` or a ``worker.db.memory.InMemorySession``.
+    A SQLAlchemy ``orm.Session`` or a
+    ``worker.db.memory.base.InMemorySession``.
     """
 
     def __enter__(self) -> typing.Self:

@@ -1,4 +1,10 @@
-"""Repository of order retry tasks. Every function takes the session first."""
+"""Repository of order retry tasks. SQL: Core for the worker's writes
+(inserts without an ORM object, deletes by key) and for the retry
+daemon's reads, column SELECTs shaped for their indexes (``due`` one
+priority level at a time, a MariaDB index hint, ``READS`` for the query
+plan checks); the ORM only for the operators' reads (``get``,
+``list_tasks``). Every function takes the session first.
+"""
 
 import dataclasses
 import datetime

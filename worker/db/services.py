@@ -1,4 +1,8 @@
-"""Repository of service heartbeats. Every function takes the session first.
+"""Repository of service heartbeats. SQL: Core UPDATE, INSERT and DELETE
+statements on the ``Service`` entity, a heartbeat an UPDATE first and an
+INSERT only when no row moved; one text query per dialect for the
+server's clock (``database_time``); the ORM only for the operators' read
+(``list_services``). Every function takes the session first.
 
 A service is named ``pid@host`` like pulpcore's workers. It is alive while
 its heartbeat is younger than ``[DEFAULT] service_down_time``.

@@ -12,9 +12,11 @@ expression again each time cost as much as running it.
 """
 
 import functools
+import typing
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
+from sqlalchemy import orm
 from sqlalchemy.sql import elements
 from sqlalchemy.sql import visitors
 
@@ -33,6 +35,13 @@ def execute(session, statement, parameters=None):
     neither flushed first nor told of what changed.
     """
     return session.connection().execute(statement, parameters)
+
+
+def changed(session: orm.Session, statement: sa.Executable) -> int:
+    """Run an UPDATE or DELETE through the session (its ORM layer, for a
+    statement on a mapped entity); returns how many rows it changed."""
+    result = session.execute(statement)
+    return typing.cast('sa.CursorResult[typing.Any]', result).rowcount
 
 
 def execute_many(session, statement, rows):

@@ -1,4 +1,10 @@
-"""Repository of order steps. Every function takes the session first.
+"""Repository of order steps. SQL: Core on the ``order_steps`` table
+for every write, fenced on the generation: statements built once with
+their values as parameters, a batch in one execution
+(``statements.execute_many``, ``update_many``), or one UPDATE for a group
+of steps by name and generation (``_in_groups``); the recovery reads as
+column tuples (``RecoveryRow``); the ORM only for ``for_orders``, whose
+steps callers read as objects. Every function takes the session first.
 
 Writes made on behalf of a dispatch are conditional on the step's
 ``generation`` (its fencing token): they return False, and change nothing,

@@ -1,0 +1,159 @@
+"""Notification URLs, events and deliveries (steps named ``notify:<url
+id>``), on every backend."""
+
+from oslo_db import exception as db_exc
+import pytest
+
+from tests.functional.repositories.shared import CHECK
+from tests.functional.repositories.shared import contract
+from tests.functional.repositories.shared import new_order
+from tests.functional.repositories.shared import NOW
+from tests.functional.repositories.shared import plus
+from tests.functional.repositories.shared import read
+from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import step_of
+from tests.functional.repositories.shared import write
+from worker.db import models
+
+
+HOOK = 'https://hooks.example.org/orders'
+
+
+def _subscribed(db, *url_ids):
+    """A certificate order with a delivery to each URL of ``url_ids``."""
+    order_id = new_order(db)
+    names = [models.delivery_name(url_id) for url_id in url_ids]
+    write(db, db.repositories.steps.create, order_id, names, set(names),
+          NOW)
+    return order_id
+
+
+@contract
+def test_notification_urls(db):
+    store = db.repositories.notifications
+    added = write(db, store.add_url, HOOK, NOW)
+    other = write(db, store.add_url, HOOK + '/2', NOW)
+    assert (added.url, added.available, added.failures) == (HOOK, True, 0)
+    with pytest.raises(db_exc.DBDuplicateEntry):
+        write(db, store.add_url, HOOK, NOW)
+    assert read(db, store.find_url, HOOK).id == added.id
+    assert read(db, store.find_url, HOOK + '/3') is None
+    assert [url.id for url in read(db, store.list_urls)] == [
+        added.id, other.id]
+
+    write(db, store.url_failed, added.id, plus(1), 'HTTP 500', False)
+    write(db, store.url_failed, added.id, plus(2), 'HTTP 502', True)
+    write(db, store.url_failed, added.id, plus(3), 'HTTP 503', True)
+    url = read(db, store.get_url, added.id)
+    assert (url.available, url.failures, url.last_error,
+            url.last_failure_at, url.disabled_at, url.updated_at) == (
+        False, 3, 'HTTP 503', plus(3), plus(2), plus(3))
+    assert read(db, store.count_unavailable_urls) == 1
+    assert not write(db, store.hold_url, added.id, plus(4))
+    assert read(db, store.get_url, added.id).updated_at == plus(4)
+
+    write(db, store.enable_url, added.id, plus(5))
+    write(db, store.url_succeeded, other.id)
+    url = read(db, store.get_url, added.id)
+    assert (url.available, url.failures, url.disabled_at,
+            url.updated_at) == (True, 0, None, plus(5))
+    assert write(db, store.hold_url, added.id, plus(6))
+    write(db, store.url_failed, added.id, plus(7), 'x', False)
+    write(db, store.url_succeeded, added.id)
+    assert read(db, store.get_url, added.id).failures == 0
+    assert read(db, store.count_unavailable_urls) == 0
+
+
+@contract
+def test_events_are_numbered_per_order(db):
+    from worker.notifications import events
+    store = db.repositories.notifications
+    a, b = new_order(db), new_order(db)
+    assert read(db, store.last_sequence, a) == 0
+    assert write(db, store.add_events, a, events.status_changed(
+        models.PENDING), NOW) == [1]
+    assert write(db, store.add_events, b, [
+        events.Event('step.done', models.PENDING, step=REQUEST)], NOW) == [1]
+    assert write(db, store.add_events, a, events.status_changed(
+        models.ERROR, 'step x failed'), plus(1)) == [2, 3]
+    assert read(db, store.last_sequence, a) == 3
+
+    found = read(db, store.events_of_order, a)
+    assert [(e.sequence, e.event, e.status, e.step, e.detail, e.created_at)
+            for e in found] == [
+        (1, 'order.created', models.PENDING, None, None, NOW),
+        (2, 'order.error', models.ERROR, None, {'reason': 'step x failed'},
+         plus(1)),
+        (3, 'order.end', models.ERROR, None, None, plus(1))]
+    assert len({e.event_id for e in found}) == 3
+    assert [e.sequence for e in read(db, store.events_after, a, 1, 1)] == \
+        [2]
+    assert [e.sequence for e in read(db, store.events_after, a, 1, 10)] == \
+        [2, 3]
+    assert [e.step for e in read(db, store.events_of_order, b)] == [REQUEST]
+
+
+@contract
+def test_deliveries_wake_pause_and_resume(db):
+    store, steps_repo = db.repositories.notifications, db.repositories.steps
+    order_id = _subscribed(db, 1, 2)
+    first, second = models.delivery_name(1), models.delivery_name(2)
+    assert read(db, store.deliveries, order_id) == {
+        first: (models.STEP_PENDING, 0), second: (models.STEP_PENDING, 0)}
+    assert read(db, store.count_open_deliveries) == {
+        models.STEP_PENDING: 2}
+
+    # Claimed, then: the first sent everything, the second waits.
+    for name in (first, second):
+        assert write(db, steps_repo.claim, order_id, name, 0, NOW, 'w',
+                     plus(60))
+    assert write(db, steps_repo.record_delivery, order_id, first, 1,
+                 plus(1), models.STEP_DONE, 4, 0)
+    assert write(db, steps_repo.record_delivery, order_id, second, 1,
+                 plus(1), models.STEP_WAITING, 2, 7, 'HTTP 500')
+    assert not write(db, steps_repo.record_delivery, order_id, first, 1,
+                     plus(1), models.STEP_DONE, 5, 0)
+    done, waiting = (step_of(db, order_id, first),
+                     step_of(db, order_id, second))
+    assert (done.status, done.output, done.finished_at, done.owner) == (
+        models.STEP_DONE, {'delivered_sequence': 4}, plus(1), None)
+    assert (waiting.status, waiting.output, waiting.failures,
+            waiting.last_error) == (
+        models.STEP_WAITING, {'delivered_sequence': 2}, 7, 'HTTP 500')
+    assert read(db, store.count_open_deliveries) == {
+        models.STEP_WAITING: 1}
+
+    # A new event wakes only the one that had sent everything.
+    write(db, store.wake, order_id, [first, second], plus(2))
+    woken = step_of(db, order_id, first)
+    assert (woken.status, woken.dispatched_at, woken.finished_at) == (
+        models.STEP_PENDING, plus(2), None)
+    assert step_of(db, order_id, second).status == models.STEP_WAITING
+
+    assert read(db, store.paused, 2, 10) == [(order_id, 1)]
+    assert read(db, store.paused, 1, 10) == []
+    write(db, store.resume, 2, [order_id], plus(3))
+    resumed = step_of(db, order_id, second)
+    assert (resumed.status, resumed.dispatched_at, resumed.failures) == (
+        models.STEP_PENDING, plus(3), 0)
+    assert read(db, store.paused, 2, 10) == []
+
+
+@contract
+def test_an_order_that_ends_keeps_its_deliveries_and_their_retry_rows(db):
+    tasks = db.repositories.retry_tasks
+    order_id = _subscribed(db, 1)
+    delivery = models.delivery_name(1)
+    write(db, tasks.add, order_id, delivery, plus(5))
+    write(db, tasks.add, order_id, REQUEST, plus(5))
+
+    revoked = write(db, db.repositories.steps.revoke_open, order_id,
+                    plus(1), 'order failed')
+    write(db, tasks.delete_for_order, order_id)
+
+    assert sorted(revoked) == [CHECK, REQUEST]
+    assert step_of(db, order_id, delivery).status == models.STEP_PENDING
+    assert [task.retry_task for task in read(db, tasks.list_tasks)] == [
+        delivery]
+    write(db, tasks.delete_for_order, order_id, delivery)
+    assert read(db, tasks.list_tasks) == []

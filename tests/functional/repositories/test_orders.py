@@ -1,0 +1,142 @@
+"""Orders: creation, reads and status moves, on every backend."""
+
+from tests.functional.repositories.shared import CHECK
+from tests.functional.repositories.shared import contract
+from tests.functional.repositories.shared import new_order
+from tests.functional.repositories.shared import plus
+from tests.functional.repositories.shared import read
+from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import ROOTS
+from tests.functional.repositories.shared import write
+from worker.db import models
+from worker import order_types
+
+
+@contract
+def test_create_get_and_list_orders(db):
+    repos = db.repositories
+    first = write(db, repos.orders.create, order_types.get('certificate'),
+                  {'pair': (1, 2)}, plus(1))
+    second = new_order(db, at=plus(0), type_name='fanout')
+    third = new_order(db, at=plus(2))
+    write(db, repos.orders.fail, third, plus(3), 'no')
+
+    assert (first.type, first.status, first.error_reason, first.created_at,
+            first.updated_at) == ('certificate', models.PENDING, None,
+                                  plus(1), plus(1))
+    with db.session() as session:  # a read without begin()
+        order = repos.orders.get(session, first.id)
+        assert repos.orders.get(session, 'missing') is None
+    assert order.meta == {'pair': [1, 2]}  # as JSON gives it back
+    assert (order.type, order.error_reason, order.updated_at) == (
+        'certificate', None, plus(1))
+    assert [o.id for o in read(db, repos.orders.list_orders)] == [
+        second, first.id, third]
+    assert [o.id for o in read(db, repos.orders.list_orders,
+                               status=models.PENDING, limit=1)] == [second]
+    assert read(db, repos.orders.count_by_status) == {models.PENDING: 2,
+                                                      models.ERROR: 1}
+    assert read(db, repos.orders.count_unfinished_by_type) == {
+        'certificate': 1, 'fanout': 1}
+    assert read(db, repos.orders.count_unfinished_by_status) == {
+        models.PENDING: 2}
+
+
+@contract
+def test_create_makes_the_first_steps_pending_and_dispatched(db):
+    certificate = new_order(db, at=plus(1))
+    fanout = new_order(db, at=plus(2), type_name='fanout')
+
+    found = read(db, db.repositories.steps.for_orders,
+                 [fanout, certificate, 'missing'])
+    assert list(found) == [fanout, certificate, 'missing']
+    assert found['missing'] == {}
+    # Listed by name, whatever the declaration.
+    assert list(found[certificate]) == [CHECK, REQUEST]
+    assert list(found[fanout]) == sorted(found[fanout])
+    request = found[certificate][REQUEST]
+    assert (request.order_id, request.name, request.status,
+            request.generation, request.attempt, request.failures,
+            request.polls, request.owner, request.claimed_at,
+            request.lease_expires_at, request.dispatched_at,
+            request.started_at, request.finished_at, request.last_error,
+            request.output, request.updated_at) == (
+        certificate, REQUEST, models.STEP_PENDING, 0, 0, 0, 0, None, None,
+        None, plus(1), None, None, None, None, plus(1))
+    check = found[certificate][CHECK]
+    assert (check.status, check.dispatched_at) == (models.STEP_WAITING,
+                                                   None)
+    assert {name: step.status for name, step in found[fanout].items()
+            if step.status == models.STEP_PENDING} == {
+        name: models.STEP_PENDING for name in ROOTS}
+    assert {step.dispatched_at for step in found[fanout].values()} == {
+        plus(2), None}
+    assert read(db, db.repositories.steps.for_orders, []) == {}
+
+
+@contract
+def test_order_status_moves_start_from_their_status(db):
+    orders = db.repositories.orders
+    done, failed, locked = (new_order(db, meta={'a': 1, 'b': 2})
+                            for _ in range(3))
+
+    assert write(db, orders.lock_live, locked, plus(1))
+    assert not write(db, orders.lock_live, 'missing', plus(1))
+    assert read(db, orders.get, locked).updated_at == plus(1)
+
+    # The caller merges: the metadata given is the order's.
+    assert write(db, orders.complete, done, plus(2),
+                 {'a': 1, 'b': 9, 'c': [3]})
+    order = read(db, orders.get, done)
+    assert (order.status, order.meta, order.updated_at) == (
+        models.ACTIVE, {'a': 1, 'b': 9, 'c': [3]}, plus(2))
+    assert write(db, orders.fail, failed, plus(2), 'broken')
+    order = read(db, orders.get, failed)
+    assert (order.status, order.error_reason) == (models.ERROR, 'broken')
+
+    # A finished order takes no further move.
+    for order_id in (done, failed):
+        assert not write(db, orders.complete, order_id, plus(3), {})
+        assert not write(db, orders.fail, order_id, plus(3), 'late')
+        assert not write(db, orders.cancel, order_id, plus(3), 'late',
+                         False)
+        assert not write(db, orders.end_cancel, order_id, plus(3))
+        assert not write(db, orders.lock_live, order_id, plus(3))
+    assert not write(db, orders.complete, 'missing', plus(3), {})
+    assert not write(db, orders.fail, 'missing', plus(3), 'late')
+    assert read(db, orders.get, done).status == models.ACTIVE
+    assert read(db, orders.get, failed).updated_at == plus(2)
+
+
+@contract
+def test_cancel_and_end_cancel(db):
+    orders = db.repositories.orders
+    at_once, compensated, failing = (new_order(db) for _ in range(3))
+
+    assert write(db, orders.cancel, at_once, plus(1), 'operator', False)
+    assert not write(db, orders.cancel, at_once, plus(2), 'again', False)
+    assert not write(db, orders.cancel, 'missing', plus(2), 'again', True)
+    order = read(db, orders.get, at_once)
+    assert (order.status, order.error_reason, order.updated_at) == (
+        models.CANCELLED, 'operator', plus(1))
+    assert not write(db, orders.end_cancel, at_once, plus(2))
+
+    assert write(db, orders.cancel, compensated, plus(1), 'operator', True)
+    assert read(db, orders.get, compensated).status == models.CANCELLING
+    # Live until its compensation ends, but not for the workflow.
+    assert write(db, orders.lock_live, compensated, plus(2))
+    assert not write(db, orders.complete, compensated, plus(2), {})
+    assert not write(db, orders.fail, compensated, plus(2), 'no')
+    assert write(db, orders.end_cancel, compensated, plus(3))
+    order = read(db, orders.get, compensated)
+    assert (order.status, order.error_reason, order.updated_at) == (
+        models.CANCELLED, 'operator', plus(3))
+
+    assert write(db, orders.cancel, failing, plus(1), 'operator', True)
+    assert write(db, orders.end_cancel, failing, plus(2),
+                 failure='compensation revoke failed')
+    assert not write(db, orders.end_cancel, failing, plus(3), failure='x')
+    order = read(db, orders.get, failing)
+    assert (order.status, order.error_reason) == (
+        models.CANCELLED, 'operator; compensation revoke failed')
+    assert read(db, orders.count_unfinished_by_type) == {}

@@ -1,0 +1,40 @@
+"""The fake has every function of the SQL repositories, with its
+signature: the same parameters, defaults and annotations, but for the
+session's type (a SQLAlchemy session or an in-memory one).
+"""
+
+import inspect
+
+import pytest
+
+from worker.db import memory
+from worker.db import repositories
+
+
+def _public_functions(module):
+    return {name: function for name, function in vars(module).items()
+            if inspect.isfunction(function) and not name.startswith('_') and
+            function.__module__ == module.__name__}
+
+
+def _but_the_session(function):
+    """The signature of ``function``, its session's annotation left out.
+    """
+    signature = inspect.signature(function)
+    session, *others = signature.parameters.values()
+    return signature.replace(parameters=[
+        session.replace(annotation=inspect.Parameter.empty), *others])
+
+
+@pytest.mark.parametrize('aggregate', ('locks', 'orders', 'steps',
+                                       'retry_tasks', 'services',
+                                       'notifications'))
+def test_fake_has_every_sql_function_with_its_signature(aggregate):
+    sql = _public_functions(getattr(repositories.SQL, aggregate))
+    fake = getattr(memory.InMemoryDatabase().repositories, aggregate)
+    public = {name for name in dir(fake) if not name.startswith('_')}
+
+    assert public == set(sql)
+    for name, function in sql.items():
+        assert (_but_the_session(getattr(fake, name)) ==
+                _but_the_session(function)), name

@@ -1,0 +1,393 @@
+"""What each repository offers, as one ``typing.Protocol`` per aggregate.
+
+Both implementations satisfy these: the SQL repositories, modules of
+functions (``worker.db.locks``, ``orders``, ``steps``, ``retry_tasks``,
+``services``, ``notifications``), and the in-memory fake's objects of
+methods (``worker.db.memory``). ``repositories.Repositories`` types its
+fields with them, so that mypy checks each implementation against its
+protocol where the two are put together, and what callers read through
+``database.repositories.X`` is typed.
+
+One module for the six, not one per aggregate: a protocol is the list of
+a repository's signatures, and the repository module itself (next to it
+in ``worker/db``) says what each call does; the six together are the
+contract that ``tests/functional/repositories`` holds the fake to.
+
+The session is ``typing.Any`` here: the SQL functions take a SQLAlchemy
+``orm.Session`` and the fake's an in-memory session, and a protocol's
+parameter must accept what each implementation's does. Rows are the
+protocols of ``worker.db.rows``.
+"""
+
+import collections.abc as abc
+import datetime
+import typing
+
+from worker.db import retry_tasks
+from worker.db import rows
+from worker.db import steps
+from worker.notifications import events as events_module
+from worker.order_types import base as order_types
+
+Any = typing.Any
+Moment = datetime.datetime
+#: ``(order_id, step name)``.
+StepKey = tuple[str, str]
+
+
+class Locks(typing.Protocol):
+    """``worker.db.locks``: entity locks, fenced by their owner token."""
+
+    def get(self, session: Any, entity: str) -> rows.Lock | None:
+        """The lock row of ``entity``, or None."""
+
+    def insert(self, session: Any, entity: str, host: str, token: str,
+               now: Moment) -> None:
+        """Take the lock; ``DBDuplicateEntry`` if it is held."""
+
+    def renew(self, session: Any, entity: str, token: str,
+              now: Moment) -> bool:
+        """Extend our own lock; False if we no longer hold it."""
+
+    def release(self, session: Any, entity: str, token: str) -> bool:
+        """Delete our own lock; False if we no longer held it."""
+
+    def force_release(self, session: Any, entity: str) -> bool:
+        """Delete the lock whoever holds it; True if there was one."""
+
+
+class Orders(typing.Protocol):
+    """``worker.db.orders``: orders and their status moves."""
+
+    def create(self, session: Any, workflow: order_types.Workflow,
+               meta: abc.Mapping[str, Any] | None, now: Moment,
+               priority: int = 0) -> rows.Order:
+        """Insert a PENDING order of ``workflow``'s type, and its steps."""
+
+    def get(self, session: Any, order_id: str) -> rows.Order | None:
+        """The order with this id, or None."""
+
+    def with_steps(self, session: Any, order_id: str
+                   ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
+        """``(order, {name: step})``; ``(None, {})`` if there is none."""
+
+    def with_steps_many(
+            self, session: Any, order_ids: abc.Collection[str]
+    ) -> dict[str, tuple[rows.Order, dict[str, rows.Step]]]:
+        """``{order_id: (order, {name: step})}`` of those that exist."""
+
+    def priorities(self, session: Any,
+                   order_ids: abc.Collection[str]) -> dict[str, int]:
+        """``{id: priority}`` of those of ``order_ids`` that exist."""
+
+    def list_orders(self, session: Any, status: str | None = None,
+                    limit: int | None = None) -> list[rows.Order]:
+        """Orders, oldest first, optionally only those of ``status``."""
+
+    def count_by_status(self, session: Any) -> dict[str, int]:
+        """``{status: count}`` over every order."""
+
+    def count_unfinished_by_status(self, session: Any) -> dict[str, int]:
+        """``{status: count}`` of the orders not in a terminal status."""
+
+    def count_unfinished_by_type(self, session: Any) -> dict[str, int]:
+        """``{type: count}`` of the orders not in a terminal status."""
+
+    def lock_live(self, session: Any, order_id: str, now: Moment) -> bool:
+        """Lock a PENDING or CANCELLING order; False if it is not live."""
+
+    def complete(self, session: Any, order_id: str, now: Moment,
+                 meta: abc.Mapping[str, Any] | None) -> bool:
+        """Move a PENDING order to ACTIVE with ``meta``."""
+
+    def complete_many(
+            self, session: Any,
+            completions: abc.Iterable[
+                tuple[str, abc.Mapping[str, Any] | None]],
+            now: Moment) -> int:
+        """Complete several orders; how many moved to ACTIVE."""
+
+    def fail(self, session: Any, order_id: str, now: Moment,
+             reason: str) -> bool:
+        """Move a PENDING order to ERROR with ``reason``."""
+
+    def cancel(self, session: Any, order_id: str, now: Moment, reason: str,
+               compensating: bool) -> bool:
+        """Move a PENDING order to CANCELLING or CANCELLED."""
+
+    def end_cancel(self, session: Any, order_id: str, now: Moment,
+                   failure: str | None = None) -> bool:
+        """Move a CANCELLING order to CANCELLED."""
+
+
+#: ``claim_many``'s claims: ``(order_id, name, generation, lease_until)``.
+Claim = tuple[str, str, int, Moment]
+#: ``retry_many``'s: ``(order_id, name, token, failures, polls,
+#: last_error)``.
+Retry = tuple[str, str, int, int, int, str | None]
+#: ``finish_many``'s: ``(order_id, name, token, status, output,
+#: last_error)``.
+Finish = tuple[str, str, int, str, rows.JSON | None, str | None]
+#: ``start_many``'s: ``(order_id, names, dispatched)``.
+Start = tuple[str, abc.Iterable[str] | None, bool]
+
+
+class Steps(typing.Protocol):
+    """``worker.db.steps``: steps, their writes fenced by generation."""
+
+    def create(self, session: Any, order_id: str,
+               names: abc.Iterable[str], roots: abc.Container[str],
+               now: Moment) -> None:
+        """Insert the steps ``names``; the ``roots`` PENDING."""
+
+    def for_orders(self, session: Any, order_ids: abc.Collection[str]
+                   ) -> dict[str, dict[str, rows.Step]]:
+        """``{order_id: {name: step}}`` of these orders."""
+
+    def for_order(self, session: Any,
+                  order_id: str) -> dict[str, rows.Step]:
+        """``{name: step}`` of one order."""
+
+    def claim(self, session: Any, order_id: str, name: str,
+              generation: int, now: Moment, owner: str,
+              lease_until: Moment) -> bool:
+        """Take the step for one run by moving its generation forward."""
+
+    def claim_many(self, session: Any, claims: abc.Collection[Claim],
+                   now: Moment, owner: str) -> set[StepKey]:
+        """Claim several steps; the ``(order_id, name)`` claimed."""
+
+    def retry(self, session: Any, order_id: str, name: str, token: int,
+              now: Moment, failures: int, polls: int,
+              last_error: str | None = None) -> bool:
+        """Release the step for a later run."""
+
+    def retry_many(self, session: Any, retries: abc.Iterable[Retry],
+                   now: Moment) -> int:
+        """Release several steps; how many were."""
+
+    def finish(self, session: Any, order_id: str, name: str, token: int,
+               now: Moment, status: str, output: rows.JSON | None = None,
+               last_error: str | None = None) -> bool:
+        """End the step DONE (with its ``output``) or FAILED."""
+
+    def finish_many(self, session: Any, finishes: abc.Iterable[Finish],
+                    now: Moment) -> int:
+        """End several steps; how many were."""
+
+    def start(self, session: Any, order_id: str,
+              names: abc.Iterable[str] | None, now: Moment,
+              dispatched: bool) -> None:
+        """Make WAITING steps PENDING."""
+
+    def start_many(self, session: Any, starts: abc.Iterable[Start],
+                   now: Moment) -> None:
+        """Start the steps of several orders."""
+
+    def revoke_open(self, session: Any, order_id: str, now: Moment,
+                    reason: str) -> list[str]:
+        """Cancel the open steps of the workflow; their names."""
+
+    def record_delivery(self, session: Any, order_id: str, name: str,
+                        token: int, now: Moment, status: str,
+                        delivered: int, failures: int,
+                        last_error: str | None = None,
+                        dispatched: bool = False) -> bool:
+        """Write a delivery's run."""
+
+    def add(self, session: Any, order_id: str, name: str,
+            now: Moment) -> None:
+        """Insert one more step, PENDING and dispatched at ``now``."""
+
+    def mark_dispatched(self, session: Any, keys: abc.Collection[StepKey],
+                        now: Moment) -> None:
+        """Record that unclaimed PENDING steps were cast at ``now``."""
+
+    def lost_dispatches(self, session: Any, dispatched_before: Moment,
+                        limit: int) -> list[steps.RecoveryRow]:
+        """Steps cast before ``dispatched_before`` that no worker took."""
+
+    def owners(self, session: Any) -> set[str]:
+        """The distinct owners of claimed steps."""
+
+    def owned_by(self, session: Any, dead_owners: abc.Collection[str],
+                 limit: int) -> list[steps.RecoveryRow]:
+        """Steps claimed by one of ``dead_owners``."""
+
+    def expired_leases(self, session: Any, now: Moment,
+                       limit: int) -> list[steps.RecoveryRow]:
+        """Claimed steps whose lease ended before ``now``."""
+
+    def take_back(self, session: Any, order_id: str, name: str,
+                  generation: int, now: Moment,
+                  failed: str | None = None) -> bool:
+        """Take a lost step back: bump its token, no owner."""
+
+
+class RetryTasks(typing.Protocol):
+    """``worker.db.retry_tasks``: retry rows and the scheduler's reads."""
+
+    def add(self, session: Any, order_id: str, retry_task: str,
+            retry_at: Moment, args: abc.Iterable[Any] = (),
+            kwargs: abc.Mapping[str, Any] | None = None,
+            retry_count: int = 0, now: Moment | None = None,
+            priority: int = 0) -> int:
+        """Insert a retry row; its id."""
+
+    def add_many(self, session: Any,
+                 rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
+        """Insert several retry rows (dicts of ``add``'s arguments)."""
+
+    def due(self, session: Any, now: Moment, limit: int,
+            after: tuple[int, Moment, int] | None = None
+            ) -> list[retry_tasks.DueTask]:
+        """Up to ``limit`` due rows, highest priority first."""
+
+    def any_due(self, session: Any, now: Moment) -> bool:
+        """True if an unparked row is due at ``now``."""
+
+    def next_due_after(self, session: Any,
+                       moment: Moment) -> Moment | None:
+        """The earliest ``retry_at`` after ``moment``, or None."""
+
+    def count_due(self, session: Any, now: Moment) -> int:
+        """Count the unparked rows due at ``now``."""
+
+    def count_later(self, session: Any, now: Moment) -> int:
+        """Count the unparked rows due after ``now``."""
+
+    def count_parked(self, session: Any) -> int:
+        """Count the parked rows."""
+
+    def delete(self, session: Any, task_ids: abc.Collection[int]) -> int:
+        """Delete the rows with these ids; how many were."""
+
+    def delete_for_order(self, session: Any, order_id: str,
+                         step: str | None = None) -> None:
+        """Delete the rows of one order's workflow, or of one step."""
+
+    def delete_for_steps(self, session: Any,
+                         keys: abc.Collection[StepKey]) -> None:
+        """Delete the retry rows of these steps."""
+
+    def delete_as_read(self, session: Any,
+                       rows: abc.Collection[retry_tasks.DueTask]
+                       ) -> set[StepKey]:
+        """Delete rows as read, by id; the steps of those deleted."""
+
+    def park(self, session: Any, row: retry_tasks.DueTask,
+             reason: str) -> None:
+        """Set a row (as read, by id) aside."""
+
+    def get(self, session: Any, task_id: int) -> rows.RetryTask | None:
+        """The retry row with this id, or None."""
+
+    def requeue(self, session: Any, task_id: int, now: Moment) -> bool:
+        """Make a row due at ``now``, unparked; False if there is none."""
+
+    def list_tasks(self, session: Any, parked: bool | None = None,
+                   order_id: str | None = None) -> list[rows.RetryTask]:
+        """Retry rows by retry_at, filtered on the arguments."""
+
+
+class Services(typing.Protocol):
+    """``worker.db.services``: service heartbeats."""
+
+    def heartbeat(self, session: Any, name: str, kind: str, host: str,
+                  pid: int, now: Moment,
+                  clock_offset: float | None = None) -> None:
+        """Record that ``name`` is alive at ``now``."""
+
+    def database_time(self, session: Any) -> Moment:
+        """The database server's UTC time now (naive)."""
+
+    def record_pass(self, session: Any, name: str, last_pass_at: Moment,
+                    next_pass_at: Moment | None) -> None:
+        """Record when a retry daemon passed and will pass next."""
+
+    def remove(self, session: Any, name: str) -> None:
+        """Delete the row of ``name``."""
+
+    def live_names(self, session: Any, alive_since: Moment,
+                   kind: str | None = None) -> set[str]:
+        """Names (of ``kind``) whose heartbeat is not before it."""
+
+    def any_dead(self, session: Any, alive_since: Moment) -> bool:
+        """True if a heartbeat is before ``alive_since``."""
+
+    def delete_dead(self, session: Any, alive_since: Moment) -> list[str]:
+        """Delete rows with a heartbeat before it; their names."""
+
+    def list_services(self, session: Any,
+                      kind: str | None = None) -> list[rows.Service]:
+        """The service rows (of ``kind``), by kind then name."""
+
+
+class Notifications(typing.Protocol):
+    """``worker.db.notifications``: URLs, events and deliveries."""
+
+    def find_url(self, session: Any, url: str) -> rows.Url | None:
+        """The row of ``url``, or None."""
+
+    def add_url(self, session: Any, url: str, now: Moment) -> rows.Url:
+        """Insert ``url``, available; its row."""
+
+    def get_url(self, session: Any, url_id: int) -> rows.Url | None:
+        """The URL with this id, or None."""
+
+    def list_urls(self, session: Any) -> list[rows.Url]:
+        """Every URL, by id."""
+
+    def url_failed(self, session: Any, url_id: int, now: Moment,
+                   error: str, disable: bool) -> None:
+        """Count a failed request; ``disable``: make it unavailable."""
+
+    def url_succeeded(self, session: Any, url_id: int) -> None:
+        """A request was acknowledged: its failures start again."""
+
+    def hold_url(self, session: Any, url_id: int, now: Moment) -> bool:
+        """Write the URL's row; True if it is available."""
+
+    def enable_url(self, session: Any, url_id: int, now: Moment) -> None:
+        """Make the URL available again."""
+
+    def count_unavailable_urls(self, session: Any) -> int:
+        """How many URLs are unavailable."""
+
+    def lock_order(self, session: Any, order_id: str, now: Moment) -> None:
+        """Hold the order's row for this transaction."""
+
+    def deliveries(self, session: Any,
+                   order_id: str) -> dict[str, tuple[str, int]]:
+        """``{name: (status, generation)}`` of the order's deliveries."""
+
+    def add_events(self, session: Any, order_id: str,
+                   events: abc.Iterable[events_module.Event],
+                   now: Moment) -> list[int]:
+        """Append ``events`` to the order's; their sequences."""
+
+    def last_sequence(self, session: Any, order_id: str) -> int:
+        """The sequence of the order's last event; 0 if none."""
+
+    def events_after(self, session: Any, order_id: str, sequence: int,
+                     limit: int | None) -> list[rows.Event]:
+        """The order's events after ``sequence``, up to ``limit``."""
+
+    def wake(self, session: Any, order_id: str,
+             names: abc.Collection[str] | None, now: Moment) -> None:
+        """Make the order's finished deliveries ``names`` PENDING."""
+
+    def paused(self, session: Any, url_id: int,
+               limit: int) -> list[tuple[str, int]]:
+        """``[(order_id, generation)]`` waiting for the URL."""
+
+    def resume(self, session: Any, url_id: int,
+               order_ids: abc.Collection[str] | None, now: Moment) -> None:
+        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
+
+    def count_open_deliveries(self, session: Any) -> dict[str, int]:
+        """``{status: count}`` of the deliveries PENDING and WAITING."""
+
+    def events_of_order(self, session: Any,
+                        order_id: str) -> list[rows.Event]:
+        """Every event of the order, in sequence."""

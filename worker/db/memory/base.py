@@ -1,0 +1,223 @@
+"""The in-memory store, its sessions and what its repositories share."""
+
+import collections.abc as abc
+import contextlib
+import dataclasses
+import functools
+import itertools
+import json
+import threading
+import typing
+
+from oslo_db import exception as db_exc
+from sqlalchemy import exc as sa_exc
+
+from worker.db import models
+
+
+def _record(model):
+    """A dataclass with the columns of ``model``, in their order."""
+    return dataclasses.make_dataclass(
+        model.__name__ + 'Record',
+        [column.key for column in model.__table__.columns],
+        namespace={'__doc__': 'A row of ``%s``.' % model.__tablename__,
+                   '__module__': __name__})
+
+
+OrderRecord = _record(models.Order)
+StepRecord = _record(models.OrderStep)
+RetryTaskRecord = _record(models.OrderRetryTask)
+LockRecord = _record(models.EntityLock)
+UrlRecord = _record(models.NotificationUrl)
+EventRecord = _record(models.NotificationEvent)
+ServiceRecord = _record(models.Service)
+
+
+_TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
+           'events')
+
+
+class Store:
+    """The tables, the id sequence and the lock serializing their use.
+
+    Records in the tables are never changed in place, only replaced, so
+    a shallow copy of each table is a snapshot.
+    """
+
+    def __init__(self):
+        self.orders, self.tasks, self.locks, self.services = {}, {}, {}, {}
+        #: ``{(order_id, name): StepRecord}``.
+        self.steps = {}
+        self.task_ids = itertools.count(1)
+        #: ``{id: UrlRecord}`` and ``{(order_id, sequence): EventRecord}``.
+        self.urls, self.events = {}, {}
+        self.url_ids = itertools.count(1)
+        self.holder = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self):
+        """Hold the store for this thread (re-entrant within it)."""
+        if self.holder == threading.get_ident():
+            yield
+            return
+        with self._lock:
+            self.holder = threading.get_ident()
+            try:
+                yield
+            finally:
+                self.holder = None
+
+    def snapshot(self):
+        return {name: dict(getattr(self, name)) for name in _TABLES}
+
+    def restore(self, snapshot):
+        for name, rows in snapshot.items():
+            table = getattr(self, name)
+            table.clear()
+            table.update(rows)
+
+
+class InMemorySession:
+    """A session on an ``InMemoryDatabase``; a context manager.
+
+    ``begin()`` opens a transaction: it waits for the store, and undoes
+    every write of the block if the block raises. A read outside
+    ``begin()`` is allowed (and, like SQLAlchemy's autobegin, makes a
+    later ``begin()`` on this session fail until it is closed); a write
+    outside it, or through a ``reader()`` session, raises RuntimeError.
+    """
+
+    def __init__(self, store, read_only=False):
+        self._store = store
+        self._read_only = read_only
+        self._in_transaction = self._autobegun = self._failed = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self):
+        """End the implicit transaction of reads outside ``begin()``."""
+        self._autobegun = False
+
+    @contextlib.contextmanager
+    def begin(self):
+        """Run the block as one transaction, rolled back if it raises."""
+        if self._in_transaction or self._autobegun:
+            raise sa_exc.InvalidRequestError(
+                'A transaction is already begun on this Session.')
+        if self._store.holder == threading.get_ident():
+            raise RuntimeError('this thread already runs a transaction on '
+                               'the in-memory database: it would wait for '
+                               'itself')
+        with self._store.hold():
+            snapshot = self._store.snapshot()
+            self._in_transaction = True
+            try:
+                yield
+            except BaseException:
+                self._store.restore(snapshot)
+                raise
+            finally:
+                self._in_transaction = self._failed = False
+
+    @contextlib.contextmanager
+    def statement(self, store, write):
+        """Run one repository call on ``store`` through this session."""
+        if store is not self._store:
+            raise TypeError('a session of another database')
+        if write and self._read_only:
+            raise RuntimeError('write through a reader() session')
+        if write and not self._in_transaction:
+            raise RuntimeError('write outside session.begin(): it would '
+                               'be rolled back when the session closes')
+        if self._failed:
+            raise RuntimeError('the transaction failed on a database '
+                               'error: roll it back')
+        self._autobegun = not self._in_transaction
+        with store.hold():
+            try:
+                yield
+            except db_exc.DBError:
+                self._failed = self._in_transaction
+                raise
+
+
+_Repo = typing.TypeVar('_Repo', bound='Repository')
+_Params = typing.ParamSpec('_Params')
+_Result = typing.TypeVar('_Result')
+#: A repository method: the repository, the session, then the rest.
+_Method = abc.Callable[typing.Concatenate[_Repo, typing.Any, _Params],
+                       _Result]
+
+
+def _statement(write: bool) -> abc.Callable[
+        [_Method[_Repo, _Params, _Result]],
+        _Method[_Repo, _Params, _Result]]:
+    """A decorator that runs a repository method as one statement of
+    its session (``InMemorySession.statement``); the method's signature
+    is kept, for mypy to check against its protocol."""
+    def decorator(method: _Method[_Repo, _Params, _Result]
+                  ) -> _Method[_Repo, _Params, _Result]:
+        @functools.wraps(method)
+        def wrapper(self: _Repo, session: typing.Any, *args: _Params.args,
+                    **kwargs: _Params.kwargs) -> _Result:
+            if not isinstance(session, InMemorySession):
+                raise TypeError('not an in-memory session: %r' % session)
+            with session.statement(self._store, write):
+                return method(self, session, *args, **kwargs)
+        return wrapper
+    return decorator
+
+
+reads = _statement(write=False)
+writes = _statement(write=True)
+
+
+def to_json(value):
+    """``value`` as a JSON column gives it back."""
+    return json.loads(json.dumps(value))
+
+
+class Repository:
+    """An aggregate's repository on a store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+
+def missing_order(table):
+    """The error of a row whose order does not exist (its foreign key)."""
+    return db_exc.DBReferenceError(
+        table, 'fk_%s_order_id_orders' % table, 'order_id', 'orders')
+
+
+def insert_steps(store, order_id, names, roots, now):
+    """``steps.create`` on ``store``, with the keys' integrity checks."""
+    if order_id not in store.orders:
+        raise missing_order('order_steps')
+    for name in names:
+        if (order_id, name) in store.steps:
+            raise db_exc.DBDuplicateEntry(columns=['order_id', 'name'])
+    for name in names:
+        root = name in roots
+        store.steps[order_id, name] = StepRecord(
+            order_id=order_id, name=name,
+            status=models.STEP_PENDING if root else models.STEP_WAITING,
+            generation=0, attempt=0, failures=0, polls=0, owner=None,
+            claimed_at=None, lease_expires_at=None,
+            dispatched_at=now if root else None, started_at=None,
+            finished_at=None, last_error=None, output=None, updated_at=now)
+
+
+# A run's result releases the step: no owner, not in flight.
+RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
+            'dispatched_at': None}
+OPEN = (models.STEP_WAITING, models.STEP_PENDING)
+
+
+def step_key(step):
+    return (step.order_id, step.name)

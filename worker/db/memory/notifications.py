@@ -1,0 +1,188 @@
+"""``worker.db.notifications`` on the in-memory store."""
+
+import collections
+import copy
+import dataclasses
+import uuid
+
+from oslo_db import exception as db_exc
+
+from worker.db.memory import base
+from worker.db import models
+
+
+class InMemoryNotifications(base.Repository):
+    """``worker.db.notifications`` on the in-memory store."""
+
+    def _url_by_hash(self, url):
+        digest = models.url_hash(url)
+        for row in self._store.urls.values():
+            if row.url_hash == digest:
+                return row
+        return None
+
+    @base.reads
+    def find_url(self, session, url):
+        """The URL's row, or None."""
+        return copy.deepcopy(self._url_by_hash(url))
+
+    @base.writes
+    def add_url(self, session, url, now):
+        """Insert ``url``, available; returns its row."""
+        if self._url_by_hash(url) is not None:
+            raise db_exc.DBDuplicateEntry(columns=['url_hash'])
+        row = base.UrlRecord(id=next(self._store.url_ids), url=url,
+                             url_hash=models.url_hash(url),
+                             available=True, failures=0, last_error=None,
+                             last_failure_at=None, disabled_at=None,
+                             created_at=now, updated_at=now)
+        self._store.urls[row.id] = row
+        return copy.deepcopy(row)
+
+    @base.reads
+    def get_url(self, session, url_id):
+        """The URL's row, or None."""
+        return copy.deepcopy(self._store.urls.get(url_id))
+
+    @base.reads
+    def list_urls(self, session):
+        """Every URL, by id."""
+        return copy.deepcopy(sorted(self._store.urls.values(),
+                                    key=lambda row: row.id))
+
+    def _update_url(self, url_id, **values):
+        row = self._store.urls.get(url_id)
+        if row is not None:
+            self._store.urls[url_id] = dataclasses.replace(row, **values)
+        return row
+
+    @base.writes
+    def url_failed(self, session, url_id, now, error, disable):
+        """Count a failed request; ``disable``: make it unavailable."""
+        row = self._store.urls.get(url_id)
+        if row is None:
+            return
+        values = dict(failures=row.failures + 1, last_error=error,
+                      last_failure_at=now, updated_at=now)
+        if disable:
+            values.update(available=False,
+                          disabled_at=row.disabled_at or now)
+        self._update_url(url_id, **values)
+
+    @base.writes
+    def url_succeeded(self, session, url_id):
+        """A request was acknowledged: its failures start again."""
+        row = self._store.urls.get(url_id)
+        if row is not None and row.failures > 0:
+            self._update_url(url_id, failures=0)
+
+    @base.writes
+    def hold_url(self, session, url_id, now):
+        """Touch the URL's row; True if it is available."""
+        row = self._update_url(url_id, updated_at=now)
+        return bool(row and row.available)
+
+    @base.writes
+    def enable_url(self, session, url_id, now):
+        """Make the URL available again."""
+        self._update_url(url_id, available=True, failures=0,
+                         disabled_at=None, updated_at=now)
+
+    @base.reads
+    def count_unavailable_urls(self, session):
+        """How many URLs are unavailable."""
+        return sum(not row.available for row in self._store.urls.values())
+
+    @base.writes
+    def lock_order(self, session, order_id, now):
+        """Touch the order's ``updated_at``, as the SQL update does
+        (transactions are serialized anyway)."""
+        order = self._store.orders.get(order_id)
+        if order is not None:
+            self._store.orders[order_id] = dataclasses.replace(
+                order, updated_at=now)
+
+    @base.reads
+    def deliveries(self, session, order_id):
+        """``{name: (status, generation)}`` of the order's deliveries."""
+        return {step.name: (step.status, step.generation)
+                for step in self._store.steps.values()
+                if step.order_id == order_id and
+                models.url_id_of(step.name) is not None}
+
+    @base.writes
+    def add_events(self, session, order_id, events, now):
+        """Append ``events`` to the order's; returns their sequences."""
+        if order_id not in self._store.orders:
+            raise base.missing_order('notification_events')
+        last = self._last(order_id)
+        sequences = []
+        for offset, event in enumerate(events, 1):
+            row = base.EventRecord(
+                id=None, event_id=str(uuid.uuid4()), order_id=order_id,
+                sequence=last + offset, event=event.event,
+                status=event.status, step=event.step,
+                detail=base.to_json(event.detail), created_at=now)
+            self._store.events[order_id, row.sequence] = row
+            sequences.append(row.sequence)
+        return sequences
+
+    def _last(self, order_id):
+        return max((sequence for key, sequence in self._store.events
+                    if key == order_id), default=0)
+
+    @base.reads
+    def last_sequence(self, session, order_id):
+        """The sequence of the order's last event; 0 if none."""
+        return self._last(order_id)
+
+    @base.reads
+    def events_after(self, session, order_id, sequence, limit):
+        """The order's events after ``sequence``, up to ``limit``."""
+        return copy.deepcopy(sorted(
+            (row for (key, number), row in self._store.events.items()
+             if key == order_id and number > sequence),
+            key=lambda row: row.sequence)[:limit])
+
+    def events_of_order(self, session, order_id):
+        """Every event of the order, in sequence."""
+        return self.events_after(session, order_id, 0, None)
+
+    @base.writes
+    def wake(self, session, order_id, names, now):
+        """Make the order's finished deliveries ``names`` PENDING again."""
+        for name in names or ():
+            step = self._store.steps.get((order_id, name))
+            if step is not None and step.status == models.STEP_DONE:
+                self._store.steps[order_id, name] = dataclasses.replace(
+                    step, status=models.STEP_PENDING, dispatched_at=now,
+                    updated_at=now, finished_at=None)
+
+    @base.reads
+    def paused(self, session, url_id, limit):
+        """``[(order_id, generation)]`` of the deliveries waiting for the
+        URL, up to ``limit``."""
+        name = models.delivery_name(url_id)
+        return sorted((step.order_id, step.generation)
+                      for step in self._store.steps.values()
+                      if step.name == name and
+                      step.status == models.STEP_WAITING)[:limit]
+
+    @base.writes
+    def resume(self, session, url_id, order_ids, now):
+        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
+        name = models.delivery_name(url_id)
+        for order_id in order_ids or ():
+            step = self._store.steps.get((order_id, name))
+            if step is not None and step.status == models.STEP_WAITING:
+                self._store.steps[order_id, name] = dataclasses.replace(
+                    step, status=models.STEP_PENDING, dispatched_at=now,
+                    failures=0, updated_at=now)
+
+    @base.reads
+    def count_open_deliveries(self, session):
+        """``{status: count}`` of the deliveries PENDING and WAITING."""
+        return dict(collections.Counter(
+            step.status for step in self._store.steps.values()
+            if models.url_id_of(step.name) is not None and
+            step.status in base.OPEN))

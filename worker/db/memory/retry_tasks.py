@@ -1,0 +1,150 @@
+"""``worker.db.retry_tasks`` on the in-memory store."""
+
+import copy
+import dataclasses
+import json
+
+from worker.db.memory import base
+from worker.db import models
+from worker.db import retry_tasks
+
+
+def _due_key(task):
+    """Where ``due`` puts a row: priority descending, retry_at, id."""
+    return (-task.priority, task.retry_at, task.id)
+
+
+class InMemoryRetryTasks(base.Repository):
+    """``worker.db.retry_tasks`` on the in-memory store."""
+
+    @base.writes
+    def add(self, session, order_id, retry_task, retry_at, args=(),
+            kwargs=None, retry_count=0, now=None, priority=0):
+        """Insert a retry row for ``order_id``; returns its id."""
+        models.check_priority(priority)
+        if order_id not in self._store.orders:
+            raise base.missing_order('order_retry_tasks')
+        task = base.RetryTaskRecord(
+            id=next(self._store.task_ids), order_id=order_id,
+            retry_task=retry_task, retry_at=retry_at,
+            retry_args=json.dumps(list(args)),
+            retry_kwargs=json.dumps(dict(kwargs or {})),
+            retry_count=retry_count, priority=priority, parked=False,
+            park_reason=None, created_at=now or retry_at)
+        self._store.tasks[task.id] = task
+        return task.id
+
+    def add_many(self, session, rows):
+        """Insert several retry rows (dicts of ``add``'s arguments)."""
+        for arguments in rows:
+            self.add(session, **arguments)
+
+    def _unparked(self):
+        return [task for task in self._store.tasks.values()
+                if not task.parked]
+
+    @base.reads
+    def due(self, session, now, limit, after=None):
+        """Up to ``limit`` unparked due rows, highest priority first, then
+        by (retry_at, id); after the row whose ``DueTask.key`` is
+        ``after``."""
+        start = None
+        if after is not None:
+            priority, retry_at, task_id = after
+            start = (-priority, retry_at, task_id)
+        found = sorted((task for task in self._unparked()
+                        if task.retry_at <= now and
+                        (start is None or _due_key(task) > start)),
+                       key=_due_key)
+        return [retry_tasks.DueTask(
+            task.id, task.order_id, task.retry_task, task.retry_at,
+            task.retry_args, task.retry_kwargs, task.retry_count,
+            task.priority,
+            (task.order_id, task.retry_task) in self._store.steps)
+            for task in found[:limit]]
+
+    @base.reads
+    def any_due(self, session, now):
+        """Return True if an unparked row is due at ``now``."""
+        return any(task.retry_at <= now for task in self._unparked())
+
+    @base.reads
+    def next_due_after(self, session, moment):
+        """The earliest ``retry_at`` after ``moment`` of an unparked row."""
+        return min((task.retry_at for task in self._unparked()
+                    if task.retry_at > moment), default=None)
+
+    @base.reads
+    def count_due(self, session, now):
+        """Count the unparked rows due at ``now``."""
+        return sum(task.retry_at <= now for task in self._unparked())
+
+    @base.reads
+    def count_later(self, session, now):
+        """Count the unparked rows due after ``now``."""
+        return sum(task.retry_at > now for task in self._unparked())
+
+    @base.reads
+    def count_parked(self, session):
+        """Count the parked rows."""
+        return sum(task.parked for task in self._store.tasks.values())
+
+    @base.writes
+    def delete(self, session, task_ids):
+        """Delete the rows with these ids; returns how many were."""
+        return sum(self._store.tasks.pop(task_id, None) is not None
+                   for task_id in set(task_ids or ()))
+
+    @base.writes
+    def delete_for_order(self, session, order_id, step=None):
+        """Delete every retry row of one order, or of one of its steps."""
+        self.delete(session, [
+            task.id for task in self._store.tasks.values()
+            if task.order_id == order_id and
+            (task.retry_task == step if step is not None else
+             models.url_id_of(task.retry_task) is None)])
+
+    def delete_for_steps(self, session, keys):
+        """Delete the retry rows of these ``(order_id, step)``."""
+        for order_id, step in keys:
+            self.delete_for_order(session, order_id, step)
+
+    @base.writes
+    def delete_as_read(self, session, rows):
+        """Delete rows (``DueTask``) by id; the (order, step) of those
+        deleted."""
+        deleted = [self._store.tasks.pop(row.id) for row in rows or ()
+                   if row.id in self._store.tasks]
+        return {(task.order_id, task.retry_task) for task in deleted}
+
+    @base.writes
+    def park(self, session, row, reason):
+        """Set a row (as it was read, by id) aside."""
+        task = self._store.tasks.get(row.id)
+        if task is not None:
+            self._store.tasks[task.id] = dataclasses.replace(
+                task, parked=True, park_reason=reason)
+
+    @base.reads
+    def get(self, session, task_id):
+        """Return the retry row with this id, or None."""
+        return copy.deepcopy(self._store.tasks.get(task_id))
+
+    @base.writes
+    def requeue(self, session, task_id, now):
+        """Make a row due at ``now``, unparked; False if there is none."""
+        task = self._store.tasks.get(task_id)
+        if task is None:
+            return False
+        self._store.tasks[task_id] = dataclasses.replace(
+            task, retry_at=now, parked=False, park_reason=None)
+        return True
+
+    @base.reads
+    def list_tasks(self, session, parked=None, order_id=None):
+        """Return retry rows by retry_at, filtered on the arguments."""
+        return copy.deepcopy(sorted(
+            (task for task in self._store.tasks.values()
+             if (parked is None or task.parked == parked) and
+             (not order_id or task.order_id == order_id)),
+            key=lambda task: (task.retry_at, task.id)))

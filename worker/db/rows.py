@@ -1,0 +1,117 @@
+"""The rows that repositories return, as protocols of their columns.
+
+The SQL repositories return ORM objects (``worker.db.models``) or, for a
+claim's read, named tuples of the columns; the in-memory fake returns
+records with the same attributes (``worker.db.memory.base``). Code that
+reads rows through ``database.repositories`` is typed against these
+protocols, which each of them satisfies. The attributes are those of the
+models' columns, with their types.
+"""
+
+import datetime
+import typing
+
+#: A JSON column's value.
+JSON = dict[str, typing.Any]
+
+
+class Order(typing.Protocol):
+    """A row of ``orders`` (``models.Order``)."""
+
+    id: str
+    type: str
+    status: str
+    meta: JSON
+    error_reason: str | None
+    priority: int
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+
+
+class Step(typing.Protocol):
+    """A row of ``order_steps`` (``models.OrderStep``)."""
+
+    order_id: str
+    name: str
+    status: str
+    generation: int
+    attempt: int
+    failures: int
+    polls: int
+    owner: str | None
+    claimed_at: datetime.datetime | None
+    lease_expires_at: datetime.datetime | None
+    dispatched_at: datetime.datetime | None
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    last_error: str | None
+    output: JSON | None
+    updated_at: datetime.datetime
+
+
+class RetryTask(typing.Protocol):
+    """A row of ``order_retry_tasks`` (``models.OrderRetryTask``)."""
+
+    id: int
+    order_id: str
+    retry_task: str
+    retry_at: datetime.datetime
+    retry_args: str
+    retry_kwargs: str
+    retry_count: int
+    priority: int
+    parked: bool
+    park_reason: str | None
+    created_at: datetime.datetime
+
+
+class Lock(typing.Protocol):
+    """A row of ``entity_locks`` (``models.EntityLock``)."""
+
+    entity_to_lock: str
+    worker_host_name: str
+    owner_token: str
+    created_at: datetime.datetime
+
+
+class Service(typing.Protocol):
+    """A row of ``services`` (``models.Service``)."""
+
+    name: str
+    kind: str
+    host: str
+    pid: int
+    started_at: datetime.datetime
+    heartbeat_at: datetime.datetime
+    last_pass_at: datetime.datetime | None
+    next_pass_at: datetime.datetime | None
+    clock_offset: float | None
+
+
+class Url(typing.Protocol):
+    """A row of ``notification_urls`` (``models.NotificationUrl``)."""
+
+    id: int
+    url: str
+    url_hash: str
+    available: bool
+    failures: int
+    last_error: str | None
+    last_failure_at: datetime.datetime | None
+    disabled_at: datetime.datetime | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+
+
+class Event(typing.Protocol):
+    """A row of ``notification_events`` (``models.NotificationEvent``)."""
+
+    id: int
+    event_id: str
+    order_id: str
+    sequence: int
+    event: str
+    status: str
+    step: str | None
+    detail: JSON | None
+    created_at: datetime.datetime
