@@ -132,7 +132,7 @@ def deliveries(session, order_id):
 _DELIVERIES = (sa.select(_STEPS.c.name, _STEPS.c.status,
                          _STEPS.c.generation)
                .where(_STEPS.c.order_id == sa.bindparam('order_id'),
-                      _STEPS.c.name.like(models.DELIVERY_PREFIX + '%')))
+                      models.delivery_steps(_STEPS.c.name)))
 
 
 def add_events(session, order_id, events, now):
@@ -220,7 +220,7 @@ def count_open_deliveries(session):
         sa.select(_Step.status, sa.func.count())
         .where(_Step.status.in_([models.STEP_PENDING,
                                  models.STEP_WAITING]),
-               _Step.name.like(models.DELIVERY_PREFIX + '%'))
+               models.delivery_steps(_Step.name))
         .group_by(_Step.status))}
 
 

@@ -263,7 +263,7 @@ _DELETE_FOR_STEP = sa.delete(_TABLE).where(
     statements.where(_TABLE.c.retry_task))
 _DELETE_FOR_ORDER = sa.delete(_TABLE).where(
     statements.where(_TABLE.c.order_id),
-    _TABLE.c.retry_task.not_like(models.DELIVERY_PREFIX + '%'))
+    ~models.delivery_steps(_TABLE.c.retry_task))
 
 
 def delete_as_read(session, rows):

@@ -313,7 +313,7 @@ def revoke_open(session, order_id, now, reason):
         sa.select(_Step.name).where(
             _Step.order_id == order_id,
             _Step.status.in_([models.STEP_WAITING, models.STEP_PENDING]),
-            _Step.name.not_like(models.DELIVERY_PREFIX + '%'))))
+            ~models.delivery_steps(_Step.name))))
     if open_steps:
         session.execute(
             sa.update(_Step)

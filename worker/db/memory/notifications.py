@@ -108,7 +108,7 @@ class InMemoryNotifications(base.Repository):
         return {step.name: (step.status, step.generation)
                 for step in self._store.steps.values()
                 if step.order_id == order_id and
-                models.url_id_of(step.name) is not None}
+                models.is_delivery(step.name)}
 
     @base.writes
     def add_events(self, session, order_id, events, now):
@@ -184,5 +184,5 @@ class InMemoryNotifications(base.Repository):
         """``{status: count}`` of the deliveries PENDING and WAITING."""
         return dict(collections.Counter(
             step.status for step in self._store.steps.values()
-            if models.url_id_of(step.name) is not None and
+            if models.is_delivery(step.name) and
             step.status in base.OPEN))

@@ -102,7 +102,7 @@ class InMemoryRetryTasks(base.Repository):
             task.id for task in self._store.tasks.values()
             if task.order_id == order_id and
             (task.retry_task == step if step is not None else
-             models.url_id_of(task.retry_task) is None)])
+             not models.is_delivery(task.retry_task))])
 
     def delete_for_steps(self, session, keys):
         """Delete the retry rows of these ``(order_id, step)``."""

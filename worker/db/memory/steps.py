@@ -118,7 +118,7 @@ class InMemorySteps(base.Repository):
         open_steps = sorted(
             (step for step in self._store.steps.values()
              if step.order_id == order_id and step.status in base.OPEN and
-             models.url_id_of(step.name) is None),
+             not models.is_delivery(step.name)),
             key=base.step_key)
         for step in open_steps:
             self._store.steps[base.step_key(step)] = dataclasses.replace(
