@@ -128,7 +128,8 @@ class RecordDelivery(writes.Single):
 
     fenced: typing.ClassVar[bool] = True
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: writes.Repos,
+              now: writes.Moment) -> writes.Casts:
         """Execute it."""
         return writes.fenced_answer(repositories.steps.record_delivery(
             session, self.order_id, self.step, self.token, now, self.status,
@@ -142,7 +143,8 @@ class UrlSucceeded(writes.Single):
 
     url_id: int
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: writes.Repos,
+              now: writes.Moment) -> writes.Casts:
         """Execute it."""
         repositories.notifications.url_succeeded(session, self.url_id)
         return ()
@@ -157,7 +159,8 @@ class UrlFailed(writes.Single):
     error: str
     unavailable: bool
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: writes.Repos,
+              now: writes.Moment) -> writes.Casts:
         """Execute it."""
         repositories.notifications.url_failed(session, self.url_id, now,
                                               self.error, self.unavailable)

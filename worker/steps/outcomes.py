@@ -12,11 +12,14 @@ conditional on the run's token or on the order's status; the steps made
 ready are cast by the caller after the commit.
 """
 
+import collections.abc as abc
 import dataclasses
 import datetime
+import typing
 
 from worker.db import models
 from worker.notifications import events
+from worker.order_types import base as types_base
 from worker.plugins import base as step_results
 from worker import policy as policy_module
 from worker import rpcapi
@@ -31,10 +34,10 @@ class _Finished:
 
     status: str
     generation: int
-    output: dict
+    output: dict[str, typing.Any]
 
 
-def needs_order(run, result):
+def needs_order(run: runs.Run, result: runs.Outcome) -> bool:
     """True if ``result`` is decided under the order's lock, with its
     steps as read then (``decide``'s ``steps``).
 
@@ -46,11 +49,21 @@ def needs_order(run, result):
     """
     if not isinstance(result, step_results.Completed):
         return False
-    alone = run.compensating or run.workflow.in_sequence(run.step)
+    alone = run.compensating or _workflow(run).in_sequence(run.step)
     return not alone or (run.subscribed and run.step_events)
 
 
-def decide(run, result, now, steps=None):
+def _workflow(run: runs.Run) -> types_base.Workflow:
+    """The run's workflow: a workflow step's run always has one."""
+    if run.workflow is None:
+        raise TypeError('step %s of order %s has no order type'
+                        % (run.step, run.order_id))
+    return run.workflow
+
+
+def decide(run: runs.Run, result: runs.Outcome, now: datetime.datetime,
+           steps: abc.Mapping[str, typing.Any] | None = None
+           ) -> runs.Decision:
     """The ``runs.Decision`` of ``result`` of ``run`` at ``now``.
 
     :param steps: ``{name: step}`` of the order read under its lock, when
@@ -62,12 +75,13 @@ def decide(run, result, now, steps=None):
 class _Decider:
     """The decision of one result."""
 
-    def __init__(self, run, now, steps):
+    def __init__(self, run: runs.Run, now: datetime.datetime,
+                 steps: abc.Mapping[str, typing.Any] | None) -> None:
         self._run = run
         self._now = now
         self._steps = steps
 
-    def decide(self, result):
+    def decide(self, result: runs.Outcome) -> runs.Decision:
         run = self._run
         if isinstance(result, step_results.Completed):
             return self._done(result)
@@ -93,8 +107,9 @@ class _Decider:
             return self._give_up(result.reason, as_given=True)
         return self._give_up('step returned %r' % (result,))
 
-    def _events(self, step_status=None, order_status=None, reason=None,
-                error=None):
+    def _events(self, step_status: str | None = None,
+                order_status: str | None = None, reason: str | None = None,
+                error: str | None = None) -> tuple[writes.RecordEvents, ...]:
         """The ``RecordEvents`` of this result, if the order has
         deliveries: none, or one.
 
@@ -114,14 +129,15 @@ class _Decider:
             found.extend(events.status_changed(order_status, reason))
         return (writes.RecordEvents(run.order_id, tuple(found)),)
 
-    def _done(self, result):
+    def _done(self, result: step_results.Completed) -> runs.Decision:
         run = self._run
-        workflow = run.workflow
+        workflow = _workflow(run)
         output = dict(result.meta or {})
         # A row the scheduler cast and has not deleted yet must not cast
         # a finished step again.
-        finished = (writes.FinishStep.done(run, output),
-                    writes.DeleteRetryRows(run.order_id, run.step))
+        finished: tuple[typing.Any, ...] = (
+            writes.FinishStep.done(run, output),
+            writes.DeleteRetryRows(run.order_id, run.step))
         if run.compensating:
             return runs.Decision(
                 runs.CANCELLED, 'compensation %s done, CANCELLED' % run.step,
@@ -163,7 +179,8 @@ class _Decider:
             tuple(rpcapi.Step(name, run.order_id, steps[name].generation)
                   for name in ready))
 
-    def _failed_run(self, what, asked_delay):
+    def _failed_run(self, what: str,
+                    asked_delay: float | None) -> runs.Decision:
         run = self._run
         failures = run.failures + 1
         decision = policy_module.after_failure(
@@ -174,7 +191,7 @@ class _Decider:
         return self._retry(decision.delay_seconds, failures, run.polls,
                            what, 'retry %d after %s' % (failures, what))
 
-    def _poll(self, delay):
+    def _poll(self, delay: float) -> runs.Decision:
         run = self._run
         polls = run.polls + 1
         decision = policy_module.after_poll(run.policy, polls,
@@ -185,7 +202,8 @@ class _Decider:
         return self._retry(decision.delay_seconds, 0, polls, None,
                            'poll %d' % polls)
 
-    def _retry(self, delay, failures, polls, last_error, what):
+    def _retry(self, delay: float, failures: int, polls: int,
+               last_error: str | None, what: str) -> runs.Decision:
         run = self._run
         retry_at = self._now + datetime.timedelta(seconds=delay)
         # The step's row replaces one it may still have (cast by the
@@ -198,7 +216,7 @@ class _Decider:
              writes.AddRetryRow.of(run, run.step, run.token, retry_at,
                                    failures)))
 
-    def _give_up(self, what, as_given=False):
+    def _give_up(self, what: str, as_given: bool = False) -> runs.Decision:
         run = self._run
         reason = 'step %s %s' % (run.step, what if as_given else
                                  'failed after %d attempt(s): %s'

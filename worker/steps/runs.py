@@ -12,6 +12,9 @@ import dataclasses
 import datetime
 import typing
 
+from worker.db import repositories as repositories_module
+from worker.order_types import base as types_base
+from worker.plugins import base
 from worker import policy as policy_module
 from worker import rpcapi
 
@@ -44,7 +47,7 @@ class StepError:
     class_names: tuple[str, ...]
 
     @classmethod
-    def of(cls, exc):
+    def of(cls, exc: BaseException) -> 'StepError':
         """The ``StepError`` of an exception."""
         names = []
         for klass in type(exc).__mro__:
@@ -65,7 +68,7 @@ class Run:
     token: int
     #: The kind of step (``worker.steps.kinds``): how it runs and how its
     #: result is decided.
-    kind: typing.Any
+    kind: 'StepKind'
     #: The step's failures in a row and polls before this run.
     failures: int
     polls: int
@@ -77,9 +80,9 @@ class Run:
     order_meta: typing.Mapping[str, typing.Any] | None
     #: The order's priority, which the step's retry rows get.
     order_priority: int
-    #: The order type's ``worker.order_types.base.Workflow``; None for a
-    #: delivery of an order whose type is not installed here.
-    workflow: typing.Any
+    #: The order type's declaration; None for a delivery of an order whose
+    #: type is not installed here.
+    workflow: types_base.Workflow | None
     policy: policy_module.StepPolicy
     #: ``{step: OrderStep}`` of the order as read when the run was
     #: claimed.
@@ -95,14 +98,15 @@ class Run:
     claimed_at: datetime.datetime | None = None
 
     @property
-    def compensating(self):
+    def compensating(self) -> bool:
         """True if the step is its order type's compensation step."""
         compensation = self.workflow.compensation if self.workflow else None
         return compensation is not None and self.step == compensation.name
 
     @property
-    def lease_until(self):
+    def lease_until(self) -> datetime.datetime:
         """When the run's lease ends."""
+        assert self.claimed_at is not None  # nosec: set by every claim
         return self.claimed_at + datetime.timedelta(
             seconds=self.policy.timeout_seconds)
 
@@ -121,5 +125,33 @@ class Decision:
 
     kind: str
     description: str
-    writes: tuple = ()
+    writes: tuple[typing.Any, ...] = ()
     casts: tuple[rpcapi.Step, ...] = ()
+
+
+#: What a run gives its kind's decision: an order type's or plugin's
+#: result, a precheck's ``GiveUp``, a raised ``StepError``, or a
+#: delivery's ``Sent`` or ``Paused``.
+Outcome = typing.Any
+
+
+class StepKind(typing.Protocol):
+    """A kind of step (``worker.steps.kinds``): its policy, its run and
+    the decision of its result."""
+
+    #: Runs a step of its order type's workflow, and has an order view.
+    runs_workflow: bool
+
+    def policy(self, workflow: types_base.Workflow | None,
+               step: str) -> policy_module.StepPolicy:
+        """The policy of ``step`` of an order of ``workflow``."""
+
+    def run(self, run: Run, view: base.OrderView | None) -> Outcome:
+        """Run the claimed step, outside any transaction."""
+
+    def decide(self, session: typing.Any,
+               repositories: repositories_module.Repositories, run: Run,
+               result: Outcome,
+               now: datetime.datetime) -> 'Decision | None':
+        """The decision of ``result``, in the apply's transaction; None
+        if the order moved on."""

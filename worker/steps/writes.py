@@ -20,13 +20,21 @@ Whether a result can go in a batch is a property of its values
 """
 
 import collections
+import collections.abc as abc
 import dataclasses
 import datetime
 import typing
 
 from worker.db import models
+from worker.db import repositories as repositories_module
 from worker.notifications import events as events_module
 from worker import rpcapi
+from worker.steps import runs
+
+Repos = repositories_module.Repositories
+Moment = datetime.datetime
+#: A step's output, as stored.
+Output = dict[str, typing.Any]
 
 #: What executing one write gives: the steps it woke (to cast after the
 #: commit), or None when its fence found the row moved on.
@@ -55,13 +63,15 @@ class _Batched:
     fenced: typing.ClassVar[bool] = False
     batched: typing.ClassVar[bool] = True
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
         """Execute it alone."""
         moved = self.write_many(session, repositories, [self], now)
         return fenced_answer(moved) if self.fenced else ()
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several; returns how many rows the fenced ones moved."""
         raise NotImplementedError
 
@@ -75,25 +85,26 @@ class FinishStep(_Batched):
     step: str
     token: int
     status: str
-    output: dict | None = None
+    output: Output | None = None
     last_error: str | None = None
 
     fenced: typing.ClassVar[bool] = True
 
     @classmethod
-    def done(cls, run, output):
+    def done(cls, run: runs.Run, output: Output) -> typing.Self:
         """The run's step ends DONE with ``output``."""
         return cls(run.order_id, run.step, run.token, models.STEP_DONE,
                    output=output)
 
     @classmethod
-    def failed(cls, run, error):
+    def failed(cls, run: runs.Run, error: str) -> typing.Self:
         """The run's step ends FAILED with ``error``."""
         return cls(run.order_id, run.step, run.token, models.STEP_FAILED,
                    last_error=error)
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several; returns how many steps were still at their
         token."""
         return repositories.steps.finish_many(session, [
@@ -116,13 +127,15 @@ class RetryStep(_Batched):
     fenced: typing.ClassVar[bool] = True
 
     @classmethod
-    def of(cls, run, failures, polls, last_error):
+    def of(cls, run: runs.Run, failures: int, polls: int,
+           last_error: str | None) -> typing.Self:
         """The run's step is released for a later run."""
         return cls(run.order_id, run.step, run.token, failures, polls,
                    last_error)
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several; returns how many steps were still at their
         token."""
         return repositories.steps.retry_many(session, [
@@ -135,12 +148,13 @@ class CompleteOrder(_Batched):
     """Move a live order to ACTIVE with its final metadata."""
 
     order_id: str
-    meta: dict
+    meta: Output
 
     fenced: typing.ClassVar[bool] = True
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several; returns how many orders were still live."""
         return repositories.orders.complete_many(
             session, [(w.order_id, w.meta) for w in writes], now)
@@ -157,18 +171,20 @@ class DeleteRetryRows:
     fenced: typing.ClassVar[bool] = False
 
     @property
-    def batched(self):
+    def batched(self) -> bool:
         """One step's row has a ``*_many`` form; an order's rows do not."""
         return self.step is not None
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
         """Execute it alone."""
         repositories.retry_tasks.delete_for_order(session, self.order_id,
                                                   self.step)
         return ()
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several, each of one step."""
         repositories.retry_tasks.delete_for_steps(
             session, [(w.order_id, w.step) for w in writes])
@@ -191,19 +207,21 @@ class AddRetryRow(_Batched):
     priority: int
 
     @classmethod
-    def of(cls, run, step, generation, retry_at, retry_count):
+    def of(cls, run: runs.Run, step: str, generation: int,
+           retry_at: Moment, retry_count: int) -> typing.Self:
         """A retry row of ``step`` of the run's order, at its priority."""
         return cls(run.order_id, step, generation, retry_at, retry_count,
                    run.order_priority)
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several in one INSERT."""
         repositories.retry_tasks.add_many(session, [
             w._row(now) for w in writes])
         return 0
 
-    def _row(self, now):
+    def _row(self, now: Moment) -> dict[str, typing.Any]:
         args, kwargs = rpcapi.retry_arguments(
             rpcapi.Step(self.step, self.order_id, self.generation))
         return dict(order_id=self.order_id, retry_task=self.step,
@@ -222,7 +240,8 @@ class StartSteps(_Batched):
     dispatched: bool
 
     @staticmethod
-    def write_many(session, repositories, writes, now):
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several."""
         repositories.steps.start_many(session, [
             (w.order_id, list(w.steps), w.dispatched) for w in writes], now)
@@ -238,7 +257,8 @@ class FailOrder(Single):
 
     fenced: typing.ClassVar[bool] = True
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
         """Execute it."""
         return fenced_answer(repositories.orders.fail(
             session, self.order_id, now, self.reason))
@@ -254,7 +274,8 @@ class EndCancel(Single):
 
     fenced: typing.ClassVar[bool] = True
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
         """Execute it."""
         return fenced_answer(repositories.orders.end_cancel(
             session, self.order_id, now, failure=self.failure))
@@ -268,7 +289,8 @@ class RevokeOpen(Single):
     order_id: str
     reason: str
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
         """Execute it."""
         repositories.steps.revoke_open(session, self.order_id, now,
                                        self.reason)
@@ -284,9 +306,10 @@ class RecordEvents(Single):
     """
 
     order_id: str
-    events: tuple
+    events: tuple[events_module.Event, ...]
 
-    def write(self, session, repositories, now):
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
         """Execute it; the deliveries woken are to be cast."""
         return tuple(events_module.record(session, repositories,
                                           self.order_id, list(self.events),
@@ -299,19 +322,20 @@ _BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, DeleteRetryRows,
                 AddRetryRow, StartSteps)
 
 
-def batched(writes):
+def batched(writes: abc.Iterable[typing.Any]) -> bool:
     """True if every write of a result has a ``*_many`` form."""
     return all(write.batched for write in writes)
 
 
-def write_one(session, repositories, writes, now):
+def write_one(session: typing.Any, repositories: Repos,
+              writes: abc.Iterable[typing.Any], now: Moment) -> Casts:
     """Execute one result's writes in their order.
 
     :returns: the steps they woke, or None if the first fenced write found
         its row moved on (nothing of the result's state was written).
     :raises Undone: a fenced write failed after another had succeeded.
     """
-    woken = []
+    woken: list[rpcapi.Step] = []
     wrote = False
     for write in writes:
         casts = write.write(session, repositories, now)
@@ -324,7 +348,9 @@ def write_one(session, repositories, writes, now):
     return tuple(woken)
 
 
-def write_batch(session, repositories, results, now):
+def write_batch(session: typing.Any, repositories: Repos,
+                results: abc.Iterable[abc.Iterable[typing.Any]],
+                now: Moment) -> None:
     """Execute the writes of several results, each kind at once.
 
     :param results: the writes of each result, all ``batched``, each the
@@ -334,7 +360,7 @@ def write_batch(session, repositories, results, now):
     :raises Moved: a fenced write moved fewer rows than it was given; the
         caller must roll back.
     """
-    by_kind = collections.defaultdict(list)
+    by_kind: dict[type, list[typing.Any]] = collections.defaultdict(list)
     for writes in results:
         for write in writes:
             if not write.batched:
@@ -354,7 +380,7 @@ def write_batch(session, repositories, results, now):
                             % (moved, expected))
 
 
-def fenced_answer(written):
+def fenced_answer(written: bool | int) -> Casts:
     """A fenced write's answer: nothing woken, or None if it moved no row.
     """
     return () if written else None
