@@ -6,8 +6,9 @@ the others is handed to a step thread, where it lives three moves
 (``worker.steps``):
 
 1. Claim (``worker.steps.claim``): move the step's generation from the
-   token the message carries to the next one, and take a lease on it. A
-   step whose token is stale claims nothing and is dropped.
+   one the message carries to the next (the run's token), and take a
+   lease on it. A step whose generation is stale claims nothing and is
+   dropped.
 2. Run, outside any transaction: its kind's (``worker.steps.kinds``)
    precheck and the order type's step, or a delivery's requests.
 3. Apply (``worker.steps.apply``): its result decided as writes, each
@@ -103,7 +104,7 @@ class WorkerManager:
         """Several steps in one message (RPC 1.1).
 
         The malformed steps are dropped; the others run concurrently, each
-        under its own claim, which drops it if its token is stale. The
+        under its own claim, which drops it if its generation is stale. The
         message returns when its steps are done, so a busy process takes
         no more messages than it can run.
 
@@ -152,7 +153,7 @@ class WorkerManager:
     def _well_formed(self, steps):
         """The steps of a message that are ``[step, order_id, token]``.
 
-        NOTE: whether a token is stale is the claim's question: a read
+        NOTE: whether a generation is stale is the claim's question: a read
         here first would cost every step a transaction of its own, about
         a quarter of a worker's CPU, to spare the claim's batch a step
         that it drops at no cost.

@@ -1,12 +1,12 @@
 """Claims: take steps for one run each, fenced, in batches.
 
-A claim moves a step's generation from the token its message carries to
-the next one and takes a lease on it for its policy's
-``timeout_seconds``. A step whose token is stale (a duplicate, or one
+A claim moves a step's generation from the one its message carries to
+the next (the run's token) and takes a lease on it for its policy's
+``timeout_seconds``. A step whose generation is stale (a duplicate, or one
 overtaken by later work) claims nothing and is dropped. The claims of
 the steps that reach the database while a batch is being written go
 together in the next one (``worker.steps.group_commit``), each still
-fenced on its own token.
+fenced on its own generation.
 """
 
 import datetime
