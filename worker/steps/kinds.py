@@ -12,8 +12,13 @@ with its run (``runs.Run.kind``). Each kind brings its policy, its run
 apart by the step's name (``notify:<url id>``).
 """
 
+import datetime
+import typing
+
 from worker.db import models
+from worker.db import repositories
 from worker.steps import delivery
+from worker.steps import runs
 from worker.steps import workflow
 
 
@@ -26,12 +31,16 @@ class Kinds:
         and whether a request failed.
     """
 
-    def __init__(self, conf, database, clock, sender, observe_delivery):
+    def __init__(self, conf: typing.Any, database: repositories.Database,
+                 clock: typing.Callable[[], datetime.datetime],
+                 sender: typing.Any,
+                 observe_delivery: typing.Callable[[int, bool], None]
+                 ) -> None:
         self.workflow_step = workflow.WorkflowStepKind(conf, clock)
-        self.delivery = delivery.DeliveryKind(conf, database, sender, clock,
-                                              observe_delivery)
+        self.delivery: runs.StepKind = delivery.DeliveryKind(
+            conf, database, sender, clock, observe_delivery)
 
-    def of(self, step):
+    def of(self, step: str) -> runs.StepKind:
         """The kind of ``step``."""
         return (self.delivery if models.is_delivery(step) else
                 self.workflow_step)
