@@ -103,6 +103,27 @@ def _begin_immediate(connection):
     connection.exec_driver_sql('BEGIN IMMEDIATE')
 
 
+def _tune_sqlite_engine(engine, options):
+    """SQLite: a file keeps its connections (oslo.db gives it none), each
+    connection tuned, and write transactions begin IMMEDIATE."""
+    if isinstance(engine.pool, sa.pool.NullPool):  # a file
+        engine.pool = _keep_connections(
+            engine.pool, options.get('max_pool_size') or 5,
+            options.get('max_overflow') or 0,
+            options.get('pool_timeout') or 30)
+    sa.event.listen(engine, 'connect', _tune_sqlite)
+    sa.event.listen(engine, 'begin', _begin_immediate)
+
+
+def _tune_mysql_engine(engine, options):
+    """MySQL/MariaDB: every connection at READ COMMITTED."""
+    sa.event.listen(engine, 'connect', _read_committed)
+
+
+#: What each dialect's engine needs beyond oslo.db's, by dialect name.
+_TUNE_ENGINE = {'sqlite': _tune_sqlite_engine, 'mysql': _tune_mysql_engine}
+
+
 class Database:
     """An engine and its session factory.
 
@@ -132,18 +153,10 @@ class Database:
         """
         _create_private_sqlite_file(url)
         engine = engines.create_engine(url, sqlite_fk=True, **kwargs)
-        if engine.dialect.name == 'sqlite':
-            if isinstance(engine.pool, sa.pool.NullPool):  # a file
-                engine.pool = _keep_connections(
-                    engine.pool, kwargs.get('max_pool_size') or 5,
-                    kwargs.get('max_overflow') or 0,
-                    kwargs.get('pool_timeout') or 30)
-            sa.event.listen(engine, 'connect', _tune_sqlite)
-            sa.event.listen(engine, 'begin', _begin_immediate)
-            # Connections opened before the listener was added.
-            engine.dispose()
-        elif engine.dialect.name == 'mysql':
-            sa.event.listen(engine, 'connect', _read_committed)
+        tune = _TUNE_ENGINE.get(engine.dialect.name)
+        if tune is not None:
+            tune(engine, kwargs)
+            # Connections opened before the listeners were added.
             engine.dispose()
         return cls(engine)
 
