@@ -32,7 +32,7 @@ class RecoveryRow(typing.NamedTuple):
     """A step the retry scheduler may take back, as it read it."""
 
     order_id: str
-    name: str
+    step: str
     generation: int
     failures: int
     owner: str | None
@@ -83,7 +83,7 @@ def _fenced_statement(names):
             .values(statements.setting(_TABLE, names)))
 
 
-def _fenced_update(session, order_id, name, token, now, **values):
+def _fenced_update(session, order_id, step, token, now, **values):
     """Update a PENDING step only if its generation is still ``token``.
 
     The statement is built once for each set of columns set to plain
@@ -98,30 +98,30 @@ def _fenced_update(session, order_id, name, token, now, **values):
         return _fenced_statement(columns).values(expressions)
     return statements.update_many(
         session, statement_of if expressions else _fenced_statement,
-        [(plain, _where(order_id, name, token))], now) == 1
+        [(plain, _where(order_id, step, token))], now) == 1
 
 
 def _fenced_updates(session, updates, now):
     """Fenced updates of several steps to plain values.
 
-    :param updates: ``[(order_id, name, token, values), ...]``.
+    :param updates: ``[(order_id, step, token, values), ...]``.
     :returns: how many steps were updated; the others had moved on.
 
     One execution per set of columns set, with the parameters of all its
     steps: the statement's set-up is paid once, not once a step.
     """
     return statements.update_many(session, _fenced_statement, [
-        (values, _where(order_id, name, token))
-        for order_id, name, token, values in updates], now)
+        (values, _where(order_id, step, token))
+        for order_id, step, token, values in updates], now)
 
 
-def _where(order_id, name, token):
+def _where(order_id, step, token):
     """The parameters of ``_fenced_statement``'s WHERE clause."""
-    return {'where_order_id': order_id, 'where_name': name,
+    return {'where_order_id': order_id, 'where_name': step,
             'where_generation': token}
 
 
-def claim(session, order_id, name, generation, now, owner, lease_until):
+def claim(session, order_id, step, generation, now, owner, lease_until):
     """Take the step for one run by moving its generation forward.
 
     Succeeds for exactly one of any number of concurrent callers holding
@@ -130,7 +130,7 @@ def claim(session, order_id, name, generation, now, owner, lease_until):
     ``lease_until`` passes.
     """
     return statements.execute_many(session, _CLAIM, [
-        _claim_parameters(order_id, name, generation, now, owner,
+        _claim_parameters(order_id, step, generation, now, owner,
                           lease_until)]) == 1
 
 
@@ -156,8 +156,8 @@ _CLAIM = (sa.update(_TABLE)
                            type_=_TABLE.c.lease_expires_at.type))))
 
 
-def _claim_parameters(order_id, name, generation, now, owner, lease_until):
-    return {'where_order_id': order_id, 'where_name': name,
+def _claim_parameters(order_id, step, generation, now, owner, lease_until):
+    return {'where_order_id': order_id, 'where_name': step,
             'where_generation': generation, 'now': now, 'owner': owner,
             'lease_until': lease_until}
 
@@ -165,9 +165,9 @@ def _claim_parameters(order_id, name, generation, now, owner, lease_until):
 def claim_many(session, claims, now, owner):
     """Claim several steps at once, as ``claim`` claims one.
 
-    :param claims: ``[(order_id, name, generation, lease_until), ...]``,
+    :param claims: ``[(order_id, step, generation, lease_until), ...]``,
         each step at most once.
-    :returns: the ``(order_id, name)`` of the steps claimed; the others
+    :returns: the ``(order_id, step)`` of the steps claimed; the others
         had moved on.
 
     Where the database takes a batch in one execution (PostgreSQL,
@@ -186,13 +186,13 @@ def claim_many(session, claims, now, owner):
         # message) lock them in the same order, and neither waits on the
         # other for a row it holds.
         moved = statements.execute_many(session, _CLAIM, [
-            _claim_parameters(order_id, name, generation, now, owner,
+            _claim_parameters(order_id, step, generation, now, owner,
                               lease_until)
-            for order_id, name, generation, lease_until in sorted(claims)])
+            for order_id, step, generation, lease_until in sorted(claims)])
     else:
         moved = _claim_by_lease(session, claims, now, owner)
-    asked = {(order_id, name): generation
-             for order_id, name, generation, _ in claims}
+    asked = {(order_id, step): generation
+             for order_id, step, generation, _ in claims}
     if moved == len(asked):
         return set(asked)
     rows = session.execute(
@@ -200,16 +200,16 @@ def claim_many(session, claims, now, owner):
         .where(_Step.order_id.in_(list({key[0] for key in asked})),
                sa.tuple_(_Step.order_id, _Step.name).in_(list(asked)),
                _Step.owner == owner, _Step.claimed_at == now))
-    return {(order_id, name) for order_id, name, generation in rows
-            if asked.get((order_id, name)) == generation - 1}
+    return {(order_id, step) for order_id, step, generation in rows
+            if asked.get((order_id, step)) == generation - 1}
 
 
 def _claim_by_lease(session, claims, now, owner):
     """``claim_many``'s UPDATEs, one per lease; returns the rows moved."""
     by_lease: dict = {}
-    for order_id, name, generation, lease_until in claims:
+    for order_id, step, generation, lease_until in claims:
         by_lease.setdefault(lease_until, {}).setdefault(
-            (name, generation), set()).add(order_id)
+            (step, generation), set()).add(order_id)
     moved = 0
     for lease_until, groups in by_lease.items():
         moved += statements.execute(session, (
@@ -225,50 +225,50 @@ _RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
              'dispatched_at': None}
 
 
-def retry(session, order_id, name, token, now, failures, polls,
+def retry(session, order_id, step, token, now, failures, polls,
           last_error=None):
     """Release the step for a later run (its retry row is the caller's)."""
-    return retry_many(session, [(order_id, name, token, failures, polls,
+    return retry_many(session, [(order_id, step, token, failures, polls,
                                  last_error)], now) == 1
 
 
 def retry_many(session, retries, now):
     """Release several steps, as ``retry`` releases one.
 
-    :param retries: ``[(order_id, name, token, failures, polls,
+    :param retries: ``[(order_id, step, token, failures, polls,
         last_error), ...]``.
     :returns: how many were released; the others had moved on.
     """
     return _fenced_updates(session, [
-        (order_id, name, token, dict(failures=failures, polls=polls,
+        (order_id, step, token, dict(failures=failures, polls=polls,
                                      last_error=last_error, **_RELEASED))
-        for order_id, name, token, failures, polls, last_error in retries],
+        for order_id, step, token, failures, polls, last_error in retries],
         now)
 
 
-def finish(session, order_id, name, token, now, status, output=None,
+def finish(session, order_id, step, token, now, status, output=None,
            last_error=None):
     """End the step DONE (with its ``output``) or FAILED."""
-    return finish_many(session, [(order_id, name, token, status, output,
+    return finish_many(session, [(order_id, step, token, status, output,
                                   last_error)], now) == 1
 
 
 def finish_many(session, finishes, now):
     """End several steps, as ``finish`` ends one.
 
-    :param finishes: ``[(order_id, name, token, status, output,
+    :param finishes: ``[(order_id, step, token, status, output,
         last_error), ...]``; ``output`` and ``last_error`` may be None
         (left as they are).
     :returns: how many were ended; the others had moved on.
     """
     updates = []
-    for order_id, name, token, status, output, last_error in finishes:
+    for order_id, step, token, status, output, last_error in finishes:
         values = dict(status=status, finished_at=now, **_RELEASED)
         if output is not None:
             values['output'] = output
         if last_error is not None:
             values['last_error'] = last_error
-        updates.append((order_id, name, token, values))
+        updates.append((order_id, step, token, values))
     return _fenced_updates(session, updates, now)
 
 
@@ -282,11 +282,11 @@ def start_many(session, starts, now):
 
     :param starts: ``[(order_id, names, dispatched), ...]``.
     """
-    parameters = [{'where_order_id': order_id, 'where_name': name,
+    parameters = [{'where_order_id': order_id, 'where_name': step,
                    'set_updated_at': now,
                    'set_dispatched_at': now if dispatched else None}
                   for order_id, names, dispatched in starts
-                  for name in names or ()]
+                  for step in names or ()]
     if parameters:
         statements.execute_many(session, _START, parameters)
 
@@ -328,7 +328,7 @@ def revoke_open(session, order_id, now, reason):
     return open_steps
 
 
-def record_delivery(session, order_id, name, token, now, status,
+def record_delivery(session, order_id, step, token, now, status,
                     delivered, failures, last_error=None, dispatched=False):
     """Write a delivery's run (``worker.steps.delivery``).
 
@@ -343,31 +343,31 @@ def record_delivery(session, order_id, name, token, now, status,
         values['dispatched_at'] = now
     if status == models.STEP_DONE:
         values['finished_at'] = now
-    return _fenced_update(session, order_id, name, token, now, **values)
+    return _fenced_update(session, order_id, step, token, now, **values)
 
 
-def add(session, order_id, name, now):
+def add(session, order_id, step, now):
     """Insert one more step, PENDING and dispatched at ``now``.
 
     For a compensation step, which exists only once an order is
     cancelled.
     """
-    create(session, order_id, [name], {name}, now)
+    create(session, order_id, [step], {step}, now)
 
 
 def mark_dispatched(session, keys, now):
-    """Record that these steps (``(order_id, name)``) were cast at ``now``.
+    """Record that these steps (``(order_id, step)``) were cast at ``now``.
 
     Steps already claimed by a worker (it was quicker than this write)
     are left alone.
     """
     if not keys:
         return
-    orders_by_name: dict = {}
-    for order_id, name in keys:
-        orders_by_name.setdefault((name,), set()).add(order_id)
+    orders_by_step: dict = {}
+    for order_id, step in keys:
+        orders_by_step.setdefault((step,), set()).add(order_id)
     statements.execute(session, sa.update(_TABLE).where(
-        _in_groups((_TABLE.c.name,), orders_by_name),
+        _in_groups((_TABLE.c.name,), orders_by_step),
         _TABLE.c.owner.is_(None),
         _TABLE.c.status == models.STEP_PENDING).values(dispatched_at=now))
 
@@ -448,7 +448,7 @@ def expired_leases(session, now, limit):
         .limit(limit)))
 
 
-def take_back(session, order_id, name, generation, now, failed=None):
+def take_back(session, order_id, step, generation, now, failed=None):
     """Take a lost step back for re-dispatch: bump its token, no owner.
 
     The old token is now stale, so a late message or a zombie owner that
@@ -459,5 +459,5 @@ def take_back(session, order_id, name, generation, now, failed=None):
     values = dict(generation=generation + 1, **_RELEASED)
     if failed:
         values.update(failures=_TABLE.c.failures + 1, last_error=failed)
-    return _fenced_update(session, order_id, name, generation, now,
+    return _fenced_update(session, order_id, step, generation, now,
                           **values)

@@ -29,58 +29,58 @@ class InMemorySteps(base.Repository):
         """Return ``{name: step}`` of one order."""
         return self.for_orders(session, [order_id])[order_id]
 
-    def _fenced_update(self, order_id, name, token, now, **values):
-        step = self._store.steps.get((order_id, name))
-        if (step is None or step.generation != token or
-                step.status != models.STEP_PENDING):
+    def _fenced_update(self, order_id, step, token, now, **values):
+        row = self._store.steps.get((order_id, step))
+        if (row is None or row.generation != token or
+                row.status != models.STEP_PENDING):
             return False
-        self._store.steps[order_id, name] = dataclasses.replace(
-            step, updated_at=now, **values)
+        self._store.steps[order_id, step] = dataclasses.replace(
+            row, updated_at=now, **values)
         return True
 
     @base.writes
-    def claim(self, session, order_id, name, generation, now, owner,
+    def claim(self, session, order_id, step, generation, now, owner,
               lease_until):
         """Take the step for one run by moving its generation forward."""
-        return self._claim(order_id, name, generation, now, owner,
+        return self._claim(order_id, step, generation, now, owner,
                            lease_until)
 
-    def _claim(self, order_id, name, generation, now, owner, lease_until):
-        step = self._store.steps.get((order_id, name))
-        return step is not None and self._fenced_update(
-            order_id, name, generation, now, generation=generation + 1,
+    def _claim(self, order_id, step, generation, now, owner, lease_until):
+        row = self._store.steps.get((order_id, step))
+        return row is not None and self._fenced_update(
+            order_id, step, generation, now, generation=generation + 1,
             owner=owner, claimed_at=now, lease_expires_at=lease_until,
-            dispatched_at=None, attempt=step.attempt + 1,
-            started_at=step.started_at or now)
+            dispatched_at=None, attempt=row.attempt + 1,
+            started_at=row.started_at or now)
 
     @base.writes
     def claim_many(self, session, claims, now, owner):
-        """Claim several steps; the ``(order_id, name)`` claimed."""
+        """Claim several steps; the ``(order_id, step)`` claimed."""
         claimed = set()
-        for order_id, name, generation, lease_until in claims:
-            if self._claim(order_id, name, generation, now, owner,
+        for order_id, step, generation, lease_until in claims:
+            if self._claim(order_id, step, generation, now, owner,
                            lease_until):
-                claimed.add((order_id, name))
+                claimed.add((order_id, step))
         return claimed
 
     @base.writes
-    def retry(self, session, order_id, name, token, now, failures, polls,
+    def retry(self, session, order_id, step, token, now, failures, polls,
               last_error=None):
         """Release the step for a later run (its retry row is the caller's).
         """
-        return self._fenced_update(order_id, name, token, now,
+        return self._fenced_update(order_id, step, token, now,
                                    failures=failures, polls=polls,
                                    last_error=last_error, **base.RELEASED)
 
     def retry_many(self, session, retries, now):
         """Release several steps; how many were."""
-        return sum(self.retry(session, order_id, name, token, now, failures,
+        return sum(self.retry(session, order_id, step, token, now, failures,
                               polls, last_error)
-                   for order_id, name, token, failures, polls, last_error
+                   for order_id, step, token, failures, polls, last_error
                    in retries)
 
     @base.writes
-    def finish(self, session, order_id, name, token, now, status,
+    def finish(self, session, order_id, step, token, now, status,
                output=None, last_error=None):
         """End the step DONE (with its ``output``) or FAILED."""
         values = dict(status=status, finished_at=now, **base.RELEASED)
@@ -88,23 +88,23 @@ class InMemorySteps(base.Repository):
             values['output'] = base.to_json(output)
         if last_error is not None:
             values['last_error'] = last_error
-        return self._fenced_update(order_id, name, token, now, **values)
+        return self._fenced_update(order_id, step, token, now, **values)
 
     def finish_many(self, session, finishes, now):
         """End several steps; how many were."""
-        return sum(self.finish(session, order_id, name, token, now, status,
+        return sum(self.finish(session, order_id, step, token, now, status,
                                output, last_error)
-                   for order_id, name, token, status, output, last_error
+                   for order_id, step, token, status, output, last_error
                    in finishes)
 
     @base.writes
     def start(self, session, order_id, names, now, dispatched):
         """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
-        for name in names or ():
-            step = self._store.steps.get((order_id, name))
-            if step is not None and step.status == models.STEP_WAITING:
-                self._store.steps[order_id, name] = dataclasses.replace(
-                    step, status=models.STEP_PENDING, updated_at=now,
+        for step in names or ():
+            row = self._store.steps.get((order_id, step))
+            if row is not None and row.status == models.STEP_WAITING:
+                self._store.steps[order_id, step] = dataclasses.replace(
+                    row, status=models.STEP_PENDING, updated_at=now,
                     dispatched_at=now if dispatched else None)
 
     def start_many(self, session, starts, now):
@@ -128,7 +128,7 @@ class InMemorySteps(base.Repository):
         return [step.name for step in open_steps]
 
     @base.writes
-    def record_delivery(self, session, order_id, name, token, now, status,
+    def record_delivery(self, session, order_id, step, token, now, status,
                         delivered, failures, last_error=None,
                         dispatched=False):
         """Write a delivery's run."""
@@ -140,12 +140,12 @@ class InMemorySteps(base.Repository):
             values['dispatched_at'] = now
         if status == models.STEP_DONE:
             values['finished_at'] = now
-        return self._fenced_update(order_id, name, token, now, **values)
+        return self._fenced_update(order_id, step, token, now, **values)
 
     @base.writes
-    def add(self, session, order_id, name, now):
+    def add(self, session, order_id, step, now):
         """Insert one more step, PENDING and dispatched at ``now``."""
-        base.insert_steps(self._store, order_id, [name], {name}, now)
+        base.insert_steps(self._store, order_id, [step], {step}, now)
 
     @base.writes
     def mark_dispatched(self, session, keys, now):
@@ -205,12 +205,12 @@ class InMemorySteps(base.Repository):
         return [self._recovery(step) for step in found[:limit]]
 
     @base.writes
-    def take_back(self, session, order_id, name, generation, now,
+    def take_back(self, session, order_id, step, generation, now,
                   failed=None):
         """Take a lost step back: bump its token, no owner."""
-        step = self._store.steps.get((order_id, name))
+        row = self._store.steps.get((order_id, step))
         values = dict(generation=generation + 1, **base.RELEASED)
-        if failed and step is not None:
-            values.update(failures=step.failures + 1, last_error=failed)
-        return self._fenced_update(order_id, name, generation, now,
+        if failed and row is not None:
+            values.update(failures=row.failures + 1, last_error=failed)
+        return self._fenced_update(order_id, step, generation, now,
                                    **values)
