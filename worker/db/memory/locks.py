@@ -1,7 +1,6 @@
 """``worker.db.locks`` on the in-memory store."""
 
 import copy
-import dataclasses
 import datetime
 
 from oslo_db import exception as db_exc
@@ -36,7 +35,7 @@ class InMemoryLocks(base.Repository):
         lock = self._store.locks.get(entity)
         if lock is None or lock.owner_token != owner_token:
             return False
-        self._store.locks[entity] = dataclasses.replace(lock, created_at=now)
+        self._store.locks[entity] = base.replace(lock, created_at=now)
         return True
 
     @base.writes

@@ -2,7 +2,6 @@
 
 import collections
 import copy
-import dataclasses
 import uuid
 
 from oslo_db import exception as db_exc
@@ -53,7 +52,7 @@ class InMemoryNotifications(base.Repository):
     def _update_url(self, url_id, **values):
         row = self._store.urls.get(url_id)
         if row is not None:
-            self._store.urls[url_id] = dataclasses.replace(row, **values)
+            self._store.urls[url_id] = base.replace(row, **values)
         return row
 
     @base.writes
@@ -99,7 +98,7 @@ class InMemoryNotifications(base.Repository):
         (transactions are serialized anyway)."""
         order = self._store.orders.get(order_id)
         if order is not None:
-            self._store.orders[order_id] = dataclasses.replace(
+            self._store.orders[order_id] = base.replace(
                 order, updated_at=now)
 
     @base.reads
@@ -154,7 +153,7 @@ class InMemoryNotifications(base.Repository):
         for name in names or ():
             step = self._store.steps.get((order_id, name))
             if step is not None and step.status == models.STEP_DONE:
-                self._store.steps[order_id, name] = dataclasses.replace(
+                self._store.steps[order_id, name] = base.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
                     updated_at=now, finished_at=None)
 
@@ -175,7 +174,7 @@ class InMemoryNotifications(base.Repository):
         for order_id in order_ids or ():
             step = self._store.steps.get((order_id, name))
             if step is not None and step.status == models.STEP_WAITING:
-                self._store.steps[order_id, name] = dataclasses.replace(
+                self._store.steps[order_id, name] = base.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
                     failures=0, updated_at=now)
 

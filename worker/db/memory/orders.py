@@ -2,7 +2,6 @@
 
 import collections
 import copy
-import dataclasses
 import uuid
 
 from worker.db.memory import base
@@ -24,7 +23,7 @@ class InMemoryOrders(base.Repository):
         base.insert_steps(self._store, order.id, workflow.names,
                           set(workflow.roots()), now)
         # NOTE: SQLAlchemy returns the object as built, before JSON.
-        return dataclasses.replace(order, meta=dict(meta or {}))
+        return base.replace(order, meta=dict(meta or {}))
 
     @base.reads
     def get(self, session, order_id):
@@ -97,7 +96,7 @@ class InMemoryOrders(base.Repository):
         if order is None or order.status not in (models.PENDING,
                                                  models.CANCELLING):
             return False
-        self._store.orders[order_id] = dataclasses.replace(
+        self._store.orders[order_id] = base.replace(
             order, updated_at=now)
         return True
 
@@ -105,7 +104,7 @@ class InMemoryOrders(base.Repository):
         order = self._store.orders.get(order_id)
         if order is None or order.status != source:
             return False
-        self._store.orders[order_id] = dataclasses.replace(
+        self._store.orders[order_id] = base.replace(
             order, updated_at=now, **values)
         return True
 

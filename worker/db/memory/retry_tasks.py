@@ -1,7 +1,6 @@
 """``worker.db.retry_tasks`` on the in-memory store."""
 
 import copy
-import dataclasses
 import json
 
 from worker.db.memory import base
@@ -122,7 +121,7 @@ class InMemoryRetryTasks(base.Repository):
         """Set a row (as it was read, by id) aside."""
         task = self._store.tasks.get(row.id)
         if task is not None:
-            self._store.tasks[task.id] = dataclasses.replace(
+            self._store.tasks[task.id] = base.replace(
                 task, parked=True, park_reason=reason)
 
     @base.reads
@@ -136,7 +135,7 @@ class InMemoryRetryTasks(base.Repository):
         task = self._store.tasks.get(task_id)
         if task is None:
             return False
-        self._store.tasks[task_id] = dataclasses.replace(
+        self._store.tasks[task_id] = base.replace(
             task, retry_at=now, parked=False, park_reason=None)
         return True
 

@@ -1,7 +1,6 @@
 """``worker.db.steps`` on the in-memory store."""
 
 import copy
-import dataclasses
 
 from worker.db.memory import base
 from worker.db import models
@@ -34,7 +33,7 @@ class InMemorySteps(base.Repository):
         if (row is None or row.generation != token or
                 row.status != models.STEP_PENDING):
             return False
-        self._store.steps[order_id, step] = dataclasses.replace(
+        self._store.steps[order_id, step] = base.replace(
             row, updated_at=now, **values)
         return True
 
@@ -103,7 +102,7 @@ class InMemorySteps(base.Repository):
         for step in names or ():
             row = self._store.steps.get((order_id, step))
             if row is not None and row.status == models.STEP_WAITING:
-                self._store.steps[order_id, step] = dataclasses.replace(
+                self._store.steps[order_id, step] = base.replace(
                     row, status=models.STEP_PENDING, updated_at=now,
                     dispatched_at=now if dispatched else None)
 
@@ -121,7 +120,7 @@ class InMemorySteps(base.Repository):
              not models.is_delivery(step.name)),
             key=base.step_key)
         for step in open_steps:
-            self._store.steps[base.step_key(step)] = dataclasses.replace(
+            self._store.steps[base.step_key(step)] = base.replace(
                 step, generation=step.generation + 1,
                 status=models.STEP_CANCELLED, last_error=reason,
                 finished_at=now, updated_at=now, **base.RELEASED)
@@ -154,7 +153,7 @@ class InMemorySteps(base.Repository):
             step = self._store.steps.get(tuple(key))
             if (step is not None and step.owner is None and
                     step.status == models.STEP_PENDING):
-                self._store.steps[tuple(key)] = dataclasses.replace(
+                self._store.steps[tuple(key)] = base.replace(
                     step, dispatched_at=now)
 
     def _without_retry_row(self):
