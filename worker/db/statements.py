@@ -11,6 +11,7 @@ The hottest are built once, with bound parameters (``setting``,
 expression again each time cost as much as running it.
 """
 
+import collections
 import collections.abc as abc
 import datetime
 import functools
@@ -176,6 +177,22 @@ def setting(table: sa.Table, names: abc.Iterable[str]
 def set_parameters(values: abc.Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of ``setting``'s SET clause for ``values``."""
     return {'set_' + name: value for name, value in values.items()}
+
+
+def named_rows(name: str, table: sa.Table
+               ) -> abc.Callable[[abc.Iterable[Any]], Any]:
+    """A maker of ``table``'s rows as named tuples (class ``name``, the
+    columns their attributes) from their values: rows read as columns,
+    without ORM objects.
+
+    Typed by its caller as a maker of the row's protocol
+    (``worker.db.rows``): the fields come from the table at run time,
+    which mypy cannot read.
+    """
+    named_tuple: abc.Callable[..., Any] = collections.namedtuple
+    make: abc.Callable[[abc.Iterable[Any]], Any] = named_tuple(
+        name, table.c.keys())._make
+    return make
 
 
 def where(column: sa.Column[Any]) -> sa.ColumnElement[bool]:

@@ -11,7 +11,6 @@ Writes made on behalf of a dispatch are conditional on the step's
 when the step has moved on since the dispatch was made.
 """
 
-import collections
 import functools
 import typing
 
@@ -22,10 +21,6 @@ from worker.db import statements
 
 _Step = models.OrderStep
 _TABLE = statements.STEPS
-
-
-#: A step as ``orders.with_steps_many`` reads it: its columns, read-only.
-StepRow = collections.namedtuple('StepRow', _TABLE.c.keys())
 
 
 class RecoveryRow(typing.NamedTuple):
