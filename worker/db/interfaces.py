@@ -31,8 +31,8 @@ from worker.order_types import base as order_types
 
 Any = typing.Any
 Moment = datetime.datetime
-#: ``(order_id, step name)``.
-StepKey = tuple[str, str]
+#: ``(order_id, step)``.
+StepKey = steps.Key
 
 
 class Locks(typing.Protocol):
@@ -120,16 +120,11 @@ class Orders(typing.Protocol):
         """Move a CANCELLING order to CANCELLED."""
 
 
-#: ``claim_many``'s claims: ``(order_id, step, generation, lease_until)``.
-Claim = tuple[str, str, int, Moment]
-#: ``retry_many``'s: ``(order_id, step, token, failures, polls,
-#: last_error)``.
-Retry = tuple[str, str, int, int, int, str | None]
-#: ``finish_many``'s: ``(order_id, step, token, status, output,
-#: last_error)``.
-Finish = tuple[str, str, int, str, rows.JSON | None, str | None]
-#: ``start_many``'s: ``(order_id, names, dispatched)``.
-Start = tuple[str, abc.Iterable[str] | None, bool]
+#: The tuples of the batch calls, as ``worker.db.steps`` declares them.
+Claim = steps.Claim
+Retry = steps.Retry
+Finish = steps.Finish
+Start = steps.Start
 
 
 class Steps(typing.Protocol):

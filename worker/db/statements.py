@@ -38,10 +38,12 @@ RETRY_TASKS = typing.cast(sa.Table, models.OrderRetryTask.__table__)
 Parameters = abc.Mapping[str, Any] | abc.Sequence[abc.Mapping[str, Any]]
 #: What ``execute_many`` runs once a row: a write.
 Write = sa.Update | sa.Delete
+#: The result of a statement, of any columns.
+Result = sa.CursorResult[typing.Unpack[tuple[Any, ...]]]
 
 
 def execute(session: orm.Session, statement: sa.Executable,
-            parameters: Parameters | None = None) -> sa.CursorResult[Any]:
+            parameters: Parameters | None = None) -> Result:
     """Run ``statement`` in the session's transaction; returns the result.
 
     Only for statements whose rows are not ORM objects: the session is
@@ -54,7 +56,7 @@ def changed(session: orm.Session, statement: sa.Executable) -> int:
     """Run an UPDATE or DELETE through the session (its ORM layer, for a
     statement on a mapped entity); returns how many rows it changed."""
     result = session.execute(statement)
-    return typing.cast('sa.CursorResult[Any]', result).rowcount
+    return typing.cast(Result, result).rowcount
 
 
 def execute_many(session: orm.Session, statement: Write,
