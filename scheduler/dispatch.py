@@ -61,7 +61,7 @@ class Dispatcher:
         self._pass_lock = pass_lock
         self._stop_event = stop_event
 
-    def run(self, token, now, started, result):
+    def run(self, owner_token, now, started, result):
         """Dispatch every row due at ``now``, batch after batch.
 
         Stops at the end of the rows, when ``stop_event`` is set, after
@@ -75,11 +75,11 @@ class Dispatcher:
             max_workers=group.cast_concurrency,
             thread_name_prefix='retry-cast')
         try:
-            self._batches(executor, token, now, started, result)
+            self._batches(executor, owner_token, now, started, result)
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
 
-    def _batches(self, executor, token, now, started, result):
+    def _batches(self, executor, owner_token, now, started, result):
         group = self._conf.scheduler
         after = None
         while not self._stop_event.is_set():
@@ -94,7 +94,7 @@ class Dispatcher:
                 return
             after = rows[-1].key
             elapsed = datetime.timedelta(seconds=time.monotonic() - started)
-            if not self._batch(executor, rows, token, now + elapsed,
+            if not self._batch(executor, rows, owner_token, now + elapsed,
                                result):
                 result.lock_lost = True
                 return
@@ -122,7 +122,7 @@ class Dispatcher:
                 bad.append((row, reason))
         return steps, bad
 
-    def _batch(self, executor, rows, token, now, result):
+    def _batch(self, executor, rows, owner_token, now, result):
         """Cast one batch, then delete and park in one fenced transaction.
 
         Returns False if our lock was lost (nothing deleted then).
@@ -135,8 +135,8 @@ class Dispatcher:
                                    group.rows_per_cast)}
         sent = self._cast_all(executor, casts, result)
         by_id = {row.id: row for row in rows}
-        if not self._delete_and_park(token, [by_id[i] for i in sent], bad,
-                                     now):
+        if not self._delete_and_park(owner_token,
+                                     [by_id[i] for i in sent], bad, now):
             LOG.error('Lost the OrderRetryTask lock during a pass; '
                       'stopping it without deleting the %d rows just '
                       'cast (their duplicates will be dropped by the '
@@ -150,7 +150,7 @@ class Dispatcher:
         return True
 
     @db_session.retry_lost_race
-    def _delete_and_park(self, token, sent, bad, now):
+    def _delete_and_park(self, owner_token, sent, bad, now):
         """Renew our lock, delete the ``sent`` rows and park the ``bad``
         ones, in one transaction; False, writing nothing, if the lock is no
         longer ours.
@@ -160,7 +160,7 @@ class Dispatcher:
         """
         repositories = self._repositories
         with self._database.session() as session, session.begin():
-            if not self._pass_lock.renew(session, token, now):
+            if not self._pass_lock.renew(session, owner_token, now):
                 return False
             # Only the steps whose rows were still there: a worker may
             # have moved one on (and replaced its row, under a new id)

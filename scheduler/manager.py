@@ -168,21 +168,21 @@ class RetryManager:
         """Judge an old lock; take the lock, recover, dispatch, release."""
         if outlook is Outlook.OLD_LOCK:
             result.stale_lock_cleared = self._lock.clear_if_stale(cutoffs)
-        token = self._lock.acquire(cutoffs.now)
-        if token is None:
+        owner_token = self._lock.acquire(cutoffs.now)
+        if owner_token is None:
             return
         result.locked = True
         try:
             if recover:
-                recovered = self._recovery.run(token, cutoffs)
+                recovered = self._recovery.run(owner_token, cutoffs)
                 if recovered is None:
                     result.lock_lost = True
                     return
                 result.recovered = recovered.steps
                 result.dead_services = list(recovered.dead_services)
-            self._dispatcher.run(token, cutoffs.now, started, result)
+            self._dispatcher.run(owner_token, cutoffs.now, started, result)
         finally:
-            self._lock.release(token)
+            self._lock.release(owner_token)
 
     def _plan_after_work(self, cutoffs, result):
         """Plan the next pass once the work is done; count the backlog."""

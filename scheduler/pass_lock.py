@@ -120,33 +120,33 @@ class PassLock:
 
     def acquire(self, now: datetime.datetime) -> str | None:
         """Take the lock; returns its owner token, or None if it is held."""
-        token = str(uuid.uuid4())
+        owner_token = str(uuid.uuid4())
         try:
             with self._database.session() as session, session.begin():
-                self._locks.insert(session, LOCK, self._holder_name, token,
-                                   now)
+                self._locks.insert(session, LOCK, self._holder_name,
+                                   owner_token, now)
         except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
             # A deadlock is the same lost race on a Galera cluster: two
             # daemons on different nodes both inserted the row, and the
             # second to commit was refused.
             return None
-        return token
+        return owner_token
 
-    def renew(self, session: repos.Session, token: str,
+    def renew(self, session: repos.Session, owner_token: str,
               now: datetime.datetime) -> bool:
         """Renew our lock in the caller's transaction.
 
         Returns False if it is no longer ours (cleared as stale): the
         caller must then write nothing.
         """
-        renewed: bool = self._locks.renew(session, LOCK, token, now)
+        renewed: bool = self._locks.renew(session, LOCK, owner_token, now)
         return renewed
 
-    def release(self, token: str) -> None:
+    def release(self, owner_token: str) -> None:
         """Release our lock; never raises (a stale lock is cleared later)."""
         try:
             with self._database.session() as session, session.begin():
-                released = self._locks.release(session, LOCK, token)
+                released = self._locks.release(session, LOCK, owner_token)
         except Exception:
             LOG.exception('Could not release the OrderRetryTask lock; it '
                           'will be cleared when stale')

@@ -70,12 +70,12 @@ class Recovery:
         self._done_at = cutoffs.now
         return False
 
-    def run(self, token, cutoffs):
+    def run(self, owner_token, cutoffs):
         """Take lost steps back under our lock; returns ``Recovered``.
 
         Returns None, changing nothing, if the lock is no longer ours.
         """
-        written = self._take_back_all(token, cutoffs)
+        written = self._take_back_all(owner_token, cutoffs)
         if written is None:
             return None
         taken, dead, all_found = written
@@ -83,28 +83,28 @@ class Recovery:
             # With more lost than one batch, the next pass goes on.
             self._done_at = cutoffs.now
         # Logged after the commit: a transaction run again logs once.
-        for step, why in taken:
+        for row, why in taken:
             LOG.warning('Step %s of order %s taken back and dispatched '
-                        'again: %s', step.name, step.order_id, why)
+                        'again: %s', row.step, row.order_id, why)
         for name in dead:
             LOG.warning('Service %s stopped heartbeating; removed', name)
         return Recovered(steps=len(taken), dead_services=tuple(dead))
 
     @db_session.retry_lost_race
-    def _take_back_all(self, token, cutoffs):
+    def _take_back_all(self, owner_token, cutoffs):
         """One transaction: ``(taken, dead, all_found)``, or None if the
-        lock is no longer ours. ``taken``: ``(step, why)`` of each step
-        taken back."""
+        lock is no longer ours. ``taken``: ``(row, why)`` of each step
+        taken back (``row`` its ``steps.RecoveryRow``)."""
         repositories = self._repositories
         with self._database.session() as session, session.begin():
-            if not self._pass_lock.renew(session, token, cutoffs.now):
+            if not self._pass_lock.renew(session, owner_token, cutoffs.now):
                 return None
             limit = self._conf.scheduler.batch_size
             lost = self._lost(session, cutoffs, limit)
             # One read of the orders for all: the steps found do not
             # carry their order's priority.
             priorities = repositories.orders.priorities(
-                session, {step.order_id for step, _ in lost})
+                session, {row.order_id for row, _ in lost})
             taken = []
             for found in lost:
                 why = self._take_back(session, found, cutoffs.now,
@@ -117,20 +117,20 @@ class Recovery:
 
     def _lost(self, session, cutoffs, limit):
         """Steps whose dispatch, owner or lease was lost, up to ``limit``
-        each, as ``(step, why)``."""
+        each, as ``(row, why)``."""
         steps = self._repositories.steps
         live = self._repositories.services.live_names(session,
                                                       cutoffs.alive_since)
         dead_owners = liveness.dead_owners(steps.owners(session), live)
-        lost = [(step, None) for step in
+        lost = [(row, None) for row in
                 steps.lost_dispatches(session, cutoffs.dispatch_lost_before,
                                       limit) +
                 steps.owned_by(session, dead_owners, limit)]
-        taken = {(step.order_id, step.name) for step, _ in lost}
-        lost.extend((step, 'its lease ended on %s' % step.owner)
-                    for step in steps.expired_leases(session, cutoffs.now,
-                                                     limit)
-                    if (step.order_id, step.name) not in taken)
+        taken = {(row.order_id, row.step) for row, _ in lost}
+        lost.extend((row, 'its lease ended on %s' % row.owner)
+                    for row in steps.expired_leases(session, cutoffs.now,
+                                                    limit)
+                    if (row.order_id, row.step) not in taken)
         return lost
 
     def _take_back(self, session, lost, now, priorities):
@@ -142,18 +142,18 @@ class Recovery:
         :param priorities: ``{order_id: priority}``; an order missing from
             it is gone (its step too, so nothing is written).
         """
-        step, lease_ended = lost
+        row, lease_ended = lost
         if not self._repositories.steps.take_back(
-                session, step.order_id, step.name, step.generation, now,
+                session, row.order_id, row.step, row.generation, now,
                 failed=lease_ended):
             return None
-        failures = step.failures + (1 if lease_ended else 0)
+        failures = row.failures + (1 if lease_ended else 0)
         args, kwargs = rpcapi.retry_arguments(rpcapi.Step(
-            step.name, step.order_id, step.generation + 1))
+            row.step, row.order_id, row.generation + 1))
         self._repositories.retry_tasks.add(
-            session, step.order_id, step.name, now, args=args,
+            session, row.order_id, row.step, now, args=args,
             kwargs=kwargs, retry_count=failures, now=now,
-            priority=priorities.get(step.order_id, 0))
+            priority=priorities.get(row.order_id, 0))
         return lease_ended or (
-            'its owner %s stopped heartbeating' % step.owner
-            if step.owner else 'no worker took up its dispatch')
+            'its owner %s stopped heartbeating' % row.owner
+            if row.owner else 'no worker took up its dispatch')

@@ -51,10 +51,10 @@ def _new_order(database, now=NOW):
                              now).id
 
 
-def _get(database, order_id, name=REQUEST):
-    """The step ``name`` of the order."""
+def _get(database, order_id, step=REQUEST):
+    """The step ``step`` of the order."""
     with database.session() as session:
-        return steps.for_order(session, order_id)[name]
+        return steps.for_order(session, order_id)[step]
 
 
 def _claim(database, order_id, owner, now=NOW,

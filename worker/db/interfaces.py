@@ -31,8 +31,8 @@ from worker.order_types import base as order_types
 
 Any = typing.Any
 Moment = datetime.datetime
-#: ``(order_id, step name)``.
-StepKey = tuple[str, str]
+#: ``(order_id, step)``.
+StepKey = steps.Key
 
 
 class Locks(typing.Protocol):
@@ -41,15 +41,15 @@ class Locks(typing.Protocol):
     def get(self, session: Any, entity: str) -> rows.Lock | None:
         """The lock row of ``entity``, or None."""
 
-    def insert(self, session: Any, entity: str, host: str, token: str,
-               now: Moment) -> None:
+    def insert(self, session: Any, entity: str, host: str,
+               owner_token: str, now: Moment) -> None:
         """Take the lock; ``DBDuplicateEntry`` if it is held."""
 
-    def renew(self, session: Any, entity: str, token: str,
+    def renew(self, session: Any, entity: str, owner_token: str,
               now: Moment) -> bool:
         """Extend our own lock; False if we no longer hold it."""
 
-    def release(self, session: Any, entity: str, token: str) -> bool:
+    def release(self, session: Any, entity: str, owner_token: str) -> bool:
         """Delete our own lock; False if we no longer held it."""
 
     def force_release(self, session: Any, entity: str) -> bool:
@@ -120,16 +120,11 @@ class Orders(typing.Protocol):
         """Move a CANCELLING order to CANCELLED."""
 
 
-#: ``claim_many``'s claims: ``(order_id, name, generation, lease_until)``.
-Claim = tuple[str, str, int, Moment]
-#: ``retry_many``'s: ``(order_id, name, token, failures, polls,
-#: last_error)``.
-Retry = tuple[str, str, int, int, int, str | None]
-#: ``finish_many``'s: ``(order_id, name, token, status, output,
-#: last_error)``.
-Finish = tuple[str, str, int, str, rows.JSON | None, str | None]
-#: ``start_many``'s: ``(order_id, names, dispatched)``.
-Start = tuple[str, abc.Iterable[str] | None, bool]
+#: The tuples of the batch calls, as ``worker.db.steps`` declares them.
+Claim = steps.Claim
+Retry = steps.Retry
+Finish = steps.Finish
+Start = steps.Start
 
 
 class Steps(typing.Protocol):
@@ -148,16 +143,16 @@ class Steps(typing.Protocol):
                   order_id: str) -> dict[str, rows.Step]:
         """``{name: step}`` of one order."""
 
-    def claim(self, session: Any, order_id: str, name: str,
+    def claim(self, session: Any, order_id: str, step: str,
               generation: int, now: Moment, owner: str,
               lease_until: Moment) -> bool:
         """Take the step for one run by moving its generation forward."""
 
     def claim_many(self, session: Any, claims: abc.Collection[Claim],
                    now: Moment, owner: str) -> set[StepKey]:
-        """Claim several steps; the ``(order_id, name)`` claimed."""
+        """Claim several steps; the ``(order_id, step)`` claimed."""
 
-    def retry(self, session: Any, order_id: str, name: str, token: int,
+    def retry(self, session: Any, order_id: str, step: str, token: int,
               now: Moment, failures: int, polls: int,
               last_error: str | None = None) -> bool:
         """Release the step for a later run."""
@@ -166,7 +161,7 @@ class Steps(typing.Protocol):
                    now: Moment) -> int:
         """Release several steps; how many were."""
 
-    def finish(self, session: Any, order_id: str, name: str, token: int,
+    def finish(self, session: Any, order_id: str, step: str, token: int,
                now: Moment, status: str, output: rows.JSON | None = None,
                last_error: str | None = None) -> bool:
         """End the step DONE (with its ``output``) or FAILED."""
@@ -188,14 +183,14 @@ class Steps(typing.Protocol):
                     reason: str) -> list[str]:
         """Cancel the open steps of the workflow; their names."""
 
-    def record_delivery(self, session: Any, order_id: str, name: str,
+    def record_delivery(self, session: Any, order_id: str, step: str,
                         token: int, now: Moment, status: str,
                         delivered: int, failures: int,
                         last_error: str | None = None,
                         dispatched: bool = False) -> bool:
         """Write a delivery's run."""
 
-    def add(self, session: Any, order_id: str, name: str,
+    def add(self, session: Any, order_id: str, step: str,
             now: Moment) -> None:
         """Insert one more step, PENDING and dispatched at ``now``."""
 
@@ -218,7 +213,7 @@ class Steps(typing.Protocol):
                        limit: int) -> list[steps.RecoveryRow]:
         """Claimed steps whose lease ended before ``now``."""
 
-    def take_back(self, session: Any, order_id: str, name: str,
+    def take_back(self, session: Any, order_id: str, step: str,
                   generation: int, now: Moment,
                   failed: str | None = None) -> bool:
         """Take a lost step back: bump its token, no owner."""

@@ -24,35 +24,35 @@ def get(session: orm.Session, entity: str) -> rows.Lock | None:
     return session.get(models.EntityLock, entity)
 
 
-def insert(session: orm.Session, entity: str, host: str, token: str,
-           now: datetime.datetime) -> None:
+def insert(session: orm.Session, entity: str, host: str,
+           owner_token: str, now: datetime.datetime) -> None:
     """Take the lock of ``entity``.
 
     :raises oslo_db.exception.DBDuplicateEntry: when another holder has it;
         the caller's transaction must then be rolled back.
     """
     session.execute(sa.insert(models.EntityLock).values(
-        entity_to_lock=entity, worker_host_name=host, owner_token=token,
-        created_at=now))
+        entity_to_lock=entity, worker_host_name=host,
+        owner_token=owner_token, created_at=now))
 
 
-def renew(session: orm.Session, entity: str, token: str,
+def renew(session: orm.Session, entity: str, owner_token: str,
           now: datetime.datetime) -> bool:
     """Extend our own lock; returns False if we no longer hold it."""
     return statements.changed(session, (
         sa.update(models.EntityLock)
         .where(models.EntityLock.entity_to_lock == entity,
-               models.EntityLock.owner_token == token)
+               models.EntityLock.owner_token == owner_token)
         .values(created_at=now)
         .execution_options(synchronize_session=False))) == 1
 
 
-def release(session: orm.Session, entity: str, token: str) -> bool:
+def release(session: orm.Session, entity: str, owner_token: str) -> bool:
     """Delete our own lock; returns False if we no longer held it."""
     return statements.changed(session, (
         sa.delete(models.EntityLock)
         .where(models.EntityLock.entity_to_lock == entity,
-               models.EntityLock.owner_token == token)
+               models.EntityLock.owner_token == owner_token)
         .execution_options(synchronize_session=False))) == 1
 
 

@@ -10,27 +10,36 @@ A delivery's state is a step of its order (``notify:<url id>``,
 last event its URL acknowledged.
 """
 
+import collections.abc as abc
+import datetime
+import typing
 import uuid
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from worker.db import models
+from worker.db import rows
 from worker.db import statements
+from worker.notifications import events as events_module
+
+Moment = datetime.datetime
 
 _Url = models.NotificationUrl
 _Event = models.NotificationEvent
 _Step = models.OrderStep
 _STEPS = statements.STEPS
-_EVENTS = _Event.__table__
+_URLS = typing.cast(sa.Table, _Url.__table__)
+_EVENTS = typing.cast(sa.Table, _Event.__table__)
 
 
-def find_url(session, url):
+def find_url(session: orm.Session, url: str) -> rows.Url | None:
     """The ``NotificationUrl`` of ``url``, or None."""
     return session.scalars(sa.select(_Url).where(
         _Url.url_hash == models.url_hash(url))).one_or_none()
 
 
-def add_url(session, url, now):
+def add_url(session: orm.Session, url: str, now: Moment) -> rows.Url:
     """Insert ``url``, available; returns its row.
 
     :raises oslo_db.exception.DBDuplicateEntry: another process added it.
@@ -42,41 +51,42 @@ def add_url(session, url, now):
     return row
 
 
-def get_url(session, url_id):
+def get_url(session: orm.Session, url_id: int) -> rows.Url | None:
     """The ``NotificationUrl`` with this id, or None."""
     return session.get(_Url, url_id)
 
 
-def list_urls(session):
+def list_urls(session: orm.Session) -> list[rows.Url]:
     """Every URL, by id."""
     return list(session.scalars(sa.select(_Url).order_by(_Url.id)))
 
 
-def url_failed(session, url_id, now, error, disable):
+def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
+               disable: bool) -> None:
     """Count a failed request to the URL; ``disable``: make it unavailable.
     """
-    values = dict(failures=_Url.failures + 1, last_error=error,
-                  last_failure_at=now, updated_at=now)
+    values: dict[str, typing.Any] = dict(
+        failures=_URLS.c.failures + 1, last_error=error,
+        last_failure_at=now, updated_at=now)
     if disable:
         values.update(available=False, disabled_at=sa.func.coalesce(
-            _Url.disabled_at, now))
-    session.execute(sa.update(_Url).where(_Url.id == url_id).values(values)
-                    .execution_options(synchronize_session=False))
+            _URLS.c.disabled_at, now))
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id).values(values))
 
 
-def url_succeeded(session, url_id):
+def url_succeeded(session: orm.Session, url_id: int) -> None:
     """A request to the URL was acknowledged: its failures start again.
 
     Writes only if it had failures, so the deliveries of many orders to
     one URL do not all write its row.
     """
-    session.execute(sa.update(_Url).where(_Url.id == url_id,
-                                          _Url.failures > 0)
-                    .values(failures=0)
-                    .execution_options(synchronize_session=False))
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id, _URLS.c.failures > 0)
+                       .values(failures=0))
 
 
-def hold_url(session, url_id, now):
+def hold_url(session: orm.Session, url_id: int, now: Moment) -> bool:
     """Write the URL's row in this transaction; True if it is available.
 
     A delivery that stops to wait for its URL holds it until it commits,
@@ -85,28 +95,27 @@ def hold_url(session, url_id, now):
     cluster a lock is local to its node, and only two writes of one row
     conflict (at COMMIT, where one of them is refused and retried).
     """
-    session.execute(sa.update(_Url).where(_Url.id == url_id)
-                    .values(updated_at=now)
-                    .execution_options(synchronize_session=False))
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id).values(updated_at=now))
     return bool(session.scalar(sa.select(_Url.available)
                                .where(_Url.id == url_id)))
 
 
-def enable_url(session, url_id, now):
+def enable_url(session: orm.Session, url_id: int, now: Moment) -> None:
     """Make the URL available again."""
-    session.execute(sa.update(_Url).where(_Url.id == url_id)
-                    .values(available=True, failures=0, disabled_at=None,
-                            updated_at=now)
-                    .execution_options(synchronize_session=False))
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id)
+                       .values(available=True, failures=0,
+                               disabled_at=None, updated_at=now))
 
 
-def count_unavailable_urls(session):
+def count_unavailable_urls(session: orm.Session) -> int:
     """How many URLs are unavailable."""
-    return session.scalar(sa.select(sa.func.count()).select_from(_Url)
-                          .where(_Url.available.is_(False)))
+    return session.execute(sa.select(sa.func.count()).select_from(_Url)
+                           .where(_Url.available.is_(False))).scalar_one()
 
 
-def lock_order(session, order_id, now):
+def lock_order(session: orm.Session, order_id: str, now: Moment) -> None:
     """Hold the order's row for this transaction, whatever its status.
 
     Every writer of an order's events holds it (a status change updates
@@ -117,13 +126,14 @@ def lock_order(session, order_id, now):
     UPDATE`` locks on one node only, while two writes of one row from
     different nodes conflict, and one of them is retried.
     """
-    session.execute(sa.update(models.Order)
-                    .where(models.Order.id == order_id)
-                    .values(updated_at=now)
-                    .execution_options(synchronize_session=False))
+    orders = statements.ORDERS
+    statements.execute(session, sa.update(orders)
+                       .where(orders.c.id == order_id)
+                       .values(updated_at=now))
 
 
-def deliveries(session, order_id):
+def deliveries(session: orm.Session,
+               order_id: str) -> dict[str, tuple[str, int]]:
     """``{name: (status, generation)}`` of the order's deliveries."""
     return {name: (status, generation) for name, status, generation in
             session.execute(_DELIVERIES, {'order_id': order_id})}
@@ -135,7 +145,9 @@ _DELIVERIES = (sa.select(_STEPS.c.name, _STEPS.c.status,
                       models.delivery_steps(_STEPS.c.name)))
 
 
-def add_events(session, order_id, events, now):
+def add_events(session: orm.Session, order_id: str,
+               events: abc.Iterable[events_module.Event],
+               now: Moment) -> list[int]:
     """Append ``events`` to the order's; returns their sequences.
 
     The caller holds the order's row (``lock_order``, or a status change),
@@ -145,24 +157,25 @@ def add_events(session, order_id, events, now):
     :param events: ``worker.notifications.events.Event`` values.
     """
     last = last_sequence(session, order_id)
-    rows = [dict(event_id=str(uuid.uuid4()), order_id=order_id,
-                 sequence=last + offset, event=event.event,
-                 status=event.status, step=event.step, detail=event.detail,
-                 created_at=now)
-            for offset, event in enumerate(events, 1)]
-    if rows:
-        statements.execute(session, sa.insert(_EVENTS), rows)
-    return [row['sequence'] for row in rows]
+    added: list[dict[str, typing.Any]] = [
+        dict(event_id=str(uuid.uuid4()), order_id=order_id,
+             sequence=last + offset, event=event.event, status=event.status,
+             step=event.step, detail=event.detail, created_at=now)
+        for offset, event in enumerate(events, 1)]
+    if added:
+        statements.execute(session, sa.insert(_EVENTS), added)
+    return [row['sequence'] for row in added]
 
 
-def last_sequence(session, order_id):
+def last_sequence(session: orm.Session, order_id: str) -> int:
     """The sequence of the order's last event; 0 if it has none."""
     return session.scalar(
         sa.select(sa.func.coalesce(sa.func.max(_Event.sequence), 0))
         .where(_Event.order_id == order_id)) or 0
 
 
-def events_after(session, order_id, sequence, limit):
+def events_after(session: orm.Session, order_id: str, sequence: int,
+                 limit: int | None) -> list[rows.Event]:
     """The order's events after ``sequence``, in order, up to ``limit``."""
     return list(session.scalars(
         sa.select(_Event).where(_Event.order_id == order_id,
@@ -170,7 +183,8 @@ def events_after(session, order_id, sequence, limit):
         .order_by(_Event.sequence).limit(limit)))
 
 
-def wake(session, order_id, names, now):
+def wake(session: orm.Session, order_id: str,
+         names: abc.Collection[str] | None, now: Moment) -> None:
     """Make the order's finished deliveries ``names`` PENDING again,
     dispatched at ``now``: they have a new event to send."""
     if names:
@@ -187,32 +201,33 @@ _WAKE = (sa.update(_STEPS)
          .values(status=models.STEP_PENDING, finished_at=None))
 
 
-def paused(session, url_id, limit):
+def paused(session: orm.Session, url_id: int,
+           limit: int) -> list[tuple[str, int]]:
     """``[(order_id, generation)]`` of the deliveries waiting for the URL
     to be enabled, up to ``limit``."""
-    return [tuple(row) for row in session.execute(
+    return [(order_id, generation) for order_id, generation in session.execute(
         sa.select(_Step.order_id, _Step.generation)
         .where(_Step.status == models.STEP_WAITING,
                _Step.name == models.delivery_name(url_id))
         .order_by(_Step.order_id).limit(limit))]
 
 
-def resume(session, url_id, order_ids, now):
+def resume(session: orm.Session, url_id: int,
+           order_ids: abc.Collection[str] | None, now: Moment) -> None:
     """Make the URL's waiting deliveries of ``order_ids`` PENDING,
     dispatched at ``now``, their failures counted from 0 again (the
     operator enabled the URL: one more failure must not disable it)."""
     if order_ids:
-        session.execute(
-            sa.update(_Step)
-            .where(_Step.order_id.in_(list(order_ids)),
-                   _Step.name == models.delivery_name(url_id),
-                   _Step.status == models.STEP_WAITING)
+        statements.execute(session, (
+            sa.update(_STEPS)
+            .where(_STEPS.c.order_id.in_(list(order_ids)),
+                   _STEPS.c.name == models.delivery_name(url_id),
+                   _STEPS.c.status == models.STEP_WAITING)
             .values(status=models.STEP_PENDING, dispatched_at=now,
-                    failures=0, updated_at=now)
-            .execution_options(synchronize_session=False))
+                    failures=0, updated_at=now)))
 
 
-def count_open_deliveries(session):
+def count_open_deliveries(session: orm.Session) -> dict[str, int]:
     """``{status: count}`` of the deliveries PENDING (sending, or due to)
     and WAITING (for their URL), read through
     ``ix_order_steps_status_name``."""
@@ -224,7 +239,8 @@ def count_open_deliveries(session):
         .group_by(_Step.status))}
 
 
-def events_of_order(session, order_id):
+def events_of_order(session: orm.Session,
+                    order_id: str) -> list[rows.Event]:
     """Every event of the order, in sequence."""
     return list(session.scalars(
         sa.select(_Event).where(_Event.order_id == order_id)

@@ -10,20 +10,32 @@ they return False, and change nothing, when the order has moved on. The
 fencing of the work itself is per step (``worker.db.steps``).
 """
 
-import collections
+import collections.abc as abc
+import datetime
 import functools
+import typing
 import uuid
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from worker.db import models
+from worker.db import rows
 from worker.db import statements
 from worker.db import steps
+from worker.order_types import base as order_types
+
+Any = typing.Any
+Moment = datetime.datetime
+#: An order and its steps by name.
+WithSteps = tuple[rows.Order, dict[str, rows.Step]]
 
 _TABLE = statements.ORDERS
 
 
-def create(session, workflow, meta, now, priority=0):
+def create(session: orm.Session, workflow: order_types.Workflow,
+           meta: abc.Mapping[str, Any] | None, now: Moment,
+           priority: int = 0) -> rows.Order:
     """Insert a PENDING order of ``workflow``'s type, and its steps.
 
     Its first steps (those that come after none) count as dispatched at
@@ -48,18 +60,21 @@ def create(session, workflow, meta, now, priority=0):
     return order
 
 
-def get(session, order_id):
+def get(session: orm.Session, order_id: str) -> rows.Order | None:
     """Return the order with this id, or None."""
     return session.get(models.Order, order_id)
 
 
-def with_steps(session, order_id):
+def with_steps(session: orm.Session, order_id: str
+               ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
     """Return ``(order, {name: step})`` in one query; ``(None, {})`` if
     there is no such order."""
-    return with_steps_many(session, [order_id]).get(order_id, (None, {}))
+    found = with_steps_many(session, [order_id])
+    return found[order_id] if order_id in found else (None, {})
 
 
-def with_steps_many(session, order_ids):
+def with_steps_many(session: orm.Session, order_ids: abc.Collection[str]
+                    ) -> dict[str, WithSteps]:
     """Return ``{order_id: (order, {name: step})}`` in one query, for those
     of ``order_ids`` that exist.
 
@@ -68,7 +83,7 @@ def with_steps_many(session, order_ids):
     and building, identity-mapping and tracking ORM objects was most of
     its cost.
     """
-    found = {}
+    found: dict[str, WithSteps] = {}
     if not order_ids:
         return found
     width = len(_TABLE.c)
@@ -76,15 +91,19 @@ def with_steps_many(session, order_ids):
                                   {'order_ids': list(order_ids)}):
         order_id = row[0]
         if order_id not in found:
-            found[order_id] = (OrderRow._make(row[:width]), {})
+            found[order_id] = (_order_row(row[:width]), {})
         if row[width] is not None:
-            step = steps.StepRow._make(row[width:])
+            step = _step_row(row[width:])
             found[order_id][1][step.name] = step
     return found
 
 
-#: An order as ``with_steps_many`` reads it.
-OrderRow = collections.namedtuple('OrderRow', _TABLE.c.keys())
+#: An order and a step as ``with_steps_many`` reads them: named tuples of
+#: their columns, read-only.
+_order_row: abc.Callable[[abc.Iterable[Any]], rows.Order] = (
+    statements.named_rows('OrderRow', _TABLE))
+_step_row: abc.Callable[[abc.Iterable[Any]], rows.Step] = (
+    statements.named_rows('StepRow', statements.STEPS))
 
 _WITH_STEPS = (
     sa.select(*_TABLE.c, *statements.STEPS.c)
@@ -94,16 +113,18 @@ _WITH_STEPS = (
     .order_by(_TABLE.c.id, statements.STEPS.c.name))
 
 
-def priorities(session, order_ids):
+def priorities(session: orm.Session,
+               order_ids: abc.Collection[str]) -> dict[str, int]:
     """Return ``{id: priority}`` of those of ``order_ids`` that exist."""
     if not order_ids:
         return {}
-    return dict(session.execute(
+    return {order_id: priority for order_id, priority in session.execute(
         sa.select(models.Order.id, models.Order.priority)
-        .where(models.Order.id.in_(list(order_ids)))).all())
+        .where(models.Order.id.in_(list(order_ids))))}
 
 
-def list_orders(session, status=None, limit=None):
+def list_orders(session: orm.Session, status: str | None = None,
+                limit: int | None = None) -> list[rows.Order]:
     """Return orders, oldest first, optionally only those with ``status``."""
     query = sa.select(models.Order).order_by(
         models.Order.created_at, models.Order.id)
@@ -114,14 +135,14 @@ def list_orders(session, status=None, limit=None):
     return list(session.scalars(query))
 
 
-def count_by_status(session):
+def count_by_status(session: orm.Session) -> dict[str, int]:
     """Return ``{status: count}`` over every order."""
     query = sa.select(models.Order.status, sa.func.count()).group_by(
         models.Order.status)
     return {status: count for status, count in session.execute(query)}
 
 
-def count_unfinished_by_status(session):
+def count_unfinished_by_status(session: orm.Session) -> dict[str, int]:
     """Return ``{status: count}`` of the orders not in a terminal status.
 
     Reads the unfinished statuses by name, through the index on
@@ -133,7 +154,7 @@ def count_unfinished_by_status(session):
     return {status: count for status, count in session.execute(query)}
 
 
-def count_unfinished_by_type(session):
+def count_unfinished_by_type(session: orm.Session) -> dict[str, int]:
     """Return ``{type: count}`` of the orders not in a terminal status."""
     query = (sa.select(models.Order.type, sa.func.count())
              .where(models.Order.status.not_in(models.TERMINAL_STATUSES))
@@ -141,7 +162,7 @@ def count_unfinished_by_type(session):
     return {name: count for name, count in session.execute(query)}
 
 
-def lock_live(session, order_id, now):
+def lock_live(session: orm.Session, order_id: str, now: Moment) -> bool:
     """Lock a PENDING or CANCELLING order for this transaction.
 
     A step that completes locks its order first, so the results of
@@ -162,7 +183,7 @@ _LOCK_LIVE = (sa.update(_TABLE)
 
 
 @functools.lru_cache(maxsize=None)
-def _move_statement(names):
+def _move_statement(names: tuple[str, ...]) -> sa.Update:
     """The UPDATE of ``_move`` that sets the columns ``names``."""
     return (sa.update(_TABLE)
             .where(statements.where(_TABLE.c.id),
@@ -170,12 +191,15 @@ def _move_statement(names):
             .values(statements.setting(_TABLE, names)))
 
 
-def _move(session, order_id, now, source, **values):
+def _move(session: orm.Session, order_id: str, now: Moment, source: str,
+          **values: Any) -> bool:
     """Update the order only if its status is still ``source``."""
     return _moves(session, [(order_id, values)], now, source) == 1
 
 
-def _moves(session, moves, now, source):
+def _moves(session: orm.Session,
+           moves: abc.Iterable[tuple[str, abc.Mapping[str, Any]]],
+           now: Moment, source: str) -> int:
     """``_move`` several orders: ``[(order_id, values), ...]``.
 
     One execution per set of columns set, with the parameters of all its
@@ -186,7 +210,8 @@ def _moves(session, moves, now, source):
         for order_id, values in moves], now)
 
 
-def complete(session, order_id, now, meta):
+def complete(session: orm.Session, order_id: str, now: Moment,
+             meta: abc.Mapping[str, Any] | None) -> bool:
     """Move a PENDING order to ACTIVE with ``meta`` as its metadata.
 
     The caller merges: an order's metadata changes only here and when it
@@ -195,7 +220,10 @@ def complete(session, order_id, now, meta):
     return complete_many(session, [(order_id, meta)], now) == 1
 
 
-def complete_many(session, completions, now):
+def complete_many(
+        session: orm.Session,
+        completions: abc.Iterable[tuple[str, abc.Mapping[str, Any] | None]],
+        now: Moment) -> int:
     """Complete several orders, as ``complete`` completes one.
 
     :param completions: ``[(order_id, meta), ...]``.
@@ -206,13 +234,15 @@ def complete_many(session, completions, now):
         for order_id, meta in completions], now, models.PENDING)
 
 
-def fail(session, order_id, now, reason):
+def fail(session: orm.Session, order_id: str, now: Moment,
+         reason: str) -> bool:
     """Move a PENDING order to ERROR with ``reason``."""
     return _move(session, order_id, now, models.PENDING,
                  status=models.ERROR, error_reason=reason)
 
 
-def cancel(session, order_id, now, reason, compensating):
+def cancel(session: orm.Session, order_id: str, now: Moment, reason: str,
+           compensating: bool) -> bool:
     """Move a PENDING order to CANCELLING (``compensating``) or CANCELLED.
 
     Returns False if the order is not PENDING (or does not exist).
@@ -223,7 +253,8 @@ def cancel(session, order_id, now, reason, compensating):
                  error_reason=reason)
 
 
-def end_cancel(session, order_id, now, failure=None):
+def end_cancel(session: orm.Session, order_id: str, now: Moment,
+               failure: str | None = None) -> bool:
     """Move a CANCELLING order to CANCELLED once its compensation ended.
 
     :param failure: how the compensation failed, appended to the reason
@@ -231,7 +262,8 @@ def end_cancel(session, order_id, now, failure=None):
     """
     values = {'status': models.CANCELLED}
     if failure is not None:
-        order = get(session, order_id)
+        order = statements.execute(session, sa.select(
+            _TABLE.c.error_reason).where(_TABLE.c.id == order_id)).first()
         values['error_reason'] = '%s; %s' % (
             order.error_reason if order else 'cancelled', failure)
     return _move(session, order_id, now, models.CANCELLING, **values)

@@ -6,14 +6,23 @@ plan checks); the ORM only for the operators' reads (``get``,
 ``list_tasks``). Every function takes the session first.
 """
 
+import collections.abc as abc
 import dataclasses
 import datetime
 import json
+import typing
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from worker.db import models
+from worker.db import rows
 from worker.db import statements
+
+Any = typing.Any
+Moment = datetime.datetime
+#: A ``DueTask.key``: ``(priority, retry_at, id)``.
+Key = tuple[int, Moment, int]
 
 _TABLE = statements.RETRY_TASKS
 
@@ -34,14 +43,16 @@ class DueTask:
     step_exists: bool
 
     @property
-    def key(self):
+    def key(self) -> Key:
         """Its place in the order ``due`` returns rows in: the ``after``
         of the next batch when it ends one."""
         return (self.priority, self.retry_at, self.id)
 
 
-def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
-        retry_count=0, now=None, priority=0):
+def add(session: orm.Session, order_id: str, retry_task: str,
+        retry_at: Moment, args: abc.Iterable[Any] = (),
+        kwargs: abc.Mapping[str, Any] | None = None, retry_count: int = 0,
+        now: Moment | None = None, priority: int = 0) -> int:
     """Insert a retry row for ``order_id``; returns its id.
 
     :param priority: the order's (``Order.priority``), copied so that the
@@ -53,11 +64,15 @@ def add(session, order_id, retry_task, retry_at, args=(), kwargs=None,
     result = statements.execute(session, sa.insert(_TABLE).values(
         _row(order_id, retry_task, retry_at, args, kwargs, retry_count, now,
              priority)))
-    return result.inserted_primary_key[0]
+    # One row inserted: it has a key.
+    key = typing.cast('sa.Row[int]', result.inserted_primary_key)
+    return key[0]
 
 
-def _row(order_id, retry_task, retry_at, args=(), kwargs=None,
-         retry_count=0, now=None, priority=0):
+def _row(order_id: str, retry_task: str, retry_at: Moment,
+         args: abc.Iterable[Any] = (),
+         kwargs: abc.Mapping[str, Any] | None = None, retry_count: int = 0,
+         now: Moment | None = None, priority: int = 0) -> dict[str, Any]:
     """The columns of a new retry row, from ``add``'s arguments."""
     return dict(order_id=order_id, retry_task=retry_task, retry_at=retry_at,
                 retry_args=json.dumps(list(args)),
@@ -67,7 +82,8 @@ def _row(order_id, retry_task, retry_at, args=(), kwargs=None,
                 created_at=now or retry_at)
 
 
-def add_many(session, rows):
+def add_many(session: orm.Session,
+             rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
     """Insert several retry rows, as ``add`` inserts one.
 
     :param rows: for each, a dict of ``add``'s keyword arguments.
@@ -83,7 +99,8 @@ def add_many(session, rows):
 _INSERT = sa.insert(_TABLE)
 
 
-def due(session, now, limit, after=None):
+def due(session: orm.Session, now: Moment, limit: int,
+        after: Key | None = None) -> list[DueTask]:
     """Return up to ``limit`` unparked rows with ``retry_at <= now``.
 
     Rows come highest priority first, then in (retry_at, id) order (their
@@ -102,18 +119,23 @@ def due(session, now, limit, after=None):
     retry_at could not stop at ``now`` within each level: it would read
     the rows not yet due of every level above the last one it returns.
     """
-    rows = []
+    found: list[DueTask] = []
     top = models.MAX_PRIORITY if after is None else after[0]
     for priority in range(top, models.MIN_PRIORITY - 1, -1):
-        query = _due_of_level(now, priority, limit - len(rows),
+        query = _due_of_level(now, priority, limit - len(found),
                               after if priority == top else None)
-        rows.extend(DueTask(*row) for row in session.execute(query))
-        if len(rows) >= limit:
+        found.extend(DueTask(*row) for row in session.execute(query))
+        if len(found) >= limit:
             break
-    return rows
+    return found
 
 
-def _due_of_level(now, priority, limit, after=None):
+#: The columns of a ``DueTask``, as ``_due_of_level`` reads them.
+_DueSelect = sa.Select[int, str, str, Moment, str, str, int, int, bool]
+
+
+def _due_of_level(now: Moment, priority: int, limit: int,
+                  after: Key | None = None) -> _DueSelect:
     """The SELECT of ``due`` for one priority level (after ``after``, a
     ``DueTask.key`` of that level): one range of
     ``ix_order_retry_tasks_priority_due``."""
@@ -144,7 +166,7 @@ def _due_of_level(now, priority, limit, after=None):
 _FORCE_PRIORITY_INDEX = 'FORCE INDEX (ix_order_retry_tasks_priority_due)'
 
 
-def _after(last_at, last_id):
+def _after(last_at: Moment, last_id: int) -> sa.ColumnElement[bool]:
     """Rows after ``(last_at, last_id)`` in (retry_at, id) order.
 
     ``retry_at >= last_at`` is redundant but is what every database
@@ -156,7 +178,7 @@ def _after(last_at, last_id):
         task.retry_at > last_at, task.id > last_id))
 
 
-def any_due(session, now):
+def any_due(session: orm.Session, now: Moment) -> bool:
     """Return True if an unparked row is due at ``now``.
 
     One probe of ``ix_order_retry_tasks_due``: its cost does not grow with
@@ -165,7 +187,7 @@ def any_due(session, now):
     return session.scalar(_any_due_query(now)) is not None
 
 
-def _any_due_query(now):
+def _any_due_query(now: Moment) -> sa.Select[int]:
     """The SELECT of ``any_due``.
 
     Ordered, although any row would do: without the order, PostgreSQL
@@ -179,7 +201,7 @@ def _any_due_query(now):
             .limit(1))
 
 
-def next_due_after(session, moment):
+def next_due_after(session: orm.Session, moment: Moment) -> Moment | None:
     """Return the earliest ``retry_at`` after ``moment`` of an unparked row.
 
     None if there is none. One probe of ``ix_order_retry_tasks_due``.
@@ -187,7 +209,7 @@ def next_due_after(session, moment):
     return session.scalar(_next_due_query(moment))
 
 
-def _next_due_query(moment):
+def _next_due_query(moment: Moment) -> sa.Select[Moment]:
     """The SELECT of ``next_due_after``."""
     task = models.OrderRetryTask
     return (sa.select(task.retry_at)
@@ -196,42 +218,41 @@ def _next_due_query(moment):
             .limit(1))
 
 
-def count_due(session, now):
+def count_due(session: orm.Session, now: Moment) -> int:
     """Count the unparked rows due at ``now`` (reads only those rows)."""
     task = models.OrderRetryTask
-    return session.scalar(
+    return session.execute(
         sa.select(sa.func.count()).select_from(task)
-        .where(task.parked == sa.false(), task.retry_at <= now))
+        .where(task.parked == sa.false(), task.retry_at <= now)).scalar_one()
 
 
-def count_later(session, now):
+def count_later(session: orm.Session, now: Moment) -> int:
     """Count the unparked rows due after ``now``."""
     task = models.OrderRetryTask
-    return session.scalar(
+    return session.execute(
         sa.select(sa.func.count()).select_from(task)
-        .where(task.parked == sa.false(), task.retry_at > now))
+        .where(task.parked == sa.false(), task.retry_at > now)).scalar_one()
 
 
-def count_parked(session):
+def count_parked(session: orm.Session) -> int:
     """Count the parked rows (reads only those rows)."""
     task = models.OrderRetryTask
-    return session.scalar(
+    return session.execute(
         sa.select(sa.func.count()).select_from(task)
-        .where(task.parked == sa.true()))
+        .where(task.parked == sa.true())).scalar_one()
 
 
-def delete(session, task_ids):
+def delete(session: orm.Session, task_ids: abc.Collection[int]) -> int:
     """Delete the rows with these ids; returns how many were deleted."""
     if not task_ids:
         return 0
-    result = session.execute(
-        sa.delete(models.OrderRetryTask)
-        .where(models.OrderRetryTask.id.in_(list(task_ids)))
-        .execution_options(synchronize_session=False))
-    return result.rowcount
+    return statements.execute(
+        session,
+        sa.delete(_TABLE).where(_TABLE.c.id.in_(list(task_ids)))).rowcount
 
 
-def delete_for_order(session, order_id, step=None):
+def delete_for_order(session: orm.Session, order_id: str,
+                     step: str | None = None) -> None:
     """Delete the retry rows of one order's workflow, or of one step.
 
     Without ``step``, the rows of its deliveries (``notify:*`` steps) are
@@ -249,7 +270,8 @@ def delete_for_order(session, order_id, step=None):
         delete_for_steps(session, [(order_id, step)])
 
 
-def delete_for_steps(session, keys):
+def delete_for_steps(session: orm.Session,
+                     keys: abc.Collection[tuple[str, str]]) -> None:
     """Delete the retry rows of these steps: ``[(order_id, step), ...]``.
     """
     if keys:
@@ -266,7 +288,8 @@ _DELETE_FOR_ORDER = sa.delete(_TABLE).where(
     ~models.delivery_steps(_TABLE.c.retry_task))
 
 
-def delete_as_read(session, rows):
+def delete_as_read(session: orm.Session,
+                   rows: abc.Collection[DueTask]) -> set[tuple[str, str]]:
     """Delete these rows (``DueTask``) as the scheduler read them.
 
     By id alone: an id is never given to another row (AUTOINCREMENT on
@@ -281,15 +304,15 @@ def delete_as_read(session, rows):
     matching = _TABLE.c.id.in_([row.id for row in rows])
     named = (_TABLE.c.order_id, _TABLE.c.retry_task)
     if session.get_bind().dialect.delete_returning:
-        return {tuple(row) for row in session.execute(
+        return {(order_id, step) for order_id, step in session.execute(
             sa.delete(_TABLE).where(matching).returning(*named))}
-    deleted = {tuple(row) for row in session.execute(
+    deleted = {(order_id, step) for order_id, step in session.execute(
         sa.select(*named).where(matching))}
     session.execute(sa.delete(_TABLE).where(matching))
     return deleted
 
 
-def park(session, row, reason):
+def park(session: orm.Session, row: DueTask, reason: str) -> None:
     """Set a row (as it was read, by id) aside: it is never due again
     until an operator acts."""
     session.execute(
@@ -297,25 +320,24 @@ def park(session, row, reason):
         .values(parked=True, park_reason=reason))
 
 
-def get(session, task_id):
+def get(session: orm.Session, task_id: int) -> rows.RetryTask | None:
     """Return the retry row with this id, or None."""
     return session.get(models.OrderRetryTask, task_id)
 
 
-def requeue(session, task_id, now):
+def requeue(session: orm.Session, task_id: int, now: Moment) -> bool:
     """Make a row due at ``now`` and take it out of the parked set.
 
     Returns False if there is no such row.
     """
-    result = session.execute(
-        sa.update(models.OrderRetryTask)
-        .where(models.OrderRetryTask.id == task_id)
-        .values(retry_at=now, parked=False, park_reason=None)
-        .execution_options(synchronize_session=False))
-    return result.rowcount == 1
+    return statements.execute(session, (
+        sa.update(_TABLE).where(_TABLE.c.id == task_id)
+        .values(retry_at=now, parked=False, park_reason=None))
+    ).rowcount == 1
 
 
-def list_tasks(session, parked=None, order_id=None):
+def list_tasks(session: orm.Session, parked: bool | None = None,
+               order_id: str | None = None) -> list[rows.RetryTask]:
     """Return retry rows ordered by retry_at, filtered on the arguments."""
     query = sa.select(models.OrderRetryTask).order_by(
         models.OrderRetryTask.retry_at, models.OrderRetryTask.id)
@@ -329,5 +351,7 @@ def list_tasks(session, parked=None, order_id=None):
 #: The retry daemon's reads by name, for what checks their query plans
 #: (``tests.benchmarks.plans``): builders of the statements that
 #: ``any_due``, ``next_due_after`` and ``due`` (for one level) run.
-READS = {'any_due': _any_due_query, 'next_due_after': _next_due_query,
-         'due_of_level': _due_of_level}
+READS: dict[str, abc.Callable[..., sa.Select[typing.Unpack[
+    tuple[Any, ...]]]]] = {'any_due': _any_due_query,
+                           'next_due_after': _next_due_query,
+                           'due_of_level': _due_of_level}

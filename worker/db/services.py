@@ -11,11 +11,16 @@ its heartbeat is younger than ``[DEFAULT] service_down_time``.
 import datetime
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from worker.db import models
+from worker.db import rows
+from worker.db import statements
 
 
-def heartbeat(session, name, kind, host, pid, now, clock_offset=None):
+def heartbeat(session: orm.Session, name: str, kind: str, host: str,
+              pid: int, now: datetime.datetime,
+              clock_offset: float | None = None) -> None:
     """Record that ``name`` is alive at ``now`` (insert it if missing).
 
     ``clock_offset``: seconds the database's clock is ahead of the
@@ -24,12 +29,11 @@ def heartbeat(session, name, kind, host, pid, now, clock_offset=None):
     A process whose row was removed as dead while it was cut off from the
     database (an outage) comes back with its next heartbeat.
     """
-    result = session.execute(
-        sa.update(models.Service)
-        .where(models.Service.name == name)
-        .values(heartbeat_at=now, clock_offset=clock_offset)
-        .execution_options(synchronize_session=False))
-    if result.rowcount == 0:
+    if not statements.changed(session, (
+            sa.update(models.Service)
+            .where(models.Service.name == name)
+            .values(heartbeat_at=now, clock_offset=clock_offset)
+            .execution_options(synchronize_session=False))):
         session.execute(sa.insert(models.Service).values(
             name=name, kind=kind, host=host, pid=pid, started_at=now,
             heartbeat_at=now, clock_offset=clock_offset))
@@ -45,19 +49,22 @@ _SERVER_TIME = {
 }
 
 
-def database_time(session):
+def database_time(session: orm.Session) -> datetime.datetime:
     """Return the database server's UTC time now (naive).
 
     On SQLite, which runs in this process, that is this host's clock.
     """
     dialect = session.get_bind().dialect.name
-    value = session.execute(sa.text(_SERVER_TIME[dialect])).scalar_one()
+    value: datetime.datetime | str = session.execute(
+        sa.text(_SERVER_TIME[dialect])).scalar_one()
     if isinstance(value, str):
         value = datetime.datetime.fromisoformat(value)
     return value.replace(tzinfo=None)
 
 
-def record_pass(session, name, last_pass_at, next_pass_at):
+def record_pass(session: orm.Session, name: str,
+                last_pass_at: datetime.datetime,
+                next_pass_at: datetime.datetime | None) -> None:
     """Record when a retry daemon passed and when it will pass next."""
     session.execute(
         sa.update(models.Service)
@@ -66,7 +73,7 @@ def record_pass(session, name, last_pass_at, next_pass_at):
         .execution_options(synchronize_session=False))
 
 
-def remove(session, name):
+def remove(session: orm.Session, name: str) -> None:
     """Delete the row of ``name`` (a clean stop)."""
     session.execute(
         sa.delete(models.Service)
@@ -74,7 +81,8 @@ def remove(session, name):
         .execution_options(synchronize_session=False))
 
 
-def live_names(session, alive_since, kind=None):
+def live_names(session: orm.Session, alive_since: datetime.datetime,
+               kind: str | None = None) -> set[str]:
     """Return the names (of ``kind``) whose heartbeat is at or after
     ``alive_since``."""
     query = (sa.select(models.Service.name)
@@ -84,7 +92,7 @@ def live_names(session, alive_since, kind=None):
     return set(session.scalars(query))
 
 
-def any_dead(session, alive_since):
+def any_dead(session: orm.Session, alive_since: datetime.datetime) -> bool:
     """Return True if a row's heartbeat is before ``alive_since``."""
     return session.scalar(
         sa.select(models.Service.name)
@@ -92,7 +100,8 @@ def any_dead(session, alive_since):
         .limit(1)) is not None
 
 
-def delete_dead(session, alive_since):
+def delete_dead(session: orm.Session,
+                alive_since: datetime.datetime) -> list[str]:
     """Delete the rows whose heartbeat is before ``alive_since``.
 
     Returns their names.
@@ -109,7 +118,8 @@ def delete_dead(session, alive_since):
     return names
 
 
-def list_services(session, kind=None):
+def list_services(session: orm.Session,
+                  kind: str | None = None) -> list[rows.Service]:
     """Return the service rows (of ``kind``), by kind then name."""
     query = sa.select(models.Service).order_by(models.Service.kind,
                                                models.Service.name)

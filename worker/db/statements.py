@@ -11,6 +11,9 @@ The hottest are built once, with bound parameters (``setting``,
 expression again each time cost as much as running it.
 """
 
+import collections
+import collections.abc as abc
+import datetime
 import functools
 import typing
 
@@ -22,13 +25,25 @@ from sqlalchemy.sql import visitors
 
 from worker.db import models
 
+Any = typing.Any
+
+# NOTE: a declarative class's ``__table__`` is typed as any FROM clause;
+# it is the class's ``Table``.
 #: The tables, for statements built from their columns.
-ORDERS = models.Order.__table__
-STEPS = models.OrderStep.__table__
-RETRY_TASKS = models.OrderRetryTask.__table__
+ORDERS = typing.cast(sa.Table, models.Order.__table__)
+STEPS = typing.cast(sa.Table, models.OrderStep.__table__)
+RETRY_TASKS = typing.cast(sa.Table, models.OrderRetryTask.__table__)
+
+#: A statement's parameters: one row's, or a row's each (executemany).
+Parameters = abc.Mapping[str, Any] | abc.Sequence[abc.Mapping[str, Any]]
+#: What ``execute_many`` runs once a row: a write.
+Write = sa.Update | sa.Delete
+#: The result of a statement, of any columns.
+Result = sa.CursorResult[typing.Unpack[tuple[Any, ...]]]
 
 
-def execute(session, statement, parameters=None):
+def execute(session: orm.Session, statement: sa.Executable,
+            parameters: Parameters | None = None) -> Result:
     """Run ``statement`` in the session's transaction; returns the result.
 
     Only for statements whose rows are not ORM objects: the session is
@@ -41,10 +56,11 @@ def changed(session: orm.Session, statement: sa.Executable) -> int:
     """Run an UPDATE or DELETE through the session (its ORM layer, for a
     statement on a mapped entity); returns how many rows it changed."""
     result = session.execute(statement)
-    return typing.cast('sa.CursorResult[typing.Any]', result).rowcount
+    return typing.cast(Result, result).rowcount
 
 
-def execute_many(session, statement, rows):
+def execute_many(session: orm.Session, statement: Write,
+                 rows: abc.Sequence[abc.Mapping[str, Any]]) -> int:
     """Run ``statement`` once for each of ``rows`` (its parameters);
     returns how many rows it changed in all.
 
@@ -64,16 +80,17 @@ def execute_many(session, statement, rows):
     connection = session.connection()
     if len(rows) > 1 and _at_once(connection):
         statement, names = _over_arrays(statement)
-        rows = {name: [row[name] for row in rows] for name in names}
+        arrays = {name: [row[name] for row in rows] for name in names}
+        return connection.execute(statement, arrays).rowcount
     return connection.execute(statement, rows).rowcount
 
 
-def executes_many_at_once(session):
+def executes_many_at_once(session: orm.Session) -> bool:
     """Whether ``execute_many`` runs its rows in one execution here."""
     return _at_once(session.connection())
 
 
-def _at_once(connection):
+def _at_once(connection: sa.Connection) -> bool:
     return connection.dialect.name == 'postgresql'
 
 
@@ -82,7 +99,7 @@ _ROWS = 'batch'
 
 
 @functools.lru_cache(maxsize=64)
-def _over_arrays(statement):
+def _over_arrays(statement: Write) -> tuple[Write, list[str]]:
     """``statement`` with each named parameter taken from a row of
     ``unnest`` over one array per parameter: ``UPDATE ... FROM unnest(...)``
     or ``DELETE ... USING unnest(...)`` (PostgreSQL).
@@ -105,18 +122,28 @@ def _over_arrays(statement):
         sa.column(name, types[name]) for name in names)).render_derived(
             name=_ROWS)
 
-    def column_of(element):
+    def column_of(element: visitors.ExternallyTraversible,
+                  **kw: Any) -> sa.ColumnElement[Any] | None:
         if _is_row_parameter(element):
             return rows.c[element.key]
         return None
-    return visitors.replacement_traverse(statement, {}, column_of), names
+    over_arrays = visitors.replacement_traverse(statement, {}, column_of)
+    return typing.cast(Write, over_arrays), names
 
 
-def _is_row_parameter(element):
+def _is_row_parameter(element: object
+                      ) -> typing.TypeGuard[elements.BindParameter[Any]]:
     return isinstance(element, elements.BindParameter) and element.required
 
 
-def update_many(session, statement_of, updates, now):
+#: ``update_many``'s updates: ``(values, where parameters)``.
+Update = tuple[abc.Mapping[str, Any], abc.Mapping[str, Any]]
+
+
+def update_many(session: orm.Session,
+                statement_of: abc.Callable[[tuple[str, ...]], Write],
+                updates: abc.Iterable[Update],
+                now: datetime.datetime) -> int:
     """Run updates that set different sets of columns: one execution per
     set, with the parameters of all its rows (``execute_many``).
 
@@ -126,17 +153,18 @@ def update_many(session, statement_of, updates, now):
         is set to ``now`` too.
     :returns: how many rows were updated in all.
     """
-    by_columns: dict = {}
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for values, where in updates:
         values = dict(values, updated_at=now)
         parameters = set_parameters(values)
         parameters.update(where)
         by_columns.setdefault(tuple(sorted(values)), []).append(parameters)
-    return sum(execute_many(session, statement_of(columns), parameters)
-               for columns, parameters in by_columns.items())
+    return sum(execute_many(session, statement_of(columns), rows)
+               for columns, rows in by_columns.items())
 
 
-def setting(table, names):
+def setting(table: sa.Table, names: abc.Iterable[str]
+            ) -> dict[sa.Column[Any], sa.BindParameter[Any]]:
     """``{column: parameter}`` to SET each of ``names`` from the parameter
     ``set_<name>``.
 
@@ -148,11 +176,27 @@ def setting(table, names):
             for name in names}
 
 
-def set_parameters(values):
+def set_parameters(values: abc.Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of ``setting``'s SET clause for ``values``."""
     return {'set_' + name: value for name, value in values.items()}
 
 
-def where(column):
+def named_rows(name: str, table: sa.Table
+               ) -> abc.Callable[[abc.Iterable[Any]], Any]:
+    """A maker of ``table``'s rows as named tuples (class ``name``, the
+    columns their attributes) from their values: rows read as columns,
+    without ORM objects.
+
+    Typed by its caller as a maker of the row's protocol
+    (``worker.db.rows``): the fields come from the table at run time,
+    which mypy cannot read.
+    """
+    named_tuple: abc.Callable[..., Any] = collections.namedtuple
+    make: abc.Callable[[abc.Iterable[Any]], Any] = named_tuple(
+        name, table.c.keys())._make
+    return make
+
+
+def where(column: sa.Column[Any]) -> sa.ColumnElement[bool]:
     """``column = :where_<name>``."""
     return column == sa.bindparam('where_' + column.name, type_=column.type)

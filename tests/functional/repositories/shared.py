@@ -48,16 +48,16 @@ def new_order(db, at=NOW, meta=None, type_name='certificate'):
                  order_types.get(type_name), meta or {}, at).id
 
 
-def step_of(db, order_id, name):
-    """The order's step ``name``, read in a transaction of its own."""
-    return read(db, db.repositories.steps.for_order, order_id)[name]
+def step_of(db, order_id, step):
+    """The order's step ``step``, read in a transaction of its own."""
+    return read(db, db.repositories.steps.for_order, order_id)[step]
 
 
-def claimed_order(db, owner, at=NOW, lease_until=None, name=REQUEST,
+def claimed_order(db, owner, at=NOW, lease_until=None, step=REQUEST,
                   type_name='certificate'):
-    """An order whose step ``name`` ``owner`` claimed at ``at``
+    """An order whose step ``step`` ``owner`` claimed at ``at``
     (generation 1)."""
     order_id = new_order(db, at, type_name=type_name)
-    assert write(db, db.repositories.steps.claim, order_id, name, 0, at,
+    assert write(db, db.repositories.steps.claim, order_id, step, 0, at,
                  owner, lease_until or plus(3600))
     return order_id

@@ -153,7 +153,7 @@ def _fanout_running_and_done(db):
     """A fanout order whose first root runs on ``w1@h`` and whose second
     root is DONE (at generation 1)."""
     steps_repo = db.repositories.steps
-    order_id = claimed_order(db, 'w1@h', name=ROOTS[0], type_name='fanout')
+    order_id = claimed_order(db, 'w1@h', step=ROOTS[0], type_name='fanout')
     assert write(db, steps_repo.claim, order_id, ROOTS[1], 0, NOW, 'w1@h',
                  plus(60))
     assert write(db, steps_repo.finish, order_id, ROOTS[1], 1, plus(1),
@@ -262,7 +262,7 @@ def test_mark_dispatched_marks_only_the_steps_named(db):
 
 
 def _rows(rows):
-    return [(row.order_id, row.name, row.generation, row.failures,
+    return [(row.order_id, row.step, row.generation, row.failures,
              row.owner) for row in rows]
 
 

@@ -3,19 +3,25 @@
 import collections.abc as abc
 import contextlib
 import dataclasses
+import datetime
 import functools
 import itertools
 import json
 import threading
+import types
 import typing
 
 from oslo_db import exception as db_exc
 from sqlalchemy import exc as sa_exc
 
 from worker.db import models
+from worker.db import rows
+
+Any = typing.Any
+_Row = typing.TypeVar('_Row')
 
 
-def _record(model):
+def _record(model: type[models.Base]) -> abc.Callable[..., Any]:
     """A dataclass with the columns of ``model``, in their order."""
     return dataclasses.make_dataclass(
         model.__name__ + 'Record',
@@ -24,13 +30,25 @@ def _record(model):
                    '__module__': __name__})
 
 
-OrderRecord = _record(models.Order)
-StepRecord = _record(models.OrderStep)
-RetryTaskRecord = _record(models.OrderRetryTask)
-LockRecord = _record(models.EntityLock)
-UrlRecord = _record(models.NotificationUrl)
-EventRecord = _record(models.NotificationEvent)
-ServiceRecord = _record(models.Service)
+# Each typed as a maker of its row's protocol (``worker.db.rows``): the
+# columns are made at run time, from the model's.
+OrderRecord: abc.Callable[..., rows.Order] = _record(models.Order)
+StepRecord: abc.Callable[..., rows.Step] = _record(models.OrderStep)
+RetryTaskRecord: abc.Callable[..., rows.RetryTask] = _record(
+    models.OrderRetryTask)
+LockRecord: abc.Callable[..., rows.Lock] = _record(models.EntityLock)
+UrlRecord: abc.Callable[..., rows.Url] = _record(models.NotificationUrl)
+EventRecord: abc.Callable[..., rows.Event] = _record(
+    models.NotificationEvent)
+ServiceRecord: abc.Callable[..., rows.Service] = _record(models.Service)
+
+
+def replace(record: _Row, **changes: Any) -> _Row:
+    """``dataclasses.replace`` of one of these records, typed as the row
+    it is."""
+    replaced: _Row = dataclasses.replace(
+        typing.cast(Any, record), **changes)
+    return replaced
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
@@ -44,19 +62,23 @@ class Store:
     a shallow copy of each table is a snapshot.
     """
 
-    def __init__(self):
-        self.orders, self.tasks, self.locks, self.services = {}, {}, {}, {}
-        #: ``{(order_id, name): StepRecord}``.
-        self.steps = {}
+    def __init__(self) -> None:
+        self.orders: dict[str, rows.Order] = {}
+        self.tasks: dict[int, rows.RetryTask] = {}
+        self.locks: dict[str, rows.Lock] = {}
+        self.services: dict[str, rows.Service] = {}
+        #: ``{(order_id, step): StepRecord}``.
+        self.steps: dict[tuple[str, str], rows.Step] = {}
         self.task_ids = itertools.count(1)
         #: ``{id: UrlRecord}`` and ``{(order_id, sequence): EventRecord}``.
-        self.urls, self.events = {}, {}
+        self.urls: dict[int, rows.Url] = {}
+        self.events: dict[tuple[str, int], rows.Event] = {}
         self.url_ids = itertools.count(1)
-        self.holder = None
+        self.holder: int | None = None
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def hold(self):
+    def hold(self) -> abc.Iterator[None]:
         """Hold the store for this thread (re-entrant within it)."""
         if self.holder == threading.get_ident():
             yield
@@ -68,14 +90,14 @@ class Store:
             finally:
                 self.holder = None
 
-    def snapshot(self):
+    def snapshot(self) -> dict[str, dict[Any, Any]]:
         return {name: dict(getattr(self, name)) for name in _TABLES}
 
-    def restore(self, snapshot):
-        for name, rows in snapshot.items():
+    def restore(self, snapshot: abc.Mapping[str, dict[Any, Any]]) -> None:
+        for name, records in snapshot.items():
             table = getattr(self, name)
             table.clear()
-            table.update(rows)
+            table.update(records)
 
 
 class InMemorySession:
@@ -88,23 +110,25 @@ class InMemorySession:
     outside it, or through a ``reader()`` session, raises RuntimeError.
     """
 
-    def __init__(self, store, read_only=False):
+    def __init__(self, store: Store, read_only: bool = False) -> None:
         self._store = store
         self._read_only = read_only
         self._in_transaction = self._autobegun = self._failed = False
 
-    def __enter__(self):
+    def __enter__(self) -> typing.Self:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, exc_type: type[BaseException] | None,
+                 exc: BaseException | None,
+                 traceback: types.TracebackType | None) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         """End the implicit transaction of reads outside ``begin()``."""
         self._autobegun = False
 
     @contextlib.contextmanager
-    def begin(self):
+    def begin(self) -> abc.Iterator[None]:
         """Run the block as one transaction, rolled back if it raises."""
         if self._in_transaction or self._autobegun:
             raise sa_exc.InvalidRequestError(
@@ -125,7 +149,7 @@ class InMemorySession:
                 self._in_transaction = self._failed = False
 
     @contextlib.contextmanager
-    def statement(self, store, write):
+    def statement(self, store: Store, write: bool) -> abc.Iterator[None]:
         """Run one repository call on ``store`` through this session."""
         if store is not self._store:
             raise TypeError('a session of another database')
@@ -177,9 +201,13 @@ reads = _statement(write=False)
 writes = _statement(write=True)
 
 
-def to_json(value):
+_Json = typing.TypeVar('_Json')
+
+
+def to_json(value: _Json) -> _Json:
     """``value`` as a JSON column gives it back."""
-    return json.loads(json.dumps(value))
+    loaded: _Json = json.loads(json.dumps(value))
+    return loaded
 
 
 class Repository:
@@ -189,16 +217,18 @@ class Repository:
         self._store = store
 
 
-def missing_order(table):
+def missing_order(table: str) -> db_exc.DBReferenceError:
     """The error of a row whose order does not exist (its foreign key)."""
     return db_exc.DBReferenceError(
         table, 'fk_%s_order_id_orders' % table, 'order_id', 'orders')
 
 
-def insert_steps(store, order_id, names, roots, now):
+def insert_steps(store: Store, order_id: str, names: abc.Iterable[str],
+                 roots: abc.Container[str], now: datetime.datetime) -> None:
     """``steps.create`` on ``store``, with the keys' integrity checks."""
     if order_id not in store.orders:
         raise missing_order('order_steps')
+    names = list(names)
     for name in names:
         if (order_id, name) in store.steps:
             raise db_exc.DBDuplicateEntry(columns=['order_id', 'name'])
@@ -214,10 +244,11 @@ def insert_steps(store, order_id, names, roots, now):
 
 
 # A run's result releases the step: no owner, not in flight.
-RELEASED = {'owner': None, 'claimed_at': None, 'lease_expires_at': None,
-            'dispatched_at': None}
+RELEASED: dict[str, None] = {'owner': None, 'claimed_at': None,
+                             'lease_expires_at': None,
+                             'dispatched_at': None}
 OPEN = (models.STEP_WAITING, models.STEP_PENDING)
 
 
-def step_key(step):
+def step_key(step: rows.Step) -> tuple[str, str]:
     return (step.order_id, step.name)

@@ -1,7 +1,6 @@
 """``worker.db.locks`` on the in-memory store."""
 
 import copy
-import dataclasses
 import datetime
 
 from oslo_db import exception as db_exc
@@ -21,30 +20,30 @@ class InMemoryLocks(base.Repository):
 
     @base.writes
     def insert(self, session: base.InMemorySession, entity: str, host: str,
-               token: str, now: datetime.datetime) -> None:
+               owner_token: str, now: datetime.datetime) -> None:
         """Take the lock; raises ``DBDuplicateEntry`` if it is held."""
         if entity in self._store.locks:
             raise db_exc.DBDuplicateEntry(columns=['entity_to_lock'])
         self._store.locks[entity] = base.LockRecord(
-            entity_to_lock=entity, worker_host_name=host, owner_token=token,
-            created_at=now)
+            entity_to_lock=entity, worker_host_name=host,
+            owner_token=owner_token, created_at=now)
 
     @base.writes
-    def renew(self, session: base.InMemorySession, entity: str, token: str,
-              now: datetime.datetime) -> bool:
+    def renew(self, session: base.InMemorySession, entity: str,
+              owner_token: str, now: datetime.datetime) -> bool:
         """Extend our own lock; returns False if we no longer hold it."""
         lock = self._store.locks.get(entity)
-        if lock is None or lock.owner_token != token:
+        if lock is None or lock.owner_token != owner_token:
             return False
-        self._store.locks[entity] = dataclasses.replace(lock, created_at=now)
+        self._store.locks[entity] = base.replace(lock, created_at=now)
         return True
 
     @base.writes
     def release(self, session: base.InMemorySession, entity: str,
-                token: str) -> bool:
+                owner_token: str) -> bool:
         """Delete our own lock; returns False if we no longer held it."""
         lock = self._store.locks.get(entity)
-        if lock is None or lock.owner_token != token:
+        if lock is None or lock.owner_token != owner_token:
             return False
         del self._store.locks[entity]
         return True

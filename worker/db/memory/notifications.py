@@ -1,20 +1,27 @@
 """``worker.db.notifications`` on the in-memory store."""
 
 import collections
+import collections.abc as abc
 import copy
-import dataclasses
+import datetime
+import typing
 import uuid
 
 from oslo_db import exception as db_exc
 
 from worker.db.memory import base
 from worker.db import models
+from worker.db import rows
+from worker.notifications import events as events_module
+
+Session = base.InMemorySession
+Moment = datetime.datetime
 
 
 class InMemoryNotifications(base.Repository):
     """``worker.db.notifications`` on the in-memory store."""
 
-    def _url_by_hash(self, url):
+    def _url_by_hash(self, url: str) -> rows.Url | None:
         digest = models.url_hash(url)
         for row in self._store.urls.values():
             if row.url_hash == digest:
@@ -22,12 +29,12 @@ class InMemoryNotifications(base.Repository):
         return None
 
     @base.reads
-    def find_url(self, session, url):
+    def find_url(self, session: Session, url: str) -> rows.Url | None:
         """The URL's row, or None."""
         return copy.deepcopy(self._url_by_hash(url))
 
     @base.writes
-    def add_url(self, session, url, now):
+    def add_url(self, session: Session, url: str, now: Moment) -> rows.Url:
         """Insert ``url``, available; returns its row."""
         if self._url_by_hash(url) is not None:
             raise db_exc.DBDuplicateEntry(columns=['url_hash'])
@@ -40,70 +47,75 @@ class InMemoryNotifications(base.Repository):
         return copy.deepcopy(row)
 
     @base.reads
-    def get_url(self, session, url_id):
+    def get_url(self, session: Session, url_id: int) -> rows.Url | None:
         """The URL's row, or None."""
         return copy.deepcopy(self._store.urls.get(url_id))
 
     @base.reads
-    def list_urls(self, session):
+    def list_urls(self, session: Session) -> list[rows.Url]:
         """Every URL, by id."""
         return copy.deepcopy(sorted(self._store.urls.values(),
                                     key=lambda row: row.id))
 
-    def _update_url(self, url_id, **values):
+    def _update_url(self, url_id: int,
+                    **values: typing.Any) -> rows.Url | None:
         row = self._store.urls.get(url_id)
         if row is not None:
-            self._store.urls[url_id] = dataclasses.replace(row, **values)
+            self._store.urls[url_id] = base.replace(row, **values)
         return row
 
     @base.writes
-    def url_failed(self, session, url_id, now, error, disable):
+    def url_failed(self, session: Session, url_id: int, now: Moment,
+                   error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""
         row = self._store.urls.get(url_id)
         if row is None:
             return
-        values = dict(failures=row.failures + 1, last_error=error,
-                      last_failure_at=now, updated_at=now)
+        values: dict[str, typing.Any] = dict(
+            failures=row.failures + 1, last_error=error,
+            last_failure_at=now, updated_at=now)
         if disable:
             values.update(available=False,
                           disabled_at=row.disabled_at or now)
         self._update_url(url_id, **values)
 
     @base.writes
-    def url_succeeded(self, session, url_id):
+    def url_succeeded(self, session: Session, url_id: int) -> None:
         """A request was acknowledged: its failures start again."""
         row = self._store.urls.get(url_id)
         if row is not None and row.failures > 0:
             self._update_url(url_id, failures=0)
 
     @base.writes
-    def hold_url(self, session, url_id, now):
+    def hold_url(self, session: Session, url_id: int, now: Moment) -> bool:
         """Touch the URL's row; True if it is available."""
         row = self._update_url(url_id, updated_at=now)
         return bool(row and row.available)
 
     @base.writes
-    def enable_url(self, session, url_id, now):
+    def enable_url(self, session: Session, url_id: int, now: Moment) -> None:
         """Make the URL available again."""
         self._update_url(url_id, available=True, failures=0,
                          disabled_at=None, updated_at=now)
 
     @base.reads
-    def count_unavailable_urls(self, session):
+    def count_unavailable_urls(self, session: Session) -> int:
         """How many URLs are unavailable."""
         return sum(not row.available for row in self._store.urls.values())
 
     @base.writes
-    def lock_order(self, session, order_id, now):
+    def lock_order(self, session: Session, order_id: str,
+                   now: Moment) -> None:
         """Touch the order's ``updated_at``, as the SQL update does
         (transactions are serialized anyway)."""
         order = self._store.orders.get(order_id)
         if order is not None:
-            self._store.orders[order_id] = dataclasses.replace(
+            self._store.orders[order_id] = base.replace(
                 order, updated_at=now)
 
     @base.reads
-    def deliveries(self, session, order_id):
+    def deliveries(self, session: Session,
+                   order_id: str) -> dict[str, tuple[str, int]]:
         """``{name: (status, generation)}`` of the order's deliveries."""
         return {step.name: (step.status, step.generation)
                 for step in self._store.steps.values()
@@ -111,7 +123,9 @@ class InMemoryNotifications(base.Repository):
                 models.is_delivery(step.name)}
 
     @base.writes
-    def add_events(self, session, order_id, events, now):
+    def add_events(self, session: Session, order_id: str,
+                   events: abc.Iterable[events_module.Event],
+                   now: Moment) -> list[int]:
         """Append ``events`` to the order's; returns their sequences."""
         if order_id not in self._store.orders:
             raise base.missing_order('notification_events')
@@ -127,39 +141,43 @@ class InMemoryNotifications(base.Repository):
             sequences.append(row.sequence)
         return sequences
 
-    def _last(self, order_id):
+    def _last(self, order_id: str) -> int:
         return max((sequence for key, sequence in self._store.events
                     if key == order_id), default=0)
 
     @base.reads
-    def last_sequence(self, session, order_id):
+    def last_sequence(self, session: Session, order_id: str) -> int:
         """The sequence of the order's last event; 0 if none."""
         return self._last(order_id)
 
     @base.reads
-    def events_after(self, session, order_id, sequence, limit):
+    def events_after(self, session: Session, order_id: str, sequence: int,
+                     limit: int | None) -> list[rows.Event]:
         """The order's events after ``sequence``, up to ``limit``."""
         return copy.deepcopy(sorted(
             (row for (key, number), row in self._store.events.items()
              if key == order_id and number > sequence),
             key=lambda row: row.sequence)[:limit])
 
-    def events_of_order(self, session, order_id):
+    def events_of_order(self, session: Session,
+                        order_id: str) -> list[rows.Event]:
         """Every event of the order, in sequence."""
         return self.events_after(session, order_id, 0, None)
 
     @base.writes
-    def wake(self, session, order_id, names, now):
+    def wake(self, session: Session, order_id: str,
+             names: abc.Collection[str] | None, now: Moment) -> None:
         """Make the order's finished deliveries ``names`` PENDING again."""
         for name in names or ():
             step = self._store.steps.get((order_id, name))
             if step is not None and step.status == models.STEP_DONE:
-                self._store.steps[order_id, name] = dataclasses.replace(
+                self._store.steps[order_id, name] = base.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
                     updated_at=now, finished_at=None)
 
     @base.reads
-    def paused(self, session, url_id, limit):
+    def paused(self, session: Session, url_id: int,
+               limit: int) -> list[tuple[str, int]]:
         """``[(order_id, generation)]`` of the deliveries waiting for the
         URL, up to ``limit``."""
         name = models.delivery_name(url_id)
@@ -169,18 +187,19 @@ class InMemoryNotifications(base.Repository):
                       step.status == models.STEP_WAITING)[:limit]
 
     @base.writes
-    def resume(self, session, url_id, order_ids, now):
+    def resume(self, session: Session, url_id: int,
+               order_ids: abc.Collection[str] | None, now: Moment) -> None:
         """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
         name = models.delivery_name(url_id)
         for order_id in order_ids or ():
             step = self._store.steps.get((order_id, name))
             if step is not None and step.status == models.STEP_WAITING:
-                self._store.steps[order_id, name] = dataclasses.replace(
+                self._store.steps[order_id, name] = base.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
                     failures=0, updated_at=now)
 
     @base.reads
-    def count_open_deliveries(self, session):
+    def count_open_deliveries(self, session: Session) -> dict[str, int]:
         """``{status: count}`` of the deliveries PENDING and WAITING."""
         return dict(collections.Counter(
             step.status for step in self._store.steps.values()

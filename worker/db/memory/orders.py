@@ -1,19 +1,30 @@
 """``worker.db.orders`` on the in-memory store."""
 
 import collections
+import collections.abc as abc
 import copy
-import dataclasses
+import datetime
+import typing
 import uuid
 
 from worker.db.memory import base
 from worker.db import models
+from worker.db import orders
+from worker.db import rows
+from worker.order_types import base as order_types
+
+Any = typing.Any
+Session = base.InMemorySession
+Moment = datetime.datetime
 
 
 class InMemoryOrders(base.Repository):
     """``worker.db.orders`` on the in-memory store."""
 
     @base.writes
-    def create(self, session, workflow, meta, now, priority=0):
+    def create(self, session: Session, workflow: order_types.Workflow,
+               meta: abc.Mapping[str, Any] | None, now: Moment,
+               priority: int = 0) -> rows.Order:
         """Insert a PENDING order of ``workflow``'s type, and its steps."""
         order = base.OrderRecord(
             id=str(uuid.uuid4()), type=workflow.type_name,
@@ -24,32 +35,36 @@ class InMemoryOrders(base.Repository):
         base.insert_steps(self._store, order.id, workflow.names,
                           set(workflow.roots()), now)
         # NOTE: SQLAlchemy returns the object as built, before JSON.
-        return dataclasses.replace(order, meta=dict(meta or {}))
+        return base.replace(order, meta=dict(meta or {}))
 
     @base.reads
-    def get(self, session, order_id):
+    def get(self, session: Session, order_id: str) -> rows.Order | None:
         """Return the order with this id, or None."""
         return copy.deepcopy(self._store.orders.get(order_id))
 
-    def with_steps(self, session, order_id):
+    def with_steps(self, session: Session, order_id: str
+                   ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
         """Return ``(order, {name: step})``; ``(None, {})`` if none."""
-        return self.with_steps_many(session, [order_id]).get(
-            order_id, (None, {}))
+        found = self.with_steps_many(session, [order_id])
+        return found[order_id] if order_id in found else (None, {})
 
     @base.reads
-    def with_steps_many(self, session, order_ids):
+    def with_steps_many(self, session: Session,
+                        order_ids: abc.Collection[str]
+                        ) -> dict[str, orders.WithSteps]:
         """Return ``{order_id: (order, {name: step})}`` of those that
         exist."""
-        found = {order_id: (copy.deepcopy(self._store.orders[order_id]), {})
-                 for order_id in order_ids
-                 if order_id in self._store.orders}
+        found: dict[str, orders.WithSteps] = {
+            order_id: (copy.deepcopy(self._store.orders[order_id]), {})
+            for order_id in order_ids if order_id in self._store.orders}
         for step in sorted(self._store.steps.values(), key=base.step_key):
             if step.order_id in found:
                 found[step.order_id][1][step.name] = copy.deepcopy(step)
         return found
 
     @base.reads
-    def priorities(self, session, order_ids):
+    def priorities(self, session: Session,
+                   order_ids: abc.Collection[str]) -> dict[str, int]:
         """Return ``{id: priority}`` of those of ``order_ids`` that exist.
         """
         return {order_id: self._store.orders[order_id].priority
@@ -57,7 +72,8 @@ class InMemoryOrders(base.Repository):
                 if order_id in self._store.orders}
 
     @base.reads
-    def list_orders(self, session, status=None, limit=None):
+    def list_orders(self, session: Session, status: str | None = None,
+                    limit: int | None = None) -> list[rows.Order]:
         """Return orders, oldest first, optionally only of ``status``."""
         found = sorted((order for order in self._store.orders.values()
                         if not status or order.status == status),
@@ -65,13 +81,14 @@ class InMemoryOrders(base.Repository):
         return copy.deepcopy(found[:limit or None])
 
     @base.reads
-    def count_by_status(self, session):
+    def count_by_status(self, session: Session) -> dict[str, int]:
         """Return ``{status: count}`` over every order."""
         return dict(collections.Counter(
             order.status for order in self._store.orders.values()))
 
     @base.reads
-    def count_unfinished_by_status(self, session):
+    def count_unfinished_by_status(self,
+                                   session: Session) -> dict[str, int]:
         """Return ``{status: count}`` of the orders not in a terminal
         status."""
         return dict(collections.Counter(
@@ -79,7 +96,7 @@ class InMemoryOrders(base.Repository):
             if order.status in models.UNFINISHED_STATUSES))
 
     @base.reads
-    def count_unfinished_by_type(self, session):
+    def count_unfinished_by_type(self, session: Session) -> dict[str, int]:
         """Return ``{type: count}`` of the orders not in a terminal status.
         """
         return dict(collections.Counter(
@@ -87,7 +104,8 @@ class InMemoryOrders(base.Repository):
             if order.status not in models.TERMINAL_STATUSES))
 
     @base.writes
-    def lock_live(self, session, order_id, now):
+    def lock_live(self, session: Session, order_id: str,
+                  now: Moment) -> bool:
         """Lock a PENDING or CANCELLING order; False if it is not live.
 
         The store's one lock already serializes transactions: this only
@@ -97,38 +115,46 @@ class InMemoryOrders(base.Repository):
         if order is None or order.status not in (models.PENDING,
                                                  models.CANCELLING):
             return False
-        self._store.orders[order_id] = dataclasses.replace(
+        self._store.orders[order_id] = base.replace(
             order, updated_at=now)
         return True
 
-    def _move(self, order_id, now, source, **values):
+    def _move(self, order_id: str, now: Moment, source: str,
+              **values: Any) -> bool:
         order = self._store.orders.get(order_id)
         if order is None or order.status != source:
             return False
-        self._store.orders[order_id] = dataclasses.replace(
+        self._store.orders[order_id] = base.replace(
             order, updated_at=now, **values)
         return True
 
     @base.writes
-    def complete(self, session, order_id, now, meta):
+    def complete(self, session: Session, order_id: str, now: Moment,
+                 meta: abc.Mapping[str, Any] | None) -> bool:
         """Move a PENDING order to ACTIVE with ``meta`` as its meta."""
         return self._move(order_id, now, models.PENDING,
                           status=models.ACTIVE,
                           meta=base.to_json(dict(meta or {})))
 
-    def complete_many(self, session, completions, now):
+    def complete_many(
+            self, session: Session,
+            completions: abc.Iterable[
+                tuple[str, abc.Mapping[str, Any] | None]],
+            now: Moment) -> int:
         """Complete several orders; how many moved to ACTIVE."""
         return sum(self.complete(session, order_id, now, meta)
                    for order_id, meta in completions)
 
     @base.writes
-    def fail(self, session, order_id, now, reason):
+    def fail(self, session: Session, order_id: str, now: Moment,
+             reason: str) -> bool:
         """Move a PENDING order to ERROR with ``reason``."""
         return self._move(order_id, now, models.PENDING,
                           status=models.ERROR, error_reason=reason)
 
     @base.writes
-    def cancel(self, session, order_id, now, reason, compensating):
+    def cancel(self, session: Session, order_id: str, now: Moment,
+               reason: str, compensating: bool) -> bool:
         """Move a PENDING order to CANCELLING or CANCELLED."""
         return self._move(order_id, now, models.PENDING,
                           status=(models.CANCELLING if compensating
@@ -136,7 +162,8 @@ class InMemoryOrders(base.Repository):
                           error_reason=reason)
 
     @base.writes
-    def end_cancel(self, session, order_id, now, failure=None):
+    def end_cancel(self, session: Session, order_id: str, now: Moment,
+                   failure: str | None = None) -> bool:
         """Move a CANCELLING order to CANCELLED; ``failure`` appended."""
         values = {'status': models.CANCELLED}
         if failure is not None:

@@ -1,15 +1,22 @@
 """``worker.db.retry_tasks`` on the in-memory store."""
 
+import collections.abc as abc
 import copy
-import dataclasses
+import datetime
 import json
+import typing
 
 from worker.db.memory import base
 from worker.db import models
 from worker.db import retry_tasks
+from worker.db import rows
+
+Any = typing.Any
+Session = base.InMemorySession
+Moment = datetime.datetime
 
 
-def _due_key(task):
+def _due_key(task: rows.RetryTask) -> tuple[int, Moment, int]:
     """Where ``due`` puts a row: priority descending, retry_at, id."""
     return (-task.priority, task.retry_at, task.id)
 
@@ -18,8 +25,11 @@ class InMemoryRetryTasks(base.Repository):
     """``worker.db.retry_tasks`` on the in-memory store."""
 
     @base.writes
-    def add(self, session, order_id, retry_task, retry_at, args=(),
-            kwargs=None, retry_count=0, now=None, priority=0):
+    def add(self, session: Session, order_id: str, retry_task: str,
+            retry_at: Moment, args: abc.Iterable[Any] = (),
+            kwargs: abc.Mapping[str, Any] | None = None,
+            retry_count: int = 0, now: Moment | None = None,
+            priority: int = 0) -> int:
         """Insert a retry row for ``order_id``; returns its id."""
         models.check_priority(priority)
         if order_id not in self._store.orders:
@@ -34,17 +44,20 @@ class InMemoryRetryTasks(base.Repository):
         self._store.tasks[task.id] = task
         return task.id
 
-    def add_many(self, session, rows):
+    def add_many(self, session: Session,
+                 rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
         """Insert several retry rows (dicts of ``add``'s arguments)."""
         for arguments in rows:
             self.add(session, **arguments)
 
-    def _unparked(self):
+    def _unparked(self) -> list[rows.RetryTask]:
         return [task for task in self._store.tasks.values()
                 if not task.parked]
 
     @base.reads
-    def due(self, session, now, limit, after=None):
+    def due(self, session: Session, now: Moment, limit: int,
+            after: retry_tasks.Key | None = None
+            ) -> list[retry_tasks.DueTask]:
         """Up to ``limit`` unparked due rows, highest priority first, then
         by (retry_at, id); after the row whose ``DueTask.key`` is
         ``after``."""
@@ -64,39 +77,42 @@ class InMemoryRetryTasks(base.Repository):
             for task in found[:limit]]
 
     @base.reads
-    def any_due(self, session, now):
+    def any_due(self, session: Session, now: Moment) -> bool:
         """Return True if an unparked row is due at ``now``."""
         return any(task.retry_at <= now for task in self._unparked())
 
     @base.reads
-    def next_due_after(self, session, moment):
+    def next_due_after(self, session: Session,
+                       moment: Moment) -> Moment | None:
         """The earliest ``retry_at`` after ``moment`` of an unparked row."""
         return min((task.retry_at for task in self._unparked()
                     if task.retry_at > moment), default=None)
 
     @base.reads
-    def count_due(self, session, now):
+    def count_due(self, session: Session, now: Moment) -> int:
         """Count the unparked rows due at ``now``."""
         return sum(task.retry_at <= now for task in self._unparked())
 
     @base.reads
-    def count_later(self, session, now):
+    def count_later(self, session: Session, now: Moment) -> int:
         """Count the unparked rows due after ``now``."""
         return sum(task.retry_at > now for task in self._unparked())
 
     @base.reads
-    def count_parked(self, session):
+    def count_parked(self, session: Session) -> int:
         """Count the parked rows."""
         return sum(task.parked for task in self._store.tasks.values())
 
     @base.writes
-    def delete(self, session, task_ids):
+    def delete(self, session: Session,
+               task_ids: abc.Collection[int]) -> int:
         """Delete the rows with these ids; returns how many were."""
         return sum(self._store.tasks.pop(task_id, None) is not None
                    for task_id in set(task_ids or ()))
 
     @base.writes
-    def delete_for_order(self, session, order_id, step=None):
+    def delete_for_order(self, session: Session, order_id: str,
+                         step: str | None = None) -> None:
         """Delete every retry row of one order, or of one of its steps."""
         self.delete(session, [
             task.id for task in self._store.tasks.values()
@@ -104,13 +120,16 @@ class InMemoryRetryTasks(base.Repository):
             (task.retry_task == step if step is not None else
              not models.is_delivery(task.retry_task))])
 
-    def delete_for_steps(self, session, keys):
+    def delete_for_steps(self, session: Session,
+                         keys: abc.Collection[tuple[str, str]]) -> None:
         """Delete the retry rows of these ``(order_id, step)``."""
         for order_id, step in keys:
             self.delete_for_order(session, order_id, step)
 
     @base.writes
-    def delete_as_read(self, session, rows):
+    def delete_as_read(self, session: Session,
+                       rows: abc.Collection[retry_tasks.DueTask]
+                       ) -> set[tuple[str, str]]:
         """Delete rows (``DueTask``) by id; the (order, step) of those
         deleted."""
         deleted = [self._store.tasks.pop(row.id) for row in rows or ()
@@ -118,30 +137,33 @@ class InMemoryRetryTasks(base.Repository):
         return {(task.order_id, task.retry_task) for task in deleted}
 
     @base.writes
-    def park(self, session, row, reason):
+    def park(self, session: Session, row: retry_tasks.DueTask,
+             reason: str) -> None:
         """Set a row (as it was read, by id) aside."""
         task = self._store.tasks.get(row.id)
         if task is not None:
-            self._store.tasks[task.id] = dataclasses.replace(
+            self._store.tasks[task.id] = base.replace(
                 task, parked=True, park_reason=reason)
 
     @base.reads
-    def get(self, session, task_id):
+    def get(self, session: Session,
+            task_id: int) -> rows.RetryTask | None:
         """Return the retry row with this id, or None."""
         return copy.deepcopy(self._store.tasks.get(task_id))
 
     @base.writes
-    def requeue(self, session, task_id, now):
+    def requeue(self, session: Session, task_id: int, now: Moment) -> bool:
         """Make a row due at ``now``, unparked; False if there is none."""
         task = self._store.tasks.get(task_id)
         if task is None:
             return False
-        self._store.tasks[task_id] = dataclasses.replace(
+        self._store.tasks[task_id] = base.replace(
             task, retry_at=now, parked=False, park_reason=None)
         return True
 
     @base.reads
-    def list_tasks(self, session, parked=None, order_id=None):
+    def list_tasks(self, session: Session, parked: bool | None = None,
+                   order_id: str | None = None) -> list[rows.RetryTask]:
         """Return retry rows by retry_at, filtered on the arguments."""
         return copy.deepcopy(sorted(
             (task for task in self._store.tasks.values()

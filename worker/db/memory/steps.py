@@ -1,119 +1,146 @@
 """``worker.db.steps`` on the in-memory store."""
 
+import collections.abc as abc
 import copy
-import dataclasses
+import datetime
+import typing
 
 from worker.db.memory import base
 from worker.db import models
+from worker.db import rows
 from worker.db import steps
+
+Any = typing.Any
+Session = base.InMemorySession
+Moment = datetime.datetime
 
 
 class InMemorySteps(base.Repository):
     """``worker.db.steps`` on the in-memory store."""
 
     @base.writes
-    def create(self, session, order_id, names, roots, now):
+    def create(self, session: Session, order_id: str,
+               names: abc.Iterable[str], roots: abc.Container[str],
+               now: Moment) -> None:
         """Insert the steps ``names``; the ``roots`` PENDING, dispatched."""
         base.insert_steps(self._store, order_id, names, roots, now)
 
     @base.reads
-    def for_orders(self, session, order_ids):
+    def for_orders(self, session: Session, order_ids: abc.Collection[str]
+                   ) -> dict[str, dict[str, rows.Step]]:
         """Return ``{order_id: {name: step}}`` of these orders."""
-        found = {order_id: {} for order_id in order_ids}
+        found: dict[str, dict[str, rows.Step]] = {
+            order_id: {} for order_id in order_ids}
         for step in sorted(self._store.steps.values(), key=base.step_key):
             if step.order_id in found:
                 found[step.order_id][step.name] = copy.deepcopy(step)
         return found
 
-    def for_order(self, session, order_id):
+    def for_order(self, session: Session,
+                  order_id: str) -> dict[str, rows.Step]:
         """Return ``{name: step}`` of one order."""
         return self.for_orders(session, [order_id])[order_id]
 
-    def _fenced_update(self, order_id, name, token, now, **values):
-        step = self._store.steps.get((order_id, name))
-        if (step is None or step.generation != token or
-                step.status != models.STEP_PENDING):
+    def _fenced_update(self, order_id: str, step: str, token: int,
+                       now: Moment, **values: Any) -> bool:
+        row = self._store.steps.get((order_id, step))
+        if (row is None or row.generation != token or
+                row.status != models.STEP_PENDING):
             return False
-        self._store.steps[order_id, name] = dataclasses.replace(
-            step, updated_at=now, **values)
+        self._store.steps[order_id, step] = base.replace(
+            row, updated_at=now, **values)
         return True
 
     @base.writes
-    def claim(self, session, order_id, name, generation, now, owner,
-              lease_until):
+    def claim(self, session: Session, order_id: str, step: str,
+              generation: int, now: Moment, owner: str,
+              lease_until: Moment) -> bool:
         """Take the step for one run by moving its generation forward."""
-        return self._claim(order_id, name, generation, now, owner,
+        return self._claim(order_id, step, generation, now, owner,
                            lease_until)
 
-    def _claim(self, order_id, name, generation, now, owner, lease_until):
-        step = self._store.steps.get((order_id, name))
-        return step is not None and self._fenced_update(
-            order_id, name, generation, now, generation=generation + 1,
+    def _claim(self, order_id: str, step: str, generation: int, now: Moment,
+               owner: str, lease_until: Moment) -> bool:
+        row = self._store.steps.get((order_id, step))
+        return row is not None and self._fenced_update(
+            order_id, step, generation, now, generation=generation + 1,
             owner=owner, claimed_at=now, lease_expires_at=lease_until,
-            dispatched_at=None, attempt=step.attempt + 1,
-            started_at=step.started_at or now)
+            dispatched_at=None, attempt=row.attempt + 1,
+            started_at=row.started_at or now)
 
     @base.writes
-    def claim_many(self, session, claims, now, owner):
-        """Claim several steps; the ``(order_id, name)`` claimed."""
+    def claim_many(self, session: Session,
+                   claims: abc.Collection[steps.Claim], now: Moment,
+                   owner: str) -> set[steps.Key]:
+        """Claim several steps; the ``(order_id, step)`` claimed."""
         claimed = set()
-        for order_id, name, generation, lease_until in claims:
-            if self._claim(order_id, name, generation, now, owner,
+        for order_id, step, generation, lease_until in claims:
+            if self._claim(order_id, step, generation, now, owner,
                            lease_until):
-                claimed.add((order_id, name))
+                claimed.add((order_id, step))
         return claimed
 
     @base.writes
-    def retry(self, session, order_id, name, token, now, failures, polls,
-              last_error=None):
+    def retry(self, session: Session, order_id: str, step: str, token: int,
+              now: Moment, failures: int, polls: int,
+              last_error: str | None = None) -> bool:
         """Release the step for a later run (its retry row is the caller's).
         """
-        return self._fenced_update(order_id, name, token, now,
+        return self._fenced_update(order_id, step, token, now,
                                    failures=failures, polls=polls,
                                    last_error=last_error, **base.RELEASED)
 
-    def retry_many(self, session, retries, now):
+    def retry_many(self, session: Session,
+                   retries: abc.Iterable[steps.Retry], now: Moment) -> int:
         """Release several steps; how many were."""
-        return sum(self.retry(session, order_id, name, token, now, failures,
+        return sum(self.retry(session, order_id, step, token, now, failures,
                               polls, last_error)
-                   for order_id, name, token, failures, polls, last_error
+                   for order_id, step, token, failures, polls, last_error
                    in retries)
 
     @base.writes
-    def finish(self, session, order_id, name, token, now, status,
-               output=None, last_error=None):
+    def finish(self, session: Session, order_id: str, step: str, token: int,
+               now: Moment, status: str, output: rows.JSON | None = None,
+               last_error: str | None = None) -> bool:
         """End the step DONE (with its ``output``) or FAILED."""
-        values = dict(status=status, finished_at=now, **base.RELEASED)
+        values: dict[str, Any] = dict(status=status, finished_at=now,
+                                      **base.RELEASED)
         if output is not None:
             values['output'] = base.to_json(output)
         if last_error is not None:
             values['last_error'] = last_error
-        return self._fenced_update(order_id, name, token, now, **values)
+        return self._fenced_update(order_id, step, token, now, **values)
 
-    def finish_many(self, session, finishes, now):
+    def finish_many(self, session: Session,
+                    finishes: abc.Iterable[steps.Finish],
+                    now: Moment) -> int:
         """End several steps; how many were."""
-        return sum(self.finish(session, order_id, name, token, now, status,
+        return sum(self.finish(session, order_id, step, token, now, status,
                                output, last_error)
-                   for order_id, name, token, status, output, last_error
+                   for order_id, step, token, status, output, last_error
                    in finishes)
 
     @base.writes
-    def start(self, session, order_id, names, now, dispatched):
+    def start(self, session: Session, order_id: str,
+              names: abc.Iterable[str] | None, now: Moment,
+              dispatched: bool) -> None:
         """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
-        for name in names or ():
-            step = self._store.steps.get((order_id, name))
-            if step is not None and step.status == models.STEP_WAITING:
-                self._store.steps[order_id, name] = dataclasses.replace(
-                    step, status=models.STEP_PENDING, updated_at=now,
+        for step in names or ():
+            row = self._store.steps.get((order_id, step))
+            if row is not None and row.status == models.STEP_WAITING:
+                self._store.steps[order_id, step] = base.replace(
+                    row, status=models.STEP_PENDING, updated_at=now,
                     dispatched_at=now if dispatched else None)
 
-    def start_many(self, session, starts, now):
+    def start_many(self, session: Session,
+                   starts: abc.Iterable[steps.Start], now: Moment) -> None:
         """Start the steps of several orders."""
         for order_id, names, dispatched in starts:
             self.start(session, order_id, names, now, dispatched)
 
     @base.writes
-    def revoke_open(self, session, order_id, now, reason):
+    def revoke_open(self, session: Session, order_id: str, now: Moment,
+                    reason: str) -> list[str]:
         """Cancel every WAITING or PENDING step; returns their names."""
         open_steps = sorted(
             (step for step in self._store.steps.values()
@@ -121,55 +148,60 @@ class InMemorySteps(base.Repository):
              not models.is_delivery(step.name)),
             key=base.step_key)
         for step in open_steps:
-            self._store.steps[base.step_key(step)] = dataclasses.replace(
+            self._store.steps[base.step_key(step)] = base.replace(
                 step, generation=step.generation + 1,
                 status=models.STEP_CANCELLED, last_error=reason,
                 finished_at=now, updated_at=now, **base.RELEASED)
         return [step.name for step in open_steps]
 
     @base.writes
-    def record_delivery(self, session, order_id, name, token, now, status,
-                        delivered, failures, last_error=None,
-                        dispatched=False):
+    def record_delivery(self, session: Session, order_id: str, step: str,
+                        token: int, now: Moment, status: str,
+                        delivered: int, failures: int,
+                        last_error: str | None = None,
+                        dispatched: bool = False) -> bool:
         """Write a delivery's run."""
-        values = dict(status=status, failures=failures,
-                      last_error=last_error,
-                      output={'delivered_sequence': delivered},
-                      **base.RELEASED)
+        values: dict[str, Any] = dict(
+            status=status, failures=failures, last_error=last_error,
+            output={'delivered_sequence': delivered}, **base.RELEASED)
         if dispatched:
             values['dispatched_at'] = now
         if status == models.STEP_DONE:
             values['finished_at'] = now
-        return self._fenced_update(order_id, name, token, now, **values)
+        return self._fenced_update(order_id, step, token, now, **values)
 
     @base.writes
-    def add(self, session, order_id, name, now):
+    def add(self, session: Session, order_id: str, step: str,
+            now: Moment) -> None:
         """Insert one more step, PENDING and dispatched at ``now``."""
-        base.insert_steps(self._store, order_id, [name], {name}, now)
+        base.insert_steps(self._store, order_id, [step], {step}, now)
 
     @base.writes
-    def mark_dispatched(self, session, keys, now):
+    def mark_dispatched(self, session: Session,
+                        keys: abc.Collection[steps.Key],
+                        now: Moment) -> None:
         """Record that unclaimed PENDING steps were cast at ``now``."""
-        for key in keys or ():
-            step = self._store.steps.get(tuple(key))
-            if (step is not None and step.owner is None and
-                    step.status == models.STEP_PENDING):
-                self._store.steps[tuple(key)] = dataclasses.replace(
-                    step, dispatched_at=now)
+        for order_id, step in keys or ():
+            row = self._store.steps.get((order_id, step))
+            if (row is not None and row.owner is None and
+                    row.status == models.STEP_PENDING):
+                self._store.steps[order_id, step] = base.replace(
+                    row, dispatched_at=now)
 
-    def _without_retry_row(self):
+    def _without_retry_row(self) -> list[rows.Step]:
         waiting = {(task.order_id, task.retry_task)
                    for task in self._store.tasks.values()}
         return [step for step in self._store.steps.values()
                 if base.step_key(step) not in waiting]
 
     @staticmethod
-    def _recovery(step):
+    def _recovery(step: rows.Step) -> steps.RecoveryRow:
         return steps.RecoveryRow(step.order_id, step.name, step.generation,
                                  step.failures, step.owner)
 
     @base.reads
-    def lost_dispatches(self, session, dispatched_before, limit):
+    def lost_dispatches(self, session: Session, dispatched_before: Moment,
+                        limit: int) -> list[steps.RecoveryRow]:
         """Steps cast before ``dispatched_before`` no worker took up."""
         found = sorted((step for step in self._without_retry_row()
                         if step.dispatched_at is not None and
@@ -181,13 +213,14 @@ class InMemorySteps(base.Repository):
                 if step.owner is None]
 
     @base.reads
-    def owners(self, session):
+    def owners(self, session: Session) -> set[str]:
         """Return the distinct owners of claimed steps."""
         return {step.owner for step in self._store.steps.values()
                 if step.owner is not None}
 
     @base.reads
-    def owned_by(self, session, dead_owners, limit):
+    def owned_by(self, session: Session, dead_owners: abc.Collection[str],
+                 limit: int) -> list[steps.RecoveryRow]:
         """Steps claimed by one of ``dead_owners``."""
         dead = set(dead_owners or ())
         found = sorted((step for step in self._without_retry_row()
@@ -195,7 +228,8 @@ class InMemorySteps(base.Repository):
         return [self._recovery(step) for step in found[:limit]]
 
     @base.reads
-    def expired_leases(self, session, now, limit):
+    def expired_leases(self, session: Session, now: Moment,
+                       limit: int) -> list[steps.RecoveryRow]:
         """Claimed steps whose lease ended before ``now``."""
         found = sorted((step for step in self._store.steps.values()
                         if step.lease_expires_at is not None and
@@ -205,12 +239,14 @@ class InMemorySteps(base.Repository):
         return [self._recovery(step) for step in found[:limit]]
 
     @base.writes
-    def take_back(self, session, order_id, name, generation, now,
-                  failed=None):
+    def take_back(self, session: Session, order_id: str, step: str,
+                  generation: int, now: Moment,
+                  failed: str | None = None) -> bool:
         """Take a lost step back: bump its token, no owner."""
-        step = self._store.steps.get((order_id, name))
-        values = dict(generation=generation + 1, **base.RELEASED)
-        if failed and step is not None:
-            values.update(failures=step.failures + 1, last_error=failed)
-        return self._fenced_update(order_id, name, generation, now,
+        row = self._store.steps.get((order_id, step))
+        values: dict[str, Any] = dict(generation=generation + 1,
+                                      **base.RELEASED)
+        if failed and row is not None:
+            values.update(failures=row.failures + 1, last_error=failed)
+        return self._fenced_update(order_id, step, generation, now,
                                    **values)
