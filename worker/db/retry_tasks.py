@@ -301,13 +301,29 @@ def delete_as_read(session: orm.Session,
     """
     if not rows:
         return set()
-    matching = _TABLE.c.id.in_([row.id for row in rows])
-    named = (_TABLE.c.order_id, _TABLE.c.retry_task)
-    if session.get_bind().dialect.delete_returning:
-        return {(order_id, step) for order_id, step in session.execute(
-            sa.delete(_TABLE).where(matching).returning(*named))}
+    delete = (_delete_returning if session.get_bind().dialect.delete_returning
+              else _read_then_delete)
+    return delete(session, _TABLE.c.id.in_([row.id for row in rows]))
+
+
+#: The columns ``delete_as_read`` returns of each row deleted, and what
+#: it returns of them: ``(order_id, step)``.
+_NAMED = (_TABLE.c.order_id, _TABLE.c.retry_task)
+StepKey = tuple[str, str]
+
+
+def _delete_returning(session: orm.Session,
+                      matching: sa.ColumnElement[bool]) -> set[StepKey]:
+    """Delete the rows ``matching``; their keys, in the same statement."""
+    return {(order_id, step) for order_id, step in session.execute(
+        sa.delete(_TABLE).where(matching).returning(*_NAMED))}
+
+
+def _read_then_delete(session: orm.Session,
+                      matching: sa.ColumnElement[bool]) -> set[StepKey]:
+    """Delete the rows ``matching``; their keys, read first (MySQL)."""
     deleted = {(order_id, step) for order_id, step in session.execute(
-        sa.select(*named).where(matching))}
+        sa.select(*_NAMED).where(matching))}
     session.execute(sa.delete(_TABLE).where(matching))
     return deleted
 

@@ -220,16 +220,9 @@ def claim_many(session: orm.Session, claims: abc.Collection[Claim],
     MariaDB has no such statement. The caller makes ``now`` unique among
     its own claims, so that its claims cannot be told apart only by time.
     """
-    if statements.executes_many_at_once(session):
-        # In key order: two processes given the same steps (a duplicate
-        # message) lock them in the same order, and neither waits on the
-        # other for a row it holds.
-        moved = statements.execute_many(session, _CLAIM, [
-            _claim_parameters(order_id, step, generation, now, owner,
-                              lease_until)
-            for order_id, step, generation, lease_until in sorted(claims)])
-    else:
-        moved = _claim_by_lease(session, claims, now, owner)
+    claim_all = (_claim_at_once if statements.executes_many_at_once(session)
+                 else _claim_by_lease)
+    moved = claim_all(session, claims, now, owner)
     asked = {(order_id, step): generation
              for order_id, step, generation, _ in claims}
     if moved == len(asked):
@@ -241,6 +234,21 @@ def claim_many(session: orm.Session, claims: abc.Collection[Claim],
                _TABLE.c.owner == owner, _TABLE.c.claimed_at == now)))
     return {(order_id, step) for order_id, step, generation in moved_rows
             if asked.get((order_id, step)) == generation - 1}
+
+
+def _claim_at_once(session: orm.Session, claims: abc.Iterable[Claim],
+                   now: Moment, owner: str) -> int:
+    """``claim_many``'s UPDATE, once over every claim's parameters; returns
+    the rows moved.
+
+    In key order: two processes given the same steps (a duplicate
+    message) lock them in the same order, and neither waits on the other
+    for a row it holds.
+    """
+    return statements.execute_many(session, _CLAIM, [
+        _claim_parameters(order_id, step, generation, now, owner,
+                          lease_until)
+        for order_id, step, generation, lease_until in sorted(claims)])
 
 
 def _claim_by_lease(session: orm.Session, claims: abc.Iterable[Claim],
