@@ -2,8 +2,8 @@
 
 from cliff import lister
 
-from scheduler.cmd import display
 from scheduler import liveness
+from scheduler.manage import display
 from worker.db import services
 
 

@@ -9,8 +9,8 @@ from cliff import lister
 from cliff import show
 from oslo_log import log as logging
 
-from scheduler.cmd import display
-from scheduler import explain
+from scheduler.manage import display
+from scheduler.manage import explain
 from worker.common import order_actions
 from worker.db import models
 from worker.db import orders

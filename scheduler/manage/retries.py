@@ -4,8 +4,8 @@ from cliff import command
 from cliff import lister
 from cliff import show
 
-from scheduler.cmd import display
 from scheduler import liveness
+from scheduler.manage import display
 from scheduler import pass_lock
 from worker.db import models
 from worker.db import retry_tasks

@@ -5,8 +5,8 @@ import sys
 from cliff import command
 from cliff import show
 
-from scheduler.cmd import display
 from scheduler import liveness
+from scheduler.manage import display
 from scheduler import pass_lock
 from worker.db import locks
 
