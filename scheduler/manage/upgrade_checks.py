@@ -13,8 +13,6 @@ from scheduler import pass_lock
 from worker.common import clock
 from worker.db import migration
 from worker.db import models
-from worker.db import orders
-from worker.db import services
 from worker.db import session as db_session
 from worker import order_types
 
@@ -68,8 +66,10 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def _check_live(self, kind, command_name):
         cutoffs = self._cutoffs()
-        with self._db().session() as session:
-            rows = services.list_services(session, kind)
+        database = self._db()
+        with database.session() as session:
+            rows = database.repositories.services.list_services(session,
+                                                                kind)
         live = [row.name for row in rows
                 if cutoffs.is_alive(row.heartbeat_at)]
         if live:
@@ -82,8 +82,10 @@ class Checks(upgradecheck.UpgradeCommands):
             installed = order_types.installed()
         except order_types.base.InvalidOrderType as exc:
             return Result(Code.FAILURE, str(exc))
-        with self._db().session() as session:
-            counts = orders.count_unfinished_by_type(session)
+        database = self._db()
+        with database.session() as session:
+            counts = database.repositories.orders.count_unfinished_by_type(
+                session)
         missing = {name: count for name, count in counts.items()
                    if name not in installed}
         if missing:

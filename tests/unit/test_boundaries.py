@@ -9,9 +9,12 @@ is the one named exception.
 """
 
 import ast
+import dataclasses
 import pathlib
 import subprocess
 import sys
+
+from worker.db import repositories
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -64,6 +67,16 @@ def test_scheduler_imports_only_the_shared_layer_of_the_worker():
     assert _offenders(
         _sources('scheduler'),
         lambda name: name.startswith('scheduler') or _shared(name)) == []
+
+
+def test_scheduler_reads_the_repositories_through_its_database():
+    """Units of work and commands use ``database.repositories``, never a
+    repository module itself, so either kind of database serves them."""
+    modules = tuple('worker.db.' + field.name
+                    for field in dataclasses.fields(repositories.Repositories))
+    assert len(modules) > 5, 'the repositories were not found'
+    assert _offenders(_sources('scheduler'),
+                      lambda name: not _in(name, modules)) == []
 
 
 def test_shared_layer_imports_only_itself():
