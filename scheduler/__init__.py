@@ -1,15 +1,21 @@
 """The retry scheduler: a satellite that re-enqueues due retry rows.
 
-Of the ``worker`` package it imports only the layer both sides share
-(declared in ``worker/common/__init__.py``: ``worker.common``,
-``worker.conf``, ``worker.db``, ``worker.rpc``, ``worker.rpcapi``), never
-the worker's manager, service or plugins. What only the scheduler uses
-lives here: one pass (``manager``, made of ``pass_lock``, ``recovery``,
+Of the ``worker`` package, the retry daemon (every module here but
+``scheduler.manage``) imports only what ``WORKER_IMPORTS`` names, and the
+operator commands only what ``scheduler.manage.WORKER_IMPORTS`` names;
+never the worker's manager or service. What only the scheduler uses lives
+here: one pass (``manager``, made of ``pass_lock``, ``recovery``,
 ``dispatch`` and ``planner``), the liveness rules, the timer
-(``service``), the one-process launcher (``in_process``) and the
-operator commands (``cmd``). ``tests/unit/test_boundaries.py`` holds
-both sides to it.
+(``service``), the one-process launcher (``in_process``), the console
+scripts (``cmd``) and, apart, the operator commands (``manage``).
+``tests/unit/test_boundaries.py`` holds both sides to it.
 """
 
 # Selects oslo.service's threading backend (see worker/__init__.py).
 import worker  # noqa: F401
+
+#: What the retry daemon may import of the ``worker`` package, besides
+#: the package itself: the layer both sides share (``worker.common``),
+#: the configuration, the data layer and the RPC client.
+WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.db', 'worker.rpc',
+                  'worker.rpcapi')

@@ -1,1 +1,2 @@
-"""Console scripts of the retry scheduler and the operator commands."""
+"""Console scripts: the retry daemon, and the entry points of the operator
+commands (``scheduler.manage``)."""

@@ -1,102 +1,13 @@
-"""barbican-retry-manage: operator commands (cliff).
-
-Every listing takes ``-f json|table|csv|value|yaml`` from cliff.
-"""
+"""barbican-retry-manage: the operator commands (``scheduler.manage``)."""
 
 import sys
 
-from cliff import app
-from cliff import commandmanager
-from oslo_config import cfg
-
-from scheduler import conf as scheduler_conf
-from worker.common import clock
-from worker import conf as worker_conf
-from worker.db import session as db_session
-from worker import rpc
-from worker import rpcapi
-
-
-class ManageApp(app.App):
-    """The ``barbican-retry-manage`` application.
-
-    The database and the RPC client are built on first use, so commands
-    that need neither (``--help``) work without a database or broker.
-    """
-
-    def __init__(self):
-        super().__init__(
-            description='barbican-retry operator commands',
-            version='1',
-            command_manager=commandmanager.CommandManager(
-                'barbican_retry.manage.commands'),
-            deferred_help=True)
-        self.conf = None
-        self._database = None
-        self._transport = None
-        self._clock = None
-
-    def build_option_parser(self, description, version, argparse_kwargs=None):
-        """Add oslo.config's ``--config-file`` and ``--config-dir``."""
-        parser = super().build_option_parser(description, version,
-                                             argparse_kwargs)
-        parser.add_argument('--config-file', action='append', default=[],
-                            help='Configuration file (may be repeated).')
-        parser.add_argument('--config-dir', action='append', default=[],
-                            help='Directory of *.conf files.')
-        return parser
-
-    def initialize_app(self, argv):
-        """Load the configuration named on the command line."""
-        args = []
-        for path in self.options.config_file:
-            args += ['--config-file', path]
-        for path in self.options.config_dir:
-            args += ['--config-dir', path]
-        # NOTE: the global CONF, because oslo.messaging registers some
-        # of its options there only.
-        self.conf = worker_conf.load(cfg.CONF, args,
-                                     'barbican-retry-manage',
-                                     (scheduler_conf.register_opts,),
-                                     log_to_stderr=True)
-
-    @property
-    def database(self):
-        """The database of ``[database] connection``."""
-        if self._database is None:
-            self._database = db_session.Database.from_conf(self.conf)
-        return self._database
-
-    def now(self):
-        """The database server's time now (naive UTC).
-
-        Commands write and compare times that the daemons compare too:
-        this host's clock is measured against the database's once, at the
-        first call, as the daemons do at each heartbeat.
-        """
-        if self._clock is None:
-            self._clock = clock.measured(self.database,
-                                         self.conf.max_clock_offset_seconds)
-        return self._clock.now()
-
-    def worker_api(self):
-        """An RPC client of the worker pool."""
-        if self._transport is None:
-            self._transport = rpc.get_transport(self.conf)
-        return rpcapi.WorkerAPI.from_transport(self._transport,
-                                               self.conf.worker.topic)
-
-    def clean_up(self, cmd, result, err):
-        """Close connections before exiting."""
-        if self._transport is not None:
-            self._transport.cleanup()
-        if self._database is not None:
-            self._database.dispose()
+from scheduler.manage import app
 
 
 def main(argv=None):
     """Run one operator command."""
-    return ManageApp().run(sys.argv[1:] if argv is None else argv)
+    return app.ManageApp().run(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == '__main__':

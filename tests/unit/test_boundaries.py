@@ -1,25 +1,28 @@
 """The scheduler is a satellite; nothing uses eventlet.
 
-Allow-lists, in both directions: the scheduler imports of the ``worker``
-package only the layer both sides share (``worker/common/__init__.py``
-declares it), that layer imports nothing else of the worker's nor
-anything of the scheduler's, and the worker imports nothing of the
+Allow-lists, in both directions: of the ``worker`` package, the retry
+daemon (``scheduler/`` but ``scheduler/manage/``) imports only what
+``scheduler.WORKER_IMPORTS`` names and the operator commands
+(``scheduler/manage/``) only what ``scheduler.manage.WORKER_IMPORTS``
+names; the layer the latter names imports nothing else of the worker's
+nor anything of the scheduler's; the daemon imports nothing of the
+operator commands but their console scripts' entry points; neither goes
+around ``database.repositories``; and the worker imports nothing of the
 scheduler's. The all-in-one demo, which runs both sides in one process,
 is the one named exception.
 """
 
 import ast
+import dataclasses
 import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+import scheduler
+from scheduler import manage
+from worker.db import repositories
 
-# What the scheduler may import of the worker package: the package itself
-# (it selects oslo.service's backend) and these modules and packages.
-SHARED = ('worker.common', 'worker.conf', 'worker.db', 'worker.notifications',
-          'worker.order_types', 'worker.plugins', 'worker.policy',
-          'worker.rpc', 'worker.rpcapi')
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # Runs both sides in one process, by design.
 BOTH_SIDES = ('worker/cmd/demo.py',)
@@ -41,9 +44,19 @@ def _in(name, packages):
                for package in packages)
 
 
+def _allowed_by(packages):
+    """Whether a module may be imported under the allow-list ``packages``.
+
+    The worker package itself (it selects oslo.service's backend) always
+    may, and so may the scheduler's own modules.
+    """
+    return lambda name: (name == 'worker' or
+                         _in(name, ('scheduler',) + packages))
+
+
 def _shared(name):
     """True if module ``name`` of the worker package is shared."""
-    return name == 'worker' or _in(name, SHARED)
+    return name == 'worker' or _in(name, manage.WORKER_IMPORTS)
 
 
 def _sources(*parts):
@@ -53,6 +66,12 @@ def _sources(*parts):
             yield relative, path
 
 
+def _daemon_sources():
+    """The retry daemon's modules: the scheduler's but the operator's."""
+    return [(relative, path) for relative, path in _sources('scheduler')
+            if not relative.startswith('scheduler/manage/')]
+
+
 def _offenders(sources, allowed):
     return [(relative, name) for relative, path in sources
             for name in _imports(path)
@@ -60,10 +79,33 @@ def _offenders(sources, allowed):
             not allowed(name)]
 
 
-def test_scheduler_imports_only_the_shared_layer_of_the_worker():
-    assert _offenders(
-        _sources('scheduler'),
-        lambda name: name.startswith('scheduler') or _shared(name)) == []
+def test_retry_daemon_imports_only_its_allow_list_of_the_worker():
+    assert _offenders(_daemon_sources(),
+                      _allowed_by(scheduler.WORKER_IMPORTS)) == []
+
+
+def test_operator_commands_import_only_their_allow_list_of_the_worker():
+    sources = list(_sources('scheduler', 'manage'))
+    assert len(sources) > 10, 'the operator commands were not found'
+    assert _offenders(sources, _allowed_by(manage.WORKER_IMPORTS)) == []
+
+
+def test_retry_daemon_imports_nothing_of_the_operator_commands():
+    # Their console scripts' entry points (scheduler/cmd/) excepted.
+    sources = [(relative, path) for relative, path in _daemon_sources()
+               if not relative.startswith('scheduler/cmd/')]
+    assert _offenders(sources,
+                      lambda name: not _in(name, ('scheduler.manage',))) == []
+
+
+def test_scheduler_reads_the_repositories_through_its_database():
+    """Units of work and commands use ``database.repositories``, never a
+    repository module itself, so either kind of database serves them."""
+    modules = tuple('worker.db.' + field.name
+                    for field in dataclasses.fields(repositories.Repositories))
+    assert len(modules) > 5, 'the repositories were not found'
+    assert _offenders(_sources('scheduler'),
+                      lambda name: not _in(name, modules)) == []
 
 
 def test_shared_layer_imports_only_itself():
@@ -83,6 +125,9 @@ def test_the_allow_lists_can_fail():
     # The demo is the exception because it does import both sides.
     assert _offenders([(BOTH_SIDES[0], ROOT / BOTH_SIDES[0])],
                       lambda name: name.startswith('worker'))
+    # The operator commands need more than the retry daemon's list.
+    assert _offenders(_sources('scheduler', 'manage'),
+                      _allowed_by(scheduler.WORKER_IMPORTS))
 
 
 def _modules_loaded_by(statement):
@@ -96,11 +141,20 @@ def _modules_loaded_by(statement):
 
 
 def test_scheduler_commands_load_only_the_shared_layer_of_the_worker():
+    # The retry daemon's too: it imports less, but worker.conf registers
+    # the options of the order types and notifications, and so loads them.
     loaded = _modules_loaded_by('import scheduler.cmd.retry, '
                                 'scheduler.cmd.manage, scheduler.cmd.status')
     assert 'scheduler.manager' in loaded
     assert sorted(m for m in loaded
                   if m.split('.')[0] == 'worker' and not _shared(m)) == []
+
+
+def test_retry_daemon_loads_nothing_of_the_operator_commands():
+    loaded = _modules_loaded_by('import scheduler.cmd.retry')
+    assert 'scheduler.manager' in loaded
+    assert sorted(m for m in loaded
+                  if _in(m, ('scheduler.manage',))) == []
 
 
 def test_worker_command_loads_nothing_of_the_scheduler():

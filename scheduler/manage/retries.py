@@ -4,12 +4,10 @@ from cliff import command
 from cliff import lister
 from cliff import show
 
-from scheduler.cmd import display
 from scheduler import liveness
+from scheduler.manage import display
 from scheduler import pass_lock
 from worker.db import models
-from worker.db import retry_tasks
-from worker.db import services
 
 TASK_COLUMNS = ('id', 'order_id', 'retry_task', 'retry_at', 'retry_args',
                 'retry_kwargs', 'retry_count', 'parked', 'park_reason',
@@ -24,9 +22,9 @@ class _OneTask:
         parser.add_argument('task_id', type=int, help='Retry task id.')
         return parser
 
-    @staticmethod
-    def _get(session, task_id):
-        task = retry_tasks.get(session, task_id)
+    def _get(self, session, task_id):
+        task = self.app.database.repositories.retry_tasks.get(session,
+                                                              task_id)
         if task is None:
             raise LookupError('no retry task %d' % task_id)
         return task
@@ -45,7 +43,8 @@ class ListRetries(lister.Lister):
     def take_action(self, parsed_args):
         database = self.app.database
         with database.session() as session:
-            tasks = retry_tasks.list_tasks(session, parked=parsed_args.parked)
+            tasks = database.repositories.retry_tasks.list_tasks(
+                session, parked=parsed_args.parked)
         columns = ('id', 'order_id', 'retry_task', 'retry_at', 'retry_count')
         if parsed_args.parked:
             columns += ('park_reason',)
@@ -68,8 +67,8 @@ class RequeueRetry(_OneTask, command.Command):
         database = self.app.database
         with database.session() as session, session.begin():
             self._get(session, parsed_args.task_id)
-            retry_tasks.requeue(session, parsed_args.task_id,
-                                self.app.now())
+            database.repositories.retry_tasks.requeue(
+                session, parsed_args.task_id, self.app.now())
         self.app.stdout.write('retry task %d is due now; the next pass '
                               'casts it\n' % parsed_args.task_id)
 
@@ -81,12 +80,13 @@ class ExplainRetry(_OneTask, show.ShowOne):
         cutoffs = liveness.Cutoffs.at(self.app.now(), self.app.conf)
         now = cutoffs.now
         database = self.app.database
+        repositories = database.repositories
         with database.session() as session:
             task = self._get(session, parsed_args.task_id)
-            lock = pass_lock.judge(session, database.repositories, cutoffs)
-            daemons = [d for d in services.list_services(session,
-                                                         models.SCHEDULER)
-                       if cutoffs.is_alive(d.heartbeat_at)]
+            lock = pass_lock.judge(session, repositories, cutoffs)
+            rows = repositories.services.list_services(session,
+                                                       models.SCHEDULER)
+        daemons = [d for d in rows if cutoffs.is_alive(d.heartbeat_at)]
         next_passes = [d.next_pass_at for d in daemons if d.next_pass_at]
         if task.parked:
             why = 'set aside, never cast until requeued: %s' % (

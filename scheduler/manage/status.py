@@ -5,8 +5,8 @@ import json
 from cliff import command
 import prettytable
 
-from scheduler.cmd import display
-from scheduler import overview as overview_module
+from scheduler.manage import display
+from scheduler.manage import overview as overview_module
 from worker.db import models
 
 

@@ -9,13 +9,10 @@ from cliff import lister
 from cliff import show
 from oslo_log import log as logging
 
-from scheduler.cmd import display
-from scheduler import explain
+from scheduler.manage import display
+from scheduler.manage import explain
 from worker.common import order_actions
 from worker.db import models
-from worker.db import orders
-from worker.db import retry_tasks
-from worker.db import steps as order_steps
 from worker.notifications import subscriptions
 from worker import order_types
 
@@ -166,13 +163,15 @@ class ShowOrder(_OneOrder, show.ShowOne):
 
     def take_action(self, parsed_args):
         database = self.app.database
+        repositories = database.repositories
         with database.session() as session:
-            order = orders.get(session, parsed_args.order_id)
+            order = repositories.orders.get(session, parsed_args.order_id)
             if order is None:
                 raise LookupError('no order %s' % parsed_args.order_id)
-            rows = order_steps.for_order(session, order.id)
+            rows = repositories.steps.for_order(session, order.id)
             retries = order_actions.retry_rows_by_step(
-                retry_tasks.list_tasks(session, order_id=order.id))
+                repositories.retry_tasks.list_tasks(session,
+                                                    order_id=order.id))
         try:
             workflow = order_types.get(order.type)
         except order_types.UnknownOrderType:
@@ -236,8 +235,8 @@ class ListOrders(lister.Lister):
     def take_action(self, parsed_args):
         database = self.app.database
         with database.session() as session:
-            found = orders.list_orders(session, parsed_args.status,
-                                       parsed_args.limit)
+            found = database.repositories.orders.list_orders(
+                session, parsed_args.status, parsed_args.limit)
         columns = ('id', 'type', 'status', 'error_reason')
         return columns, [display.row(order, columns) for order in found]
 
@@ -260,7 +259,8 @@ class CancelOrder(_OneOrder, command.Command):
     def take_action(self, parsed_args):
         database = self.app.database
         with database.session() as session:
-            order = orders.get(session, parsed_args.order_id)
+            order = database.repositories.orders.get(session,
+                                                     parsed_args.order_id)
         if order is None or order.status != models.PENDING:
             raise LookupError('no PENDING order %s' % parsed_args.order_id)
         cancelled = order_actions.cancel_order(

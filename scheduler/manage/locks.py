@@ -5,10 +5,9 @@ import sys
 from cliff import command
 from cliff import show
 
-from scheduler.cmd import display
 from scheduler import liveness
+from scheduler.manage import display
 from scheduler import pass_lock
-from worker.db import locks
 
 LOCK = pass_lock.LOCK
 
@@ -48,7 +47,9 @@ class ReleaseLock(command.Command):
             'lets a second pass run beside it; its rows may be cast twice '
             '(the workers drop the duplicates). Prefer waiting for '
             'retry_lock_timeout_seconds.\n')
-        with self.app.database.session() as session, session.begin():
-            released = locks.force_release(session, LOCK)
+        database = self.app.database
+        with database.session() as session, session.begin():
+            released = database.repositories.locks.force_release(session,
+                                                                 LOCK)
         self.app.stdout.write('lock released\n' if released
                               else 'lock was not held\n')

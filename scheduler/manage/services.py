@@ -2,9 +2,8 @@
 
 from cliff import lister
 
-from scheduler.cmd import display
 from scheduler import liveness
-from worker.db import services
+from scheduler.manage import display
 
 
 class ListServices(lister.Lister):
@@ -13,7 +12,7 @@ class ListServices(lister.Lister):
     def take_action(self, parsed_args):
         database = self.app.database
         with database.session() as session:
-            rows = services.list_services(session)
+            rows = database.repositories.services.list_services(session)
         cutoffs = liveness.Cutoffs.at(self.app.now(), self.app.conf)
         columns = ('name', 'kind', 'host', 'pid', 'started_at',
                    'heartbeat_at')

@@ -3,9 +3,9 @@ screen and the JSON it prints; on the in-memory store."""
 
 import datetime
 
-from scheduler.cmd import manage_status
-from scheduler import explain
-from scheduler import overview
+from scheduler.manage import explain
+from scheduler.manage import overview
+from scheduler.manage import status
 from tests import config
 from worker.db import memory
 from worker.db import models
@@ -74,7 +74,7 @@ def test_the_screen_and_the_json_show_the_same_state():
     database, oldest = _deployment()
     seen = overview.take(database, config.make_conf(service_down_time=60),
                          NOW)
-    text = '\n'.join(manage_status.render_text(seen))
+    text = '\n'.join(status.render_text(seen))
 
     assert 'Retry daemons: 1 alive' in text
     assert 'Workers: 1 alive' in text
@@ -90,7 +90,7 @@ def test_the_screen_and_the_json_show_the_same_state():
     assert 'Oldest PENDING order: %s (certificate, created 1h 00m ago)' \
         % oldest in text
 
-    data = manage_status.as_json(seen)
+    data = status.as_json(seen)
     assert (data['retry_daemons_alive'], data['workers_alive']) == (1, 1)
     assert data['processes'][2]['heartbeat_age_seconds'] == 600
     assert [p['clock_offset_seconds'] for p in data['processes']] == [
@@ -112,9 +112,9 @@ def test_a_stale_lock_and_no_pending_order_read_as_such():
             session, models.ORDER_RETRY_TASK_LOCK, '9@gone', 'token',
             _at(-3600))
     seen = overview.take(database, config.make_conf(), NOW)
-    text = '\n'.join(manage_status.render_text(seen))
+    text = '\n'.join(status.render_text(seen))
 
     assert 'stale: taken at' in text and 'the next pass clears it' in text
     assert 'Oldest PENDING order: none' in text
     assert 'Retry daemons: 0 alive' in text
-    assert manage_status.as_json(seen)['oldest_pending'] is None
+    assert status.as_json(seen)['oldest_pending'] is None

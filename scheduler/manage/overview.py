@@ -11,8 +11,8 @@ Liveness and lock staleness follow the daemons' own rules
 import dataclasses
 import datetime
 
-from scheduler import explain
 from scheduler import liveness
+from scheduler.manage import explain
 from scheduler import pass_lock
 from worker.db import models
 

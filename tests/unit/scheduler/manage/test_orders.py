@@ -2,11 +2,11 @@
 
 import pytest
 
-from scheduler.cmd import manage_orders
+from scheduler.manage import orders
 
 
 def _parse(capsys, *argv):
-    parser = manage_orders.CreateOrders(None, None).get_parser(
+    parser = orders.CreateOrders(None, None).get_parser(
         'barbican-retry-manage order create')
     return parser.parse_args(['--type', 'certificate'] + list(argv))
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from scheduler import explain
+from scheduler.manage import explain
 from tests import config
 from worker.db import models
 

@@ -2,8 +2,8 @@
 
 from cliff import lister
 
-from scheduler.cmd import display
-from scheduler.cmd import manage_orders
+from scheduler.manage import display
+from scheduler.manage import orders
 from worker.common import order_actions
 from worker.db import models
 from worker.notifications import events
@@ -68,7 +68,7 @@ class EnableUrl(lister.Lister):
             url = _url(session, store, parsed_args.url)
             store.enable_url(session, url.id, now)
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
-        api = manage_orders.worker_api_or_none(self.app)
+        api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0
         while True:
             with database.session() as session, session.begin():

@@ -1,0 +1,24 @@
+"""The operator commands: ``barbican-retry-manage`` and
+``barbican-retry-status``.
+
+Their console scripts are the thin modules of ``scheduler.cmd``; the
+application (``app``), one module per noun of ``barbican-retry-manage``
+(``orders``, ``retries``, ``locks``, ``services``, ``notifications``,
+``database``, ``status``), the upgrade checks (``upgrade_checks``) and
+what only they read with (``explain``, ``overview``, ``display``) live
+here, apart from the retry daemon. They read and write through the
+repositories of the database they are given (``database.repositories``),
+as the daemon does.
+"""
+
+import scheduler
+
+#: What the operator commands may import of the ``worker`` package: the
+#: retry daemon's list, the declarations of work, which they read to
+#: create, show and explain orders (``worker.order_types``, and the
+#: plugins and step policies the types are made of), and the
+#: notifications, whose deliveries they show and resume. It is the whole
+#: layer the worker shares with the scheduler.
+WORKER_IMPORTS = scheduler.WORKER_IMPORTS + (
+    'worker.notifications', 'worker.order_types', 'worker.plugins',
+    'worker.policy')

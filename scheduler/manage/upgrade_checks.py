@@ -1,0 +1,112 @@
+"""The checks of ``barbican-retry-status upgrade check`` (oslo.upgradecheck).
+
+Checks what an operator looks at before and after an upgrade: the schema
+is at the latest revision, the OrderRetryTask lock is not stale, every
+unfinished order's type is installed here, and at least one retry daemon
+and one worker are alive.
+"""
+
+from oslo_upgradecheck import upgradecheck
+
+from scheduler import liveness
+from scheduler import pass_lock
+from worker.common import clock
+from worker.db import migration
+from worker.db import models
+from worker.db import session as db_session
+from worker import order_types
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """The checks of ``barbican-retry-status upgrade check``."""
+
+    def __init__(self, conf):
+        super().__init__()
+        self._conf = conf
+        self._database = None
+        self._clock = None
+
+    def _db(self):
+        if self._database is None:
+            self._database = db_session.Database.from_conf(self._conf)
+        return self._database
+
+    def _check_schema(self):
+        current = migration.current_revision(self._db().engine)
+        heads = migration.head_revisions()
+        if current in heads:
+            return Result(Code.SUCCESS, 'schema at %s' % current)
+        return Result(Code.FAILURE,
+                      'schema at %s, latest is %s: run '
+                      '"barbican-retry-manage db upgrade"'
+                      % (current, ', '.join(heads)))
+
+    def _cutoffs(self):
+        if self._clock is None:
+            self._clock = clock.measured(self._db(),
+                                         self._conf.max_clock_offset_seconds)
+        return liveness.Cutoffs.at(self._clock.now(), self._conf)
+
+    def _check_lock(self):
+        database = self._db()
+        with database.session() as session:
+            lock = pass_lock.judge(session, database.repositories,
+                                   self._cutoffs())
+        if not lock.held:
+            return Result(Code.SUCCESS, 'not held')
+        if lock.stale:
+            return Result(Code.WARNING,
+                          'held by %s since %s, stale (%s): the next pass '
+                          'clears it' % (lock.holder, lock.taken_at,
+                                         lock.stale_reason))
+        return Result(Code.SUCCESS, 'held by %s' % lock.holder)
+
+    def _check_live(self, kind, command_name):
+        cutoffs = self._cutoffs()
+        database = self._db()
+        with database.session() as session:
+            rows = database.repositories.services.list_services(session,
+                                                                kind)
+        live = [row.name for row in rows
+                if cutoffs.is_alive(row.heartbeat_at)]
+        if live:
+            return Result(Code.SUCCESS, '%d alive: %s'
+                          % (len(live), ', '.join(live)))
+        return Result(Code.FAILURE, 'no live %s process' % command_name)
+
+    def _check_order_types(self):
+        try:
+            installed = order_types.installed()
+        except order_types.base.InvalidOrderType as exc:
+            return Result(Code.FAILURE, str(exc))
+        database = self._db()
+        with database.session() as session:
+            counts = database.repositories.orders.count_unfinished_by_type(
+                session)
+        missing = {name: count for name, count in counts.items()
+                   if name not in installed}
+        if missing:
+            return Result(Code.FAILURE, 'unfinished orders of types not '
+                          'installed here: %s; install them on every '
+                          'worker' % ', '.join(
+                              '%s (%d)' % item
+                              for item in sorted(missing.items())))
+        return Result(Code.SUCCESS, 'installed: %s'
+                      % ', '.join(sorted(installed)))
+
+    def _check_retry_daemons(self):
+        return self._check_live(models.SCHEDULER, 'barbican-retry')
+
+    def _check_workers(self):
+        return self._check_live(models.WORKER, 'barbican-worker')
+
+    _upgrade_checks = (
+        ('Database schema', _check_schema),
+        ('OrderRetryTask lock', _check_lock),
+        ('Order types', _check_order_types),
+        ('Retry daemons', _check_retry_daemons),
+        ('Workers', _check_workers),
+    )
