@@ -60,10 +60,15 @@ def explain_order(database, conf, order_id, now):
     parts = ['%s %s %s' % ('step' if len(names) == 1 else 'steps',
                            ', '.join(names), reason)
              for reason, names in reasons.items()]
-    # The steps held back by those: the WAITING ones that wait for no
-    # other WAITING step.
+    return Why(order.status, '; '.join(parts + _held_back(workflow, steps)))
+
+
+def _held_back(workflow, steps):
+    """What the WAITING steps that wait for no other WAITING step wait
+    for: the steps held back by those that run or are due."""
     waiting = {name for name, step in steps.items()
                if step.status == models.STEP_WAITING}
+    parts = []
     for name in sorted(waiting):
         before = (workflow.step(name).after if workflow.has_step(name)
                   else ())
@@ -72,7 +77,7 @@ def explain_order(database, conf, order_id, now):
                 name, ', '.join(b for b in before
                                 if steps.get(b) is None or
                                 steps[b].status != models.STEP_DONE)))
-    return Why(order.status, '; '.join(parts))
+    return parts
 
 
 def _terminal(order):
