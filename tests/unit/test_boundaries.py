@@ -190,3 +190,18 @@ def test_services_run_on_the_threading_backend_unpatched():
 def test_top_level_alembic_folder_is_not_a_package():
     assert (ROOT / 'alembic' / 'env.py').exists()
     assert not (ROOT / 'alembic' / '__init__.py').exists()
+
+
+def _prefix_readers(sources):
+    """The modules that read a delivery's name prefix themselves."""
+    return sorted(relative for relative, path in sources
+                  if 'DELIVERY_PREFIX' in path.read_text())
+
+
+def test_one_predicate_tells_a_delivery_by_its_name():
+    # worker.db.models.is_delivery (and delivery_steps, its SQL form) is
+    # the one place; everything else asks it.
+    assert _prefix_readers(
+        list(_sources('worker')) + list(_sources('scheduler'))) == [
+        'worker/db/models.py']
+    assert _prefix_readers([('a.py', ROOT / 'worker/db/models.py')])
