@@ -11,6 +11,7 @@ fenced on its own generation.
 
 import datetime
 import types
+import typing
 
 from oslo_log import log as logging
 
@@ -68,22 +69,22 @@ class Claimer:
             wanted, dropped = self._wanted(steps, found)
             claimed = self._repositories.steps.claim_many(session, [
                 (steps[index].order_id, steps[index].step,
-                 steps[index].generation, now + _seconds(step_policy))
-                for index, (_, _, _, _, step_policy) in wanted.items()],
+                 steps[index].generation, now + _seconds(facts.policy))
+                for index, facts in wanted.items()],
                 now, self._owner) if wanted else set()
         answers = [None] * len(steps)
         for index, facts in wanted.items():
             step = steps[index]
             if (step.order_id, step.step) in claimed:
-                answers[index] = self._claimed(step, now, *facts)
+                answers[index] = self._claimed(step, now, facts)
             else:
-                dropped.append((step, facts[1][step.step]))
+                dropped.append((step, facts.rows[step.step]))
         return answers, dropped
 
     def _wanted(self, steps, found):
         """The steps of the batch to claim, by index, with what their runs
-        need: ``{index: (order, rows, kind, workflow, policy)}``; and
-        those dropped, ``[(step, row), ...]``."""
+        need: ``{index: _Wanted}``; and those dropped, ``[(step, row),
+        ...]``."""
         wanted, dropped, taken = {}, [], set()
         for index, step in enumerate(steps):
             order, rows = found.get(step.order_id, (None, {}))
@@ -108,13 +109,15 @@ class Claimer:
                     continue
                 # A delivery needs no order type.
                 workflow = None
-            wanted[index] = (order, rows, kind, workflow,
-                             kind.policy(workflow, step.step))
+            wanted[index] = _Wanted(order, rows, kind, workflow,
+                                    kind.policy(workflow, step.step))
             taken.add(key)
         return wanted, dropped
 
-    def _claimed(self, step, now, order, rows, kind, workflow, step_policy):
+    def _claimed(self, step, now, facts):
         """The ``(Run, OrderView)`` of a step just claimed at ``now``."""
+        order, rows, kind, workflow = (facts.order, facts.rows, facts.kind,
+                                       facts.workflow)
         row = rows[step.step]
         run = runs.Run(
             order_id=order.id, step=step.step, token=step.generation + 1,
@@ -122,7 +125,7 @@ class Claimer:
             started_at=row.started_at or now, last_error=row.last_error,
             order_created_at=order.created_at, order_meta=order.meta,
             order_priority=order.priority, workflow=workflow,
-            policy=step_policy, steps=rows,
+            policy=facts.policy, steps=rows,
             subscribed=any(map(models.is_delivery, rows)),
             step_events=workflow is not None and
             self._kinds.workflow_step.step_events(workflow),
@@ -130,6 +133,17 @@ class Claimer:
         if not kind.runs_workflow or not workflow.has_step(step.step):
             return run, None
         return run, _view(order, workflow, rows, run)
+
+
+class _Wanted(typing.NamedTuple):
+    """A step of a batch to claim, with what its run needs."""
+
+    order: typing.Any
+    #: ``{step: row}`` of its order, as read by the claim.
+    rows: typing.Mapping[str, typing.Any]
+    kind: runs.StepKind
+    workflow: typing.Any
+    policy: typing.Any
 
 
 def _view(order, workflow, steps, run):
