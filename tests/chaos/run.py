@@ -363,7 +363,11 @@ def run(db, order_count, duration, workdir, services, seed=None,
         receiver.stop()
         deployment.kill_all()
         database.dispose()
-        databases.drop(db, database_url, server=server)
+        if report.ok:
+            databases.drop(db, database_url, server=server)
+        else:
+            # Kept for a post-mortem, in the work directory's servers.
+            log('chaos: database kept: %s' % database_url)
     return report
 
 

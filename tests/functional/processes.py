@@ -7,6 +7,7 @@ of its own so that a test can SIGTERM or SIGKILL it with its children.
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -238,10 +239,22 @@ class Deployment:
 
 
 def free_port():
-    """A TCP port free on 127.0.0.1 now (for a metrics endpoint)."""
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
+    """A TCP port free on 127.0.0.1 now (a metrics endpoint, a receiver).
+
+    Drawn from 20000-32767, as ``services.sh`` draws its servers' ports:
+    below the kernel's ephemeral range, so that no outgoing connection of
+    another process takes it while the listener that owns it restarts.
+    """
+    draw = random.Random()
+    for _ in range(200):
+        port = draw.randint(20000, 32767)
+        with socket.socket() as sock:
+            try:
+                sock.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError('no free port in 20000-32767 on 127.0.0.1')
 
 
 def scrape(port):

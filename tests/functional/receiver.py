@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 
+from tests.functional import processes
 from worker.notifications import sender
 
 #: How a receiver answers: OK (204), or one of the faults.
@@ -48,9 +49,8 @@ class Receiver:
         self.last_at = None
         self.first_at = {}
         self._lock = threading.Lock()
-        with socket.socket() as sock:
-            sock.bind(('127.0.0.1', 0))
-            self.port = sock.getsockname()[1]
+        # Outside the ephemeral range: it is bound again after an outage.
+        self.port = processes.free_port()
         self.url = 'http://127.0.0.1:%d/hook' % self.port
         self._server = None
 
