@@ -186,6 +186,18 @@ class Cluster:
         daemon.kill()
         self.start(slot, daemon.script)
 
+    def restart_exited(self, log):
+        """Start again each daemon that exited on its own, as systemd's
+        ``Restart=on-failure`` does (``etc/systemd/``): a daemon that
+        starts while the database is down exits, and a run must not be
+        left without it."""
+        for slot, daemon in sorted(self.slots.items()):
+            if daemon.process is not None and \
+                    daemon.process.poll() is not None:
+                log('chaos: %s exited (status %d); started again'
+                    % (slot, daemon.process.returncode))
+                self.start(slot, daemon.script)
+
     def stop_all(self):
         """SIGTERM everything; a clean stop removes its service row."""
         for daemon in self.slots.values():
@@ -349,6 +361,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
         faults_over = time.monotonic()
         deadline = faults_over + recovery_timeout
         while time.monotonic() < deadline and _pending(database):
+            cluster.restart_exited(log)
             time.sleep(0.5)
         report.recovery_s = time.monotonic() - faults_over
         # Room for the passes to clear the rows of the last killed process.
@@ -480,6 +493,7 @@ def _inject_faults(cluster, faults, duration, rng, report, log, created,
     try:
         while time.monotonic() - start < duration:
             time.sleep(rng.uniform(1.0, 3.0))
+            cluster.restart_exited(log)
             cluster.kill_one(rng)
             report.kills += 1
             now = time.monotonic()
