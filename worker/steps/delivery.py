@@ -77,7 +77,7 @@ def policy(conf):
         timeout_seconds=lease_seconds(conf))
 
 
-def send(database, sender, conf, run, lease_until, clock):
+def send(database, sender, conf, run, clock):
     """Send the delivery's next events; returns ``Sent`` or ``Paused``.
 
     Stops at the first failure, after ``events_per_run`` events, or when
@@ -100,7 +100,7 @@ def send(database, sender, conf, run, lease_until, clock):
     # Each request may take its timeout to connect and again to answer.
     room = datetime.timedelta(seconds=2 * group.timeout_seconds + 1)
     for event in pending:
-        if clock() + room > lease_until:
+        if clock() + room > run.lease_until:
             break
         started = time.monotonic()
         failure = sender.send(url, events_module.payload(event))
@@ -196,7 +196,7 @@ class DeliveryKind:
     def run(self, run, view):
         """Send the delivery's next events (it has no view)."""
         result = send(self._database, self._sender, self._conf, run,
-                      run.lease_until, self._clock)
+                      self._clock)
         if isinstance(result, Sent):
             if result.failure is not None:
                 LOG.warning('Delivery %s of order %s: %s', run.step,
@@ -275,7 +275,8 @@ class _Decider:
                                             result.failure),
                 url + self._record(result, models.STEP_WAITING, failures,
                                    result.failure))
-        delay = policy_module.backoff_seconds(policy(self._conf), failures)
+        # The run's policy is the deliveries' (DeliveryKind.policy).
+        delay = policy_module.backoff_seconds(run.policy, failures)
         retry_at = self._now + datetime.timedelta(seconds=delay)
         return runs.Decision(
             runs.RETRY, 'delivery %s: %d sent, then failure %d, again at '
