@@ -23,6 +23,7 @@ import collections.abc as abc
 import datetime
 import typing
 
+from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import rows
 from worker.db import steps
@@ -61,11 +62,26 @@ class Orders(typing.Protocol):
 
     def create(self, session: Any, workflow: order_types.Workflow,
                meta: abc.Mapping[str, Any] | None, now: Moment,
-               priority: int = 0) -> rows.Order:
-        """Insert a PENDING order of ``workflow``'s type, and its steps."""
+               priority: int = 0,
+               origin: orders.Origin = orders.NO_ORIGIN) -> rows.Order:
+        """Insert a PENDING order of ``workflow``'s type, and its steps;
+        ``DBDuplicateEntry`` if its project has its idempotency key."""
 
     def get(self, session: Any, order_id: str) -> rows.Order | None:
         """The order with this id, or None."""
+
+    def find_by_key(self, session: Any, project_id: str,
+                    idempotency_key: str) -> rows.Order | None:
+        """The project's order created with ``idempotency_key``, or None.
+        """
+
+    def status_of(self, session: Any, order_id: str) -> str | None:
+        """The order's status, or None if there is no such order."""
+
+    def ids_starting_with(self, session: Any, prefix: str,
+                          project_id: str | None = None,
+                          limit: int = 2) -> list[str]:
+        """Up to ``limit`` ids of orders that start with ``prefix``."""
 
     def with_steps(self, session: Any, order_id: str
                    ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
@@ -81,8 +97,13 @@ class Orders(typing.Protocol):
         """``{id: priority}`` of those of ``order_ids`` that exist."""
 
     def list_orders(self, session: Any, status: str | None = None,
-                    limit: int | None = None) -> list[rows.Order]:
-        """Orders, oldest first, optionally only those of ``status``."""
+                    limit: int | None = None, *,
+                    project_id: str | None = None,
+                    order_type: str | None = None,
+                    after: tuple[Moment, str] | None = None
+                    ) -> list[rows.Order]:
+        """Orders, oldest first, filtered; those ``after`` a page's last
+        ``(created_at, id)``."""
 
     def count_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` over every order."""

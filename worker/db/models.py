@@ -57,6 +57,10 @@ STEP_STATUSES = (STEP_WAITING, STEP_PENDING, STEP_DONE, STEP_FAILED,
 
 ORDER_RETRY_TASK_LOCK = 'OrderRetryTask'
 
+#: The project of the orders created before projects existed (migration
+#: 0007), and of those the operator commands create without ``--project``.
+DEFAULT_PROJECT = 'default'
+
 # An order's priority: when more retry rows are due than one pass casts,
 # those of higher priority are cast first. 0 to 9, the ten levels of
 # AMQP 0-9-1 message priorities: enough to tell classes of orders apart,
@@ -104,6 +108,15 @@ class Order(Base):
     """
 
     __tablename__ = 'orders'
+    __table_args__ = (
+        # One order per key and project: a second create with the key
+        # finds the first order (``worker.api``). NULL keys never collide.
+        sa.Index('uq_orders_project_id_idempotency_key', 'project_id',
+                 'idempotency_key', unique=True),
+        # A project's orders in creation order, a page at a time.
+        sa.Index('ix_orders_project_id_created_at', 'project_id',
+                 'created_at', 'id'),
+    )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
     type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
@@ -114,6 +127,23 @@ class Order(Base):
     #: order's retry rows.
     priority: orm.Mapped[int] = orm.mapped_column(
         sa.SmallInteger, default=0, server_default='0')
+    #: The project (tenant) that owns the order; ``DEFAULT_PROJECT`` for
+    #: the orders created before projects (migration 0007).
+    project_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(64), default=DEFAULT_PROJECT,
+        server_default=DEFAULT_PROJECT)
+    #: The caller's key for this order, unique within its project.
+    idempotency_key: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    #: SHA-256 of the request that created the order (its type, meta,
+    #: priority and callback URLs), to tell a retried request from a
+    #: different one with the same key.
+    request_hash: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    #: The oslo.context request ids of the request that created the
+    #: order; every log line about the order carries them.
+    request_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    global_request_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 

@@ -11,6 +11,7 @@ fencing of the work itself is per step (``worker.db.steps``).
 """
 
 import collections.abc as abc
+import dataclasses
 import datetime
 import functools
 import typing
@@ -33,9 +34,26 @@ WithSteps = tuple[rows.Order, dict[str, rows.Step]]
 _TABLE = statements.ORDERS
 
 
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where an order comes from: the project that owns it, the key its
+    caller made it idempotent by, and the request that created it."""
+
+    project_id: str = models.DEFAULT_PROJECT
+    idempotency_key: str | None = None
+    #: ``worker.api``'s fingerprint of the request, kept with the key.
+    request_hash: str | None = None
+    request_id: str | None = None
+    global_request_id: str | None = None
+
+
+#: The origin of an order that says nothing of its own.
+NO_ORIGIN = Origin()
+
+
 def create(session: orm.Session, workflow: order_types.Workflow,
            meta: abc.Mapping[str, Any] | None, now: Moment,
-           priority: int = 0) -> rows.Order:
+           priority: int = 0, origin: Origin = NO_ORIGIN) -> rows.Order:
     """Insert a PENDING order of ``workflow``'s type, and its steps.
 
     Its first steps (those that come after none) count as dispatched at
@@ -47,12 +65,15 @@ def create(session: orm.Session, workflow: order_types.Workflow,
         when more retry rows are due than a pass casts, those of orders of
         a higher priority go first.
     :raises ValueError: ``priority`` is not a priority.
+    :raises oslo_db.exception.DBDuplicateEntry: the origin's project has
+        an order with its idempotency key (the transaction must be rolled
+        back).
     """
     order = models.Order(
         id=str(uuid.uuid4()), type=workflow.type_name,
         status=models.PENDING, meta=dict(meta or {}),
         priority=models.check_priority(priority), created_at=now,
-        updated_at=now)
+        updated_at=now, **dataclasses.asdict(origin))
     session.add(order)
     session.flush()
     steps.create(session, order.id, workflow.names, set(workflow.roots()),
@@ -63,6 +84,35 @@ def create(session: orm.Session, workflow: order_types.Workflow,
 def get(session: orm.Session, order_id: str) -> rows.Order | None:
     """Return the order with this id, or None."""
     return session.get(models.Order, order_id)
+
+
+def find_by_key(session: orm.Session, project_id: str,
+                idempotency_key: str) -> rows.Order | None:
+    """Return the project's order created with ``idempotency_key``, or
+    None."""
+    return session.scalars(sa.select(models.Order).where(
+        models.Order.project_id == project_id,
+        models.Order.idempotency_key == idempotency_key)).first()
+
+
+def status_of(session: orm.Session, order_id: str) -> str | None:
+    """Return the order's status, or None if there is no such order: one
+    probe of the primary key, for those who wait for an order."""
+    return session.scalar(sa.select(models.Order.status).where(
+        models.Order.id == order_id))
+
+
+def ids_starting_with(session: orm.Session, prefix: str,
+                      project_id: str | None = None,
+                      limit: int = 2) -> list[str]:
+    """Return up to ``limit`` ids of orders that start with ``prefix``
+    (of ``project_id``'s orders only, unless None)."""
+    query = (sa.select(models.Order.id)
+             .where(models.Order.id.startswith(prefix, autoescape=True))
+             .order_by(models.Order.id).limit(limit))
+    if project_id is not None:
+        query = query.where(models.Order.project_id == project_id)
+    return list(session.scalars(query))
 
 
 def with_steps(session: orm.Session, order_id: str
@@ -124,12 +174,30 @@ def priorities(session: orm.Session,
 
 
 def list_orders(session: orm.Session, status: str | None = None,
-                limit: int | None = None) -> list[rows.Order]:
-    """Return orders, oldest first, optionally only those with ``status``."""
-    query = sa.select(models.Order).order_by(
-        models.Order.created_at, models.Order.id)
+                limit: int | None = None, *, project_id: str | None = None,
+                order_type: str | None = None,
+                after: tuple[Moment, str] | None = None) -> list[rows.Order]:
+    """Return orders, oldest first (by creation time, then id).
+
+    :param status: only the orders in this status.
+    :param project_id: only this project's orders.
+    :param order_type: only the orders of this type.
+    :param after: ``(created_at, id)`` of an order: only those after it,
+        the next page of a listing that ended there.
+    """
+    order = models.Order
+    query = sa.select(order).order_by(order.created_at, order.id)
     if status:
-        query = query.where(models.Order.status == status)
+        query = query.where(order.status == status)
+    if project_id is not None:
+        query = query.where(order.project_id == project_id)
+    if order_type:
+        query = query.where(order.type == order_type)
+    if after is not None:
+        created_at, order_id = after
+        query = query.where(sa.or_(
+            order.created_at > created_at,
+            sa.and_(order.created_at == created_at, order.id > order_id)))
     if limit:
         query = query.limit(limit)
     return list(session.scalars(query))

@@ -24,6 +24,11 @@ class Order(typing.Protocol):
     meta: JSON
     error_reason: str | None
     priority: int
+    project_id: str
+    idempotency_key: str | None
+    request_hash: str | None
+    request_id: str | None
+    global_request_id: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
 

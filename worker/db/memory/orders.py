@@ -3,9 +3,12 @@
 import collections
 import collections.abc as abc
 import copy
+import dataclasses
 import datetime
 import typing
 import uuid
+
+from oslo_db import exception as db_exception
 
 from worker.db.memory import base
 from worker.db import models
@@ -24,13 +27,22 @@ class InMemoryOrders(base.Repository):
     @base.writes
     def create(self, session: Session, workflow: order_types.Workflow,
                meta: abc.Mapping[str, Any] | None, now: Moment,
-               priority: int = 0) -> rows.Order:
-        """Insert a PENDING order of ``workflow``'s type, and its steps."""
+               priority: int = 0,
+               origin: orders.Origin = orders.NO_ORIGIN) -> rows.Order:
+        """Insert a PENDING order of ``workflow``'s type, and its steps.
+
+        :raises oslo_db.exception.DBDuplicateEntry: the project has an
+            order with the origin's idempotency key.
+        """
+        if origin.idempotency_key is not None and self.find_by_key(
+                session, origin.project_id, origin.idempotency_key):
+            raise db_exception.DBDuplicateEntry(
+                columns=['project_id', 'idempotency_key'])
         order = base.OrderRecord(
             id=str(uuid.uuid4()), type=workflow.type_name,
             status=models.PENDING, meta=base.to_json(dict(meta or {})),
             error_reason=None, priority=models.check_priority(priority),
-            created_at=now, updated_at=now)
+            created_at=now, updated_at=now, **dataclasses.asdict(origin))
         self._store.orders[order.id] = order
         base.insert_steps(self._store, order.id, workflow.names,
                           set(workflow.roots()), now)
@@ -41,6 +53,34 @@ class InMemoryOrders(base.Repository):
     def get(self, session: Session, order_id: str) -> rows.Order | None:
         """Return the order with this id, or None."""
         return copy.deepcopy(self._store.orders.get(order_id))
+
+    @base.reads
+    def find_by_key(self, session: Session, project_id: str,
+                    idempotency_key: str) -> rows.Order | None:
+        """Return the project's order created with ``idempotency_key``."""
+        for order in self._store.orders.values():
+            if (order.project_id, order.idempotency_key) == (
+                    project_id, idempotency_key):
+                return copy.deepcopy(order)
+        return None
+
+    @base.reads
+    def status_of(self, session: Session, order_id: str) -> str | None:
+        """Return the order's status, or None if there is no such order.
+        """
+        order = self._store.orders.get(order_id)
+        return order.status if order else None
+
+    @base.reads
+    def ids_starting_with(self, session: Session, prefix: str,
+                          project_id: str | None = None,
+                          limit: int = 2) -> list[str]:
+        """Return up to ``limit`` ids of orders starting with ``prefix``.
+        """
+        return sorted(
+            order.id for order in self._store.orders.values()
+            if order.id.startswith(prefix) and
+            project_id in (None, order.project_id))[:limit]
 
     def with_steps(self, session: Session, order_id: str
                    ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
@@ -73,11 +113,20 @@ class InMemoryOrders(base.Repository):
 
     @base.reads
     def list_orders(self, session: Session, status: str | None = None,
-                    limit: int | None = None) -> list[rows.Order]:
-        """Return orders, oldest first, optionally only of ``status``."""
-        found = sorted((order for order in self._store.orders.values()
-                        if not status or order.status == status),
-                       key=lambda order: (order.created_at, order.id))
+                    limit: int | None = None, *,
+                    project_id: str | None = None,
+                    order_type: str | None = None,
+                    after: tuple[Moment, str] | None = None
+                    ) -> list[rows.Order]:
+        """Return orders, oldest first, filtered as ``worker.db.orders``'s.
+        """
+        found = sorted(
+            (order for order in self._store.orders.values()
+             if (not status or order.status == status) and
+             project_id in (None, order.project_id) and
+             (not order_type or order.type == order_type) and
+             (after is None or (order.created_at, order.id) > after)),
+            key=lambda order: (order.created_at, order.id))
         return copy.deepcopy(found[:limit or None])
 
     @base.reads
