@@ -7,19 +7,19 @@ from cliff import columns as cliff_columns
 from cliff import command
 from cliff import lister
 from cliff import show
+from oslo_context import context as context_module
 from oslo_log import log as logging
+from oslo_utils import uuidutils
 
 from scheduler.manage import display
 from scheduler.manage import explain
-from worker.common import order_actions
-from worker.db import models
-from worker.notifications import subscriptions
-from worker import order_types
+from worker import api
 
 LOG = logging.getLogger(__name__)
 
-ORDER_COLUMNS = ('id', 'type', 'status', 'priority', 'error_reason',
-                 'meta', 'created_at', 'updated_at')
+ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
+                 'error_reason', 'meta', 'idempotency_key', 'request_id',
+                 'global_request_id', 'created_at', 'updated_at')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error')
@@ -43,37 +43,25 @@ class StepsColumn(cliff_columns.FormattableColumn):
         return self._value
 
 
-def describe_steps(workflow, rows, retries):
-    """The ``steps`` list of ``order show``: one dict per step.
+def describe_steps(steps):
+    """The ``steps`` list of ``order show``: a dict of ``STEP_FIELDS``
+    for each ``api.StepState``."""
+    return [{field: display.value(getattr(step, field))
+             if field != 'after' else list(step.after)
+             for field in STEP_FIELDS} for step in steps]
 
-    :param rows: ``{name: OrderStep}`` of the order.
-    :param retries: ``{name: OrderRetryTask}`` of the order.
+
+def order_api(app, casts=False):
+    """An ``api.OrderAPI`` on the app's database and configuration.
+
+    :param casts: the commands that start steps get the app's RPC client
+        (or, without one, leave the casts to the retry daemon, which
+        dispatches the steps after its dispatch deadline).
     """
-    declared = list(workflow.steps) if workflow else []
-    if workflow and workflow.compensation and \
-            workflow.compensation.name in rows:
-        declared.append(workflow.compensation)
-    after = {step.name: list(step.after) for step in declared}
-    names = [step.name for step in declared] + sorted(
-        set(rows) - set(after))
-    result = []
-    for name in names:
-        row = rows.get(name)
-        retry = retries.get(name)
-        result.append({
-            'name': name,
-            'after': after.get(name, []),
-            'status': (order_actions.step_status(row, retry) if row
-                       else 'NOT CREATED'),
-            'attempt': row.attempt if row else 0,
-            'owner': row.owner if row else None,
-            'started_at': display.value(row.started_at) if row else None,
-            'finished_at': display.value(row.finished_at) if row else None,
-            'next_retry_at': (display.value(retry.retry_at)
-                              if retry and not retry.parked else None),
-            'last_error': row.last_error if row else None,
-        })
-    return result
+    return api.OrderAPI(app.database, app.conf,
+                        worker_api_or_none(app) if casts else None,
+                        now=app.now,
+                        rows_per_cast=app.conf.scheduler.rows_per_cast)
 
 
 def worker_api_or_none(app):
@@ -93,11 +81,23 @@ def worker_api_or_none(app):
 def priority(text):
     """An argparse type: ``text`` as an order priority."""
     try:
-        return models.check_priority(int(text))
+        value = int(text)
     except ValueError:
+        value = None
+    if value is None or not api.MIN_PRIORITY <= value <= api.MAX_PRIORITY:
         raise argparse.ArgumentTypeError(
             'must be an integer from %d to %d, not %r'
-            % (models.MIN_PRIORITY, models.MAX_PRIORITY, text)) from None
+            % (api.MIN_PRIORITY, api.MAX_PRIORITY, text))
+    return value
+
+
+def global_request_id(text):
+    """An argparse type: a global request id, ``req-`` and a UUID, as
+    oslo.middleware accepts it from another service."""
+    if not (text.startswith('req-') and uuidutils.is_uuid_like(text[4:])):
+        raise argparse.ArgumentTypeError(
+            'must be req- followed by a UUID, not %r' % text)
+    return text
 
 
 class _OneOrder:
@@ -112,9 +112,9 @@ class _OneOrder:
 class CreateOrders(lister.Lister):
     """Create PENDING orders and cast their first steps to the workers.
 
-    Does what an API server does: the orders are committed first, then
-    their first steps are cast, in messages of up to ``[scheduler]
-    rows_per_cast`` steps.
+    Does what an API server does, through ``worker.api``: the orders are
+    committed first, then their first steps are cast, in messages of up
+    to ``[scheduler] rows_per_cast`` steps.
     """
 
     def get_parser(self, prog_name):
@@ -125,71 +125,80 @@ class CreateOrders(lister.Lister):
                             help='How many orders to create (default 1).')
         parser.add_argument('--meta', default='{}', type=json.loads,
                             help='Order metadata as a JSON object, e.g. '
-                                 '\'{"unavailable_attempts": 2}\'.')
+                                 '\'{"unavailable_attempts": 2}\'; its '
+                                 'type\'s meta_schema must accept it.')
+        parser.add_argument('--project', default=api.DEFAULT_PROJECT,
+                            help='The project that owns the orders '
+                                 '(default %r).' % api.DEFAULT_PROJECT)
+        parser.add_argument('--idempotency-key', metavar='KEY',
+                            help='Create the order once: the same command '
+                                 'again (same type, meta, priority and '
+                                 'callback URL) shows the order made the '
+                                 'first time; a different one with this '
+                                 'key is refused. Only with --count 1.')
+        parser.add_argument('--global-request-id', metavar='req-UUID',
+                            type=global_request_id,
+                            help='The request id of the request this '
+                                 'comes from, kept with the orders and '
+                                 'logged with every line about them.')
         parser.add_argument('--priority', type=priority, default=0,
                             help='%d to %d, higher sooner (default 0): when '
                                  'more retries are due than a pass of the '
                                  'retry daemon casts, those of orders of '
                                  'higher priority are cast first.'
-                                 % (models.MIN_PRIORITY,
-                                    models.MAX_PRIORITY))
+                                 % (api.MIN_PRIORITY, api.MAX_PRIORITY))
         parser.add_argument('--callback-url', metavar='URL',
+                            action='append', default=[],
                             help='Send each order\'s events (its status '
                                  'changes, at least once and in order) to '
-                                 'this URL as signed POSTs. Its host must '
-                                 'be in [notifications] allowed_hosts.')
+                                 'this URL as signed POSTs (may be '
+                                 'repeated). Its host must be in '
+                                 '[notifications] allowed_hosts.')
         return parser
 
     def take_action(self, parsed_args):
         if parsed_args.count < 1:
             raise ValueError('--count must be at least 1')
-        if not isinstance(parsed_args.meta, dict):
-            raise ValueError('--meta must be a JSON object')
-        workflow = order_types.get(parsed_args.type)
-        notify = subscriptions.urls_for_order(self.app.conf,
-                                              parsed_args.callback_url)
-        created = order_actions.create_orders(
-            self.app.database, worker_api_or_none(self.app), workflow,
-            parsed_args.meta, parsed_args.count, self.app.now(),
-            rows_per_cast=self.app.conf.scheduler.rows_per_cast,
-            priority=parsed_args.priority, notify=notify)
-        return (('id', 'type', 'status', 'priority'),
-                [(order.id, order.type, order.status, order.priority)
-                 for order in created])
+        if parsed_args.idempotency_key is not None and \
+                parsed_args.count != 1:
+            raise ValueError('--idempotency-key names one order: it cannot '
+                             'go with --count %d' % parsed_args.count)
+        context = context_module.RequestContext(
+            global_request_id=parsed_args.global_request_id)
+        orders = order_api(self.app, casts=True)
+        request = dict(project_id=parsed_args.project,
+                       priority=parsed_args.priority,
+                       callback_urls=parsed_args.callback_url,
+                       context=context)
+        if parsed_args.count == 1:
+            created = [orders.create(
+                parsed_args.type, parsed_args.meta,
+                idempotency_key=parsed_args.idempotency_key, **request)]
+        else:
+            created = orders.create_many(parsed_args.type, parsed_args.meta,
+                                         parsed_args.count, **request)
+        columns = ('id', 'type', 'status', 'project_id', 'priority')
+        return columns, [display.row(order, columns) for order in created]
 
 
 class ShowOrder(_OneOrder, show.ShowOne):
-    """Show one order and its steps."""
+    """Show one order and its steps (by its id, or a unique prefix)."""
 
     def take_action(self, parsed_args):
-        database = self.app.database
-        repositories = database.repositories
-        with database.session() as session:
-            order = repositories.orders.get(session, parsed_args.order_id)
-            if order is None:
-                raise LookupError('no order %s' % parsed_args.order_id)
-            rows = repositories.steps.for_order(session, order.id)
-            retries = order_actions.retry_rows_by_step(
-                repositories.retry_tasks.list_tasks(session,
-                                                    order_id=order.id))
-        try:
-            workflow = order_types.get(order.type)
-        except order_types.UnknownOrderType:
-            workflow = None
+        order = order_api(self.app).find(parsed_args.order_id)
         columns = ORDER_COLUMNS + ('steps',)
         return columns, display.row(order, ORDER_COLUMNS) + (
-            StepsColumn(describe_steps(workflow, rows, retries)),)
+            StepsColumn(describe_steps(order.steps)),)
 
 
 class ExplainOrder(_OneOrder, show.ShowOne):
     """Say in one sentence why an order has not moved."""
 
     def take_action(self, parsed_args):
+        order = order_api(self.app).find(parsed_args.order_id)
         why = explain.explain_order(self.app.database, self.app.conf,
-                                    parsed_args.order_id,
-                                    self.app.now())
-        return ('id', 'status', 'why'), (parsed_args.order_id, why.status,
-                                         why.sentence)
+                                    order.id, self.app.now())
+        return ('id', 'status', 'why'), (order.id, why.status, why.sentence)
 
 
 class ListOrderTypes(lister.Lister):
@@ -197,12 +206,11 @@ class ListOrderTypes(lister.Lister):
 
     def take_action(self, parsed_args):
         rows = []
-        for name, workflow in order_types.installed().items():
-            rows.append((name, StepsOfType(
-                [{'name': step.name, 'after': list(step.after)}
-                 for step in workflow.steps]),
-                workflow.compensation.name if workflow.compensation
-                else None))
+        for info in api.order_type_infos():
+            rows.append((info.name, StepsOfType(
+                [{'name': step, 'after': list(after)}
+                 for step, after in info.steps]),
+                info.compensation))
         return ('name', 'steps', 'compensation'), rows
 
 
@@ -226,18 +234,37 @@ class ListOrders(lister.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('--status', choices=models.ORDER_STATUSES,
+        parser.add_argument('--status', choices=api.ORDER_STATUSES,
                             help='Only orders in this status.')
+        parser.add_argument('--project',
+                            help='Only the orders of this project.')
+        parser.add_argument('--type', dest='order_type',
+                            help='Only the orders of this type.')
         parser.add_argument('--limit', type=int, default=None,
-                            help='At most this many orders.')
+                            help='At most this many orders (default: '
+                                 'all).')
+        parser.add_argument('--marker', metavar='ORDER_ID',
+                            help='Only the orders after this one (the last '
+                                 'of the previous page).')
         return parser
 
     def take_action(self, parsed_args):
-        database = self.app.database
-        with database.session() as session:
-            found = database.repositories.orders.list_orders(
-                session, parsed_args.status, parsed_args.limit)
-        columns = ('id', 'type', 'status', 'error_reason')
+        orders = order_api(self.app)
+        filters = dict(project_id=parsed_args.project,
+                       status=parsed_args.status,
+                       order_type=parsed_args.order_type)
+        wanted = parsed_args.limit
+        found, marker = [], parsed_args.marker
+        # Page by page, so that listing every order holds no long read.
+        while wanted is None or len(found) < wanted:
+            limit = api.MAX_LIMIT if wanted is None else min(
+                api.MAX_LIMIT, wanted - len(found))
+            page = orders.list(limit=limit, marker=marker, **filters)
+            found.extend(page)
+            if len(page) < limit:
+                break
+            marker = page[-1].id
+        columns = ('id', 'type', 'status', 'project_id', 'error_reason')
         return columns, [display.row(order, columns) for order in found]
 
 
@@ -257,19 +284,10 @@ class CancelOrder(_OneOrder, command.Command):
         return parser
 
     def take_action(self, parsed_args):
-        database = self.app.database
-        with database.session() as session:
-            order = database.repositories.orders.get(session,
-                                                     parsed_args.order_id)
-        if order is None or order.status != models.PENDING:
-            raise LookupError('no PENDING order %s' % parsed_args.order_id)
-        cancelled = order_actions.cancel_order(
-            database, worker_api_or_none(self.app),
-            order_types.get(order.type), order.id, parsed_args.reason,
-            self.app.now())
-        if cancelled is None:
-            raise LookupError('no PENDING order %s' % parsed_args.order_id)
+        orders = order_api(self.app, casts=True)
+        order = orders.find(parsed_args.order_id)
+        cancelled = orders.cancel(order.id, reason=parsed_args.reason)
         self.app.stdout.write('order %s %s\n' % (
             order.id, 'cancelling: compensation %s started'
-            % cancelled.compensation.step if cancelled.compensation
-            else 'cancelled'))
+            % api.order_type_info(order.type).compensation
+            if cancelled.status == api.CANCELLING else 'cancelled'))

@@ -11,6 +11,7 @@ import dataclasses
 from oslo_log import log as logging
 
 from worker.db import models
+from worker.db import orders
 from worker.notifications import events
 from worker.notifications import subscriptions
 from worker import rpcapi
@@ -19,7 +20,8 @@ LOG = logging.getLogger(__name__)
 
 
 def create_orders(database, worker_api, workflow, meta, count, now,
-                  rows_per_cast=50, priority=0, notify=()):
+                  rows_per_cast=50, priority=0, notify=(),
+                  origin=orders.NO_ORIGIN):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
@@ -32,15 +34,20 @@ def create_orders(database, worker_api, workflow, meta, count, now,
         ``worker.notifications.subscriptions.urls_for_order``): each
         order gets a delivery to each, and its first event,
         ``order.created``.
+    :param origin: the orders' project, idempotency key and request ids
+        (``worker.db.orders.Origin``).
     :returns: the orders created.
     :raises ValueError: ``priority`` is not a priority.
+    :raises oslo_db.exception.DBDuplicateEntry: the project has an order
+        with the origin's idempotency key; nothing was created.
     """
     repositories = database.repositories
     deliveries = [models.delivery_name(url_id) for url_id in
                   subscriptions.url_ids(database, notify, now)]
     with database.session() as session, session.begin():
         created = [repositories.orders.create(session, workflow, meta, now,
-                                              priority=priority)
+                                              priority=priority,
+                                              origin=origin)
                    for _ in range(count)]
         for order in created:
             if deliveries:

@@ -6,18 +6,21 @@ from oslo_db import exception as db_exc
 from worker.notifications import targets
 
 
-def urls_for_order(conf, callback_url=None):
-    """The URLs a new order is subscribed to: its ``callback_url`` and
+def urls_for_order(conf, callback_urls=()):
+    """The URLs a new order is subscribed to: its ``callback_urls`` and
     ``[notifications] endpoints``, each once.
 
-    :raises targets.RefusedUrl: ``callback_url`` names a host that
+    :raises targets.RefusedUrl: a callback URL names a host that
         ``[notifications] allowed_hosts`` does not allow.
     """
     group = conf.notifications
     urls = []
-    if callback_url is not None:
-        urls.append(targets.AllowedHosts.parse(group.allowed_hosts).check(
-            callback_url))
+    if callback_urls:
+        allowed = targets.AllowedHosts.parse(group.allowed_hosts)
+        for url in callback_urls:
+            url = allowed.check(url)
+            if url not in urls:
+                urls.append(url)
     for url in group.endpoints:
         if url not in urls:
             urls.append(url)

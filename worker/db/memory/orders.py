@@ -34,8 +34,8 @@ class InMemoryOrders(base.Repository):
         :raises oslo_db.exception.DBDuplicateEntry: the project has an
             order with the origin's idempotency key.
         """
-        if origin.idempotency_key is not None and self.find_by_key(
-                session, origin.project_id, origin.idempotency_key):
+        if origin.idempotency_key is not None and self._by_key(
+                origin.project_id, origin.idempotency_key):
             raise db_exception.DBDuplicateEntry(
                 columns=['project_id', 'idempotency_key'])
         order = base.OrderRecord(
@@ -58,10 +58,14 @@ class InMemoryOrders(base.Repository):
     def find_by_key(self, session: Session, project_id: str,
                     idempotency_key: str) -> rows.Order | None:
         """Return the project's order created with ``idempotency_key``."""
+        return copy.deepcopy(self._by_key(project_id, idempotency_key))
+
+    def _by_key(self, project_id: str,
+                idempotency_key: str) -> rows.Order | None:
         for order in self._store.orders.values():
             if (order.project_id, order.idempotency_key) == (
                     project_id, idempotency_key):
-                return copy.deepcopy(order)
+                return order
         return None
 
     @base.reads

@@ -50,7 +50,7 @@ def test_refused_urls_say_why(url, why):
 def test_nothing_is_allowed_by_default():
     conf = config.make_conf()
     with pytest.raises(targets.RefusedUrl, match='allowed_hosts'):
-        subscriptions.urls_for_order(conf, 'https://hooks.example.org/')
+        subscriptions.urls_for_order(conf, ['https://hooks.example.org/'])
     assert subscriptions.urls_for_order(conf) == []
 
 
@@ -61,7 +61,7 @@ def test_an_order_gets_its_callback_url_and_the_endpoints_once_each():
                                     'https://hooks.example.org/a'],
         'notifications.secret': 's'})
     assert subscriptions.urls_for_order(
-        conf, 'https://hooks.example.org/a') == [
+        conf, ['https://hooks.example.org/a']) == [
         'https://hooks.example.org/a', 'https://audit.example.com/']
 
 

@@ -1,0 +1,609 @@
+"""The public Python API of barbican-retry: create, read, cancel and wait
+for orders.
+
+This is the interface that a service builds on, as nova's API service
+builds on ``nova.compute.api``: an API server creates its long-running
+work here and reads it back; the operator commands and the demo use it
+too. What is stable across releases (doc/api.md): the names of this
+module's ``__all__``, the parameters of their public methods, the fields
+of the values, and which exception each failure raises. The values are
+frozen dataclasses, never ORM objects or sessions, so nothing of the
+database leaks to the caller.
+
+Example::
+
+    api = OrderAPI.from_config(conf)
+    order = api.create('certificate', {'plugin_name': 'simple'},
+                       project_id=project_id, idempotency_key=key,
+                       context=context)
+    order = api.wait(order.id, timeout=60, project_id=project_id)
+
+A project's caller (``project_id`` given) never sees another project's
+orders: they are ``OrderNotFound``, as if they did not exist.
+``project_id=None`` is an operator's view of every project.
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import time
+import typing
+
+from oslo_context import context as context_module
+from oslo_db import exception as db_exception
+from oslo_log import log as logging
+
+from worker.common import clock as clock_module
+from worker.common import order_actions
+from worker import conf as worker_conf
+from worker.db import models
+from worker.db import orders as order_rows
+from worker.db import session as db_session
+from worker.notifications import subscriptions
+from worker.notifications import targets
+from worker import order_types
+from worker import rpc
+from worker import rpcapi
+
+LOG = logging.getLogger(__name__)
+
+__all__ = ['OrderAPI', 'Order', 'StepState', 'OrderTypeInfo',
+           'order_type_infos', 'order_type_info',
+           'OrderAPIError', 'OrderNotFound', 'AmbiguousOrderId',
+           'UnknownOrderType', 'InvalidMeta', 'InvalidRequest',
+           'IdempotencyConflict', 'URLNotAllowed', 'OrderNotCancellable',
+           'Timeout', 'PENDING', 'ACTIVE', 'ERROR', 'CANCELLING',
+           'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
+           'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY']
+
+PENDING = models.PENDING
+ACTIVE = models.ACTIVE
+ERROR = models.ERROR
+CANCELLING = models.CANCELLING
+CANCELLED = models.CANCELLED
+ORDER_STATUSES = models.ORDER_STATUSES
+#: The statuses ``wait`` returns at: an order in one never changes again.
+FINAL_STATUSES = models.TERMINAL_STATUSES
+
+#: The project of the orders created before projects existed (and of the
+#: operator commands' orders created without ``--project``).
+DEFAULT_PROJECT = models.DEFAULT_PROJECT
+#: An order's priority, higher sooner.
+MIN_PRIORITY = models.MIN_PRIORITY
+MAX_PRIORITY = models.MAX_PRIORITY
+
+#: The longest project id and idempotency key (their columns).
+MAX_PROJECT_ID_LENGTH = 64
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+#: The most orders one ``list`` returns.
+MAX_LIMIT = 1000
+#: How often ``wait`` reads the order's status: one probe of the primary
+#: key per waiter per second at most.
+WAIT_INTERVAL_SECONDS = 1.0
+
+
+class OrderAPIError(Exception):
+    """Base class of the errors of ``worker.api``."""
+
+
+class OrderNotFound(OrderAPIError, LookupError):
+    """No such order, or not one of the caller's project."""
+
+
+class AmbiguousOrderId(OrderAPIError, LookupError):
+    """An id prefix that starts the ids of several orders."""
+
+
+class UnknownOrderType(OrderAPIError, LookupError):
+    """No order type of this name is installed; the message lists those
+    that are."""
+
+
+class InvalidRequest(OrderAPIError, ValueError):
+    """A parameter that can never be right (a priority out of range, an
+    empty project id, an unknown marker); the message names it."""
+
+
+class InvalidMeta(InvalidRequest):
+    """The order's ``meta`` does not satisfy its type's ``meta_schema``.
+
+    ``path`` is where (a JSON path, ``$.key``) and ``rule`` which rule of
+    the schema failed (``type``, ``required``...).
+    """
+
+    def __init__(self, message, path='$', rule='type'):
+        super().__init__(message)
+        self.path = path
+        self.rule = rule
+
+
+class IdempotencyConflict(OrderAPIError):
+    """The project has an order with this idempotency key, created by a
+    different request; nothing was created."""
+
+    def __init__(self, message, order_id):
+        super().__init__(message)
+        #: The order the key belongs to.
+        self.order_id = order_id
+
+
+class URLNotAllowed(InvalidRequest):
+    """A callback URL whose host ``[notifications] allowed_hosts`` does
+    not allow, or that is not an http(s) URL."""
+
+
+class OrderNotCancellable(OrderAPIError):
+    """The order is ACTIVE or ERROR: it has ended, it cannot be
+    cancelled."""
+
+
+class Timeout(OrderAPIError):
+    """``wait`` timed out before the order ended; ``order`` is the order
+    as last read."""
+
+    def __init__(self, message, order):
+        super().__init__(message)
+        self.order = order
+
+
+@dataclasses.dataclass(frozen=True)
+class StepState:
+    """One step of an order, as ``order show -f json`` shows it.
+
+    ``status`` is ``WAITING``, ``QUEUED`` (cast, not taken up yet),
+    ``RUNNING``, ``RETRYING`` (``next_retry_at`` says when), ``PARKED``
+    (its retry row was set aside), ``DONE``, ``FAILED`` or ``CANCELLED``.
+    The deliveries of the order's events are steps too
+    (``notify:<url id>``, doc/notifications.md).
+    """
+
+    name: str
+    #: The steps it runs after.
+    after: tuple[str, ...]
+    status: str
+    #: Runs started.
+    attempt: int
+    #: The process (``pid@host``) running it, or None.
+    owner: str | None
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    next_retry_at: datetime.datetime | None
+    last_error: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """An order as its caller sees it. Times are naive UTC."""
+
+    id: str
+    type: str
+    #: ``PENDING``, ``ACTIVE``, ``ERROR``, ``CANCELLING`` or ``CANCELLED``.
+    status: str
+    project_id: str
+    #: Its metadata: what it was created with, and once ACTIVE what its
+    #: steps added.
+    meta: dict[str, typing.Any]
+    priority: int
+    idempotency_key: str | None
+    #: The request ids of the request that created it (oslo.context).
+    request_id: str | None
+    global_request_id: str | None
+    #: Why it is ERROR or CANCELLED.
+    error_reason: str | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+    #: Its steps in the order its type declares them; empty in what
+    #: ``list`` returns.
+    steps: tuple[StepState, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderTypeInfo:
+    """An installed order type: its steps, compensation and meta schema.
+    """
+
+    name: str
+    #: ``(step, (steps it comes after...))`` in declaration order.
+    steps: tuple[tuple[str, tuple[str, ...]], ...]
+    compensation: str | None
+    #: The JSON Schema its orders' ``meta`` must satisfy, or None.
+    meta_schema: dict[str, typing.Any] | None
+
+
+def order_type_infos():
+    """The installed order types (``OrderTypeInfo``), by name."""
+    return [_type_info(name, workflow)
+            for name, workflow in order_types.installed().items()]
+
+
+def order_type_info(name):
+    """The ``OrderTypeInfo`` of the installed type ``name``.
+
+    :raises UnknownOrderType: no such type is installed.
+    """
+    return _type_info(name, _workflow(name))
+
+
+def _type_info(name, workflow):
+    return OrderTypeInfo(
+        name=name,
+        steps=tuple((step.name, tuple(step.after))
+                    for step in workflow.steps),
+        compensation=(workflow.compensation.name if workflow.compensation
+                      else None),
+        meta_schema=getattr(workflow, 'meta_schema', None))
+
+
+class OrderAPI:
+    """Create, read, cancel and wait for orders.
+
+    Build it with ``from_config``; it is safe to share between threads.
+
+    :param database: a ``worker.db.session.Database``.
+    :param conf: the ``ConfigOpts`` with the worker's options registered.
+    :param worker_api: a ``worker.rpcapi.WorkerAPI`` that casts an order's
+        first steps, or None to leave them to the retry daemon (which
+        dispatches them after ``[scheduler] dispatch_deadline_seconds``).
+    :param now: returns the time (naive UTC) that the workers and the
+        retry daemon compare with; by default, the database's.
+    """
+
+    def __init__(self, database, conf, worker_api=None, now=None,
+                 rows_per_cast=50):
+        self._database = database
+        self._conf = conf
+        self._worker_api = worker_api
+        self._now = now
+        self._rows_per_cast = rows_per_cast
+        self._transport = None
+
+    @classmethod
+    def from_config(cls, conf):
+        """Build the API from ``conf``: its ``[database] connection`` and
+        ``[DEFAULT] transport_url``.
+
+        Registers the options it reads (the worker's) on ``conf``; the
+        caller parsed its files already.
+        """
+        worker_conf.register_opts(conf)
+        database = db_session.Database.from_conf(conf)
+        transport = rpc.get_transport(conf)
+        api = cls(database, conf, rpcapi.WorkerAPI.from_transport(
+            transport, conf.worker.topic))
+        api._transport = transport
+        return api
+
+    def close(self):
+        """Close the database connections and the RPC transport."""
+        if self._transport is not None:
+            self._transport.cleanup()
+        self._database.dispose()
+
+    def now(self):
+        """The time the processes share: the database's (naive UTC)."""
+        if self._now is None:
+            # Measured once against the database, as the daemons measure
+            # their host's clock at each heartbeat.
+            self._now = clock_module.measured(
+                self._database, self._conf.max_clock_offset_seconds).now
+        return self._now()
+
+    def create(self, order_type, meta, *, project_id, idempotency_key=None,
+               priority=0, callback_urls=(), context=None):
+        """Create a PENDING order of ``order_type`` and start its steps.
+
+        The order is committed before its first steps are cast: a cast
+        that fails loses nothing (the retry daemon dispatches them).
+
+        With an ``idempotency_key``, a second create of the same request
+        (type, meta, priority and callback URLs) in the same project
+        returns the order the first one created, however many callers
+        race; a different request raises ``IdempotencyConflict`` and
+        creates nothing.
+
+        :param meta: a JSON object that the type's ``meta_schema``
+            accepts.
+        :param project_id: the project that owns the order.
+        :param priority: 0 to 9, higher sooner when retries queue up.
+        :param callback_urls: URLs that receive the order's events
+            (doc/notifications.md); their hosts must be allowed by
+            ``[notifications] allowed_hosts``.
+        :param context: the ``oslo_context.context.RequestContext`` of the
+            request; its ``request_id`` and ``global_request_id`` are kept
+            with the order and appear in every log line about it. A new
+            one if None.
+        :returns: the ``Order``.
+        :raises UnknownOrderType, InvalidMeta, InvalidRequest,
+            URLNotAllowed, IdempotencyConflict:
+        """
+        [order] = self._create(order_type, meta, 1, project_id,
+                               idempotency_key, priority, callback_urls,
+                               context)
+        return order
+
+    def create_many(self, order_type, meta, count, *, project_id,
+                    priority=0, callback_urls=(), context=None):
+        """Create ``count`` orders of one request in one transaction.
+
+        As ``create`` without an idempotency key; their first steps go in
+        messages of several steps each. Returns the ``Order``s, without
+        their steps (as ``list`` does).
+        """
+        if not isinstance(count, int) or count < 1:
+            raise InvalidRequest('count must be a positive integer, not %r'
+                                 % (count,))
+        return self._create(order_type, meta, count, project_id, None,
+                            priority, callback_urls, context)
+
+    def _create(self, order_type, meta, count, project_id, idempotency_key,
+                priority, callback_urls, context):
+        workflow = _workflow(order_type)
+        _check_meta(workflow, meta)
+        _check_project(project_id)
+        _check_key(idempotency_key)
+        try:
+            models.check_priority(priority)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+        urls = self._urls(callback_urls)
+        context = context or context_module.RequestContext(overwrite=False)
+        origin = order_rows.Origin(
+            project_id=project_id, idempotency_key=idempotency_key,
+            request_hash=(_request_hash(order_type, meta, priority, urls)
+                          if idempotency_key is not None else None),
+            request_id=context.request_id,
+            global_request_id=context.global_request_id)
+        if idempotency_key is not None:
+            existing = self._by_key(origin)
+            if existing is not None:
+                return [existing]
+        try:
+            created = order_actions.create_orders(
+                self._database, self._worker_api, workflow, meta, count,
+                self.now(), rows_per_cast=self._rows_per_cast,
+                priority=priority, notify=urls, origin=origin)
+        except (db_exception.DBDuplicateEntry, db_exception.DBDeadlock):
+            # Another caller committed the key between our read and our
+            # insert (on Galera, its write set won at COMMIT): theirs is
+            # the order.
+            existing = (self._by_key(origin) if idempotency_key is not None
+                        else None)
+            if existing is None:
+                raise
+            return [existing]
+        if count > 1:
+            return [_order(row, ()) for row in created]
+        with self._database.reader() as session:
+            steps = self._database.repositories.steps.for_order(
+                session, created[0].id)
+        return [_order(created[0], _step_states(created[0].type, steps, ()))]
+
+    def _by_key(self, origin):
+        """The order created with ``origin``'s key, if the same request
+        created it; raises ``IdempotencyConflict`` if another did."""
+        with self._database.reader() as session:
+            row = self._database.repositories.orders.find_by_key(
+                session, origin.project_id, origin.idempotency_key)
+        if row is None:
+            return None
+        if row.request_hash != origin.request_hash:
+            raise IdempotencyConflict(
+                'idempotency key %r of project %s was used for order %s by '
+                'a different request (its type, meta, priority or callback '
+                'URLs differ); nothing was created'
+                % (origin.idempotency_key, origin.project_id, row.id),
+                row.id)
+        LOG.info('Order %s exists for idempotency key %r; returned it',
+                 row.id, origin.idempotency_key)
+        return self.get(row.id)
+
+    def _urls(self, callback_urls):
+        if isinstance(callback_urls, str):
+            raise InvalidRequest('callback_urls must be a list of URLs, '
+                                 'not a string')
+        try:
+            return subscriptions.urls_for_order(self._conf,
+                                                list(callback_urls))
+        except targets.RefusedUrl as exc:
+            raise URLNotAllowed(str(exc)) from None
+
+    def get(self, order_id, *, project_id=None):
+        """Return the ``Order`` with its steps.
+
+        :raises OrderNotFound: no such order (in ``project_id``).
+        """
+        repositories = self._database.repositories
+        with self._database.reader() as session:
+            row = repositories.orders.get(session, order_id)
+            if row is None or project_id not in (None, row.project_id):
+                raise OrderNotFound('no order %s' % order_id)
+            steps = repositories.steps.for_order(session, order_id)
+            retries = repositories.retry_tasks.list_tasks(
+                session, order_id=order_id)
+        return _order(row, _step_states(row.type, steps, retries))
+
+    def find(self, order_id, *, project_id=None):
+        """``get`` by an order id or a prefix of one, as git finds a
+        commit: a prefix must start one order's id only.
+
+        :raises OrderNotFound: no order's id starts so.
+        :raises AmbiguousOrderId: several do.
+        """
+        if not isinstance(order_id, str) or not order_id:
+            raise OrderNotFound('no order %r' % (order_id,))
+        with self._database.reader() as session:
+            found = self._database.repositories.orders.ids_starting_with(
+                session, order_id, project_id)
+        if order_id in found or len(found) == 1:
+            return self.get(order_id if order_id in found else found[0],
+                            project_id=project_id)
+        if not found:
+            raise OrderNotFound('no order %s' % order_id)
+        raise AmbiguousOrderId('%s starts the ids of several orders (%s, '
+                               '...); give more of the id'
+                               % (order_id, ', '.join(found)))
+
+    def list(self, *, project_id=None, status=None, order_type=None,
+             limit=100, marker=None):
+        """Return at most ``limit`` orders (without their steps) in
+        creation order; the last one's id as ``marker`` gives the next
+        page.
+
+        :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, the
+            status is not one, or the marker is no order (of the project).
+        """
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidRequest('limit must be an integer from 1 to %d, '
+                                 'not %r' % (MAX_LIMIT, limit))
+        if status is not None and status not in models.ORDER_STATUSES:
+            raise InvalidRequest('status must be one of %s, not %r'
+                                 % (', '.join(models.ORDER_STATUSES),
+                                    status))
+        repositories = self._database.repositories
+        with self._database.reader() as session:
+            after = None
+            if marker is not None:
+                last = repositories.orders.get(session, marker)
+                if last is None or project_id not in (None,
+                                                      last.project_id):
+                    raise InvalidRequest('marker %s is not an order' % (
+                        marker,))
+                after = (last.created_at, last.id)
+            rows = repositories.orders.list_orders(
+                session, status, limit, project_id=project_id,
+                order_type=order_type, after=after)
+        return [_order(row, ()) for row in rows]
+
+    def cancel(self, order_id, *, project_id=None,
+               reason='cancelled by request'):
+        """Cancel a PENDING order and return it.
+
+        Its pending steps never start, the claims of its running steps are
+        revoked (their results are discarded) and its retry rows are
+        removed. It is CANCELLED, or CANCELLING until its type's
+        compensation step has run. Cancelling a cancelled order returns it
+        as it is.
+
+        :raises OrderNotFound: no such order (in ``project_id``).
+        :raises OrderNotCancellable: the order is ACTIVE or ERROR.
+        """
+        order = self.get(order_id, project_id=project_id)
+        if order.status in (CANCELLING, CANCELLED):
+            return order
+        cancelled = None
+        if order.status == PENDING:
+            cancelled = order_actions.cancel_order(
+                self._database, self._worker_api, _workflow(order.type),
+                order.id, reason, self.now())
+        if cancelled is None:
+            # It ended meanwhile, or had ended.
+            order = self.get(order_id, project_id=project_id)
+            if order.status in (CANCELLING, CANCELLED):
+                return order
+            raise OrderNotCancellable('order %s is %s: it has ended and '
+                                      'cannot be cancelled'
+                                      % (order.id, order.status))
+        return self.get(order_id, project_id=project_id)
+
+    def wait(self, order_id, *, timeout, project_id=None):
+        """Return the ``Order`` once it is ACTIVE, ERROR or CANCELLED.
+
+        Reads the order's status once a second (one probe of the primary
+        key), then the whole order once it has ended.
+
+        :param timeout: seconds to wait at most.
+        :raises Timeout: the order had not ended within ``timeout``; its
+            ``order`` attribute is the order as last read.
+        :raises OrderNotFound: no such order (in ``project_id``).
+        """
+        deadline = time.monotonic() + timeout
+        order = self.get(order_id, project_id=project_id)
+        status = order.status
+        while status not in FINAL_STATUSES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout('order %s is still %s after %ss'
+                              % (order_id, status, timeout),
+                              self.get(order_id, project_id=project_id))
+            time.sleep(min(WAIT_INTERVAL_SECONDS, left))
+            with self._database.reader() as session:
+                status = self._database.repositories.orders.status_of(
+                    session, order_id)
+            if status is None:
+                raise OrderNotFound('order %s was deleted' % order_id)
+        return self.get(order_id, project_id=project_id)
+
+
+def _workflow(order_type):
+    try:
+        return order_types.get(order_type)
+    except order_types.UnknownOrderType as exc:
+        raise UnknownOrderType(str(exc)) from None
+
+
+def _check_meta(workflow, meta):
+    if not isinstance(meta, dict):
+        raise InvalidMeta('meta must be a JSON object, not %s'
+                          % type(meta).__name__)
+
+
+def _check_project(project_id):
+    if not isinstance(project_id, str) or not \
+            0 < len(project_id) <= MAX_PROJECT_ID_LENGTH:
+        raise InvalidRequest('project_id must be a string of 1 to %d '
+                             'characters, not %r'
+                             % (MAX_PROJECT_ID_LENGTH, project_id))
+
+
+def _check_key(idempotency_key):
+    if idempotency_key is not None and (
+            not isinstance(idempotency_key, str) or
+            not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_LENGTH):
+        raise InvalidRequest('idempotency_key must be a string of 1 to %d '
+                             'characters, or None, not %r'
+                             % (MAX_IDEMPOTENCY_KEY_LENGTH,
+                                idempotency_key))
+
+
+def _request_hash(order_type, meta, priority, urls):
+    """A fingerprint of what makes a request the same request: kept with
+    the key, compared when the key is used again."""
+    text = json.dumps({'type': order_type, 'meta': meta,
+                       'priority': priority, 'callback_urls': sorted(urls)},
+                      sort_keys=True, separators=(',', ':'))
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def _order(row, steps):
+    return Order(
+        id=row.id, type=row.type, status=row.status,
+        project_id=row.project_id, meta=dict(row.meta or {}),
+        priority=row.priority, idempotency_key=row.idempotency_key,
+        request_id=row.request_id, global_request_id=row.global_request_id,
+        error_reason=row.error_reason, created_at=row.created_at,
+        updated_at=row.updated_at, steps=tuple(steps))
+
+
+def _step_states(order_type, rows, retries):
+    """The ``StepState`` of each step of an order, in declared order."""
+    try:
+        workflow = order_types.get(order_type)
+    except order_types.UnknownOrderType:
+        workflow = None
+    by_step = order_actions.retry_rows_by_step(retries)
+    after = {}
+    if workflow is not None:
+        after = {step.name: tuple(step.after) for step in workflow.steps}
+    states = []
+    for name, row in order_actions.in_declared_order(workflow, rows):
+        retry = by_step.get(name)
+        states.append(StepState(
+            name=name, after=after.get(name, ()),
+            status=order_actions.step_status(row, retry),
+            attempt=row.attempt, owner=row.owner,
+            started_at=row.started_at, finished_at=row.finished_at,
+            next_retry_at=(retry.retry_at if retry and not retry.parked
+                           else None),
+            last_error=row.last_error))
+    return states
