@@ -64,6 +64,13 @@ class RecordingFanout(fanout.FanoutOrder):
     ``token``, ``started``, ``ended`` and ``result``.
     """
 
+    meta_schema = dict(fanout.FanoutOrder.meta_schema, properties=dict(
+        fanout.FanoutOrder.meta_schema['properties'],
+        hold_seconds={'type': 'number', 'minimum': 0},
+        hold_step={'enum': [step.name for step in
+                            fanout.FanoutOrder.steps +
+                            (fanout.FanoutOrder.compensation,)]}))
+
     def run(self, step, order):
         """Run ``step``, held if asked, and record it."""
         started = time.time()

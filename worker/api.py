@@ -27,6 +27,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import reprlib
 import time
 import typing
 
@@ -43,6 +44,7 @@ from worker.db import session as db_session
 from worker.notifications import subscriptions
 from worker.notifications import targets
 from worker import order_types
+from worker.order_types import meta as meta_module
 from worker import rpc
 from worker import rpcapi
 
@@ -78,6 +80,10 @@ MAX_PROJECT_ID_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 #: The most orders one ``list`` returns.
 MAX_LIMIT = 1000
+# An error's quote of a client's value, cut short.
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 300
+
 #: How often ``wait`` reads the order's status: one probe of the primary
 #: key per waiter per second at most.
 WAIT_INTERVAL_SECONDS = 1.0
@@ -105,17 +111,13 @@ class InvalidRequest(OrderAPIError, ValueError):
     empty project id, an unknown marker); the message names it."""
 
 
-class InvalidMeta(InvalidRequest):
+class InvalidMeta(InvalidRequest, meta_module.InvalidMeta):
     """The order's ``meta`` does not satisfy its type's ``meta_schema``.
 
-    ``path`` is where (a JSON path, ``$.key``) and ``rule`` which rule of
-    the schema failed (``type``, ``required``...).
+    ``path`` is where (a JSON path: ``$``, ``$.key``, ``$.list[2]``),
+    ``rule`` which keyword of the schema failed (``type``, ``required``,
+    ``additionalProperties``...) and ``reason`` jsonschema's words.
     """
-
-    def __init__(self, message, path='$', rule='type'):
-        super().__init__(message)
-        self.path = path
-        self.rule = rule
 
 
 class IdempotencyConflict(OrderAPIError):
@@ -232,7 +234,7 @@ def _type_info(name, workflow):
                     for step in workflow.steps),
         compensation=(workflow.compensation.name if workflow.compensation
                       else None),
-        meta_schema=getattr(workflow, 'meta_schema', None))
+        meta_schema=workflow.meta_schema)
 
 
 class OrderAPI:
@@ -543,9 +545,12 @@ def _workflow(order_type):
 
 
 def _check_meta(workflow, meta):
-    if not isinstance(meta, dict):
-        raise InvalidMeta('meta must be a JSON object, not %s'
-                          % type(meta).__name__)
+    try:
+        meta_module.validate_meta(workflow, meta)
+    except meta_module.InvalidMeta as exc:
+        # jsonschema quotes the value refused, whatever its size.
+        raise InvalidMeta(exc.path, exc.rule,
+                          _SHORT.repr(exc.reason)[1:-1]) from None
 
 
 def _check_project(project_id):

@@ -202,7 +202,7 @@ class ExplainOrder(_OneOrder, show.ShowOne):
 
 
 class ListOrderTypes(lister.Lister):
-    """List the installed order types and their steps."""
+    """List the installed order types, their steps and metadata schema."""
 
     def take_action(self, parsed_args):
         rows = []
@@ -210,8 +210,8 @@ class ListOrderTypes(lister.Lister):
             rows.append((info.name, StepsOfType(
                 [{'name': step, 'after': list(after)}
                  for step, after in info.steps]),
-                info.compensation))
-        return ('name', 'steps', 'compensation'), rows
+                info.compensation, MetaSchemaOfType(info.meta_schema)))
+        return ('name', 'steps', 'compensation', 'meta_schema'), rows
 
 
 class StepsOfType(cliff_columns.FormattableColumn):
@@ -226,6 +226,26 @@ class StepsOfType(cliff_columns.FormattableColumn):
 
     def machine_readable(self):
         """The list of steps, each with ``name`` and ``after``."""
+        return self._value
+
+
+class MetaSchemaOfType(cliff_columns.FormattableColumn):
+    """A type's ``meta_schema``: its keys in a table, the schema in JSON."""
+
+    def human_readable(self):
+        """The top-level keys it declares, ``...`` if it allows others.
+
+        ``-`` for a type with no schema.
+        """
+        if self._value is None:
+            return '-'
+        keys = list(self._value.get('properties', {}))
+        if self._value.get('additionalProperties', True) is not False:
+            keys.append('...')
+        return ', '.join(keys)
+
+    def machine_readable(self):
+        """The JSON Schema as declared, or None."""
         return self._value
 
 

@@ -29,6 +29,7 @@ import functools
 import re
 import typing
 
+from worker.order_types import meta as meta_module
 from worker.plugins import base as results
 from worker import policy as policy_module
 
@@ -72,6 +73,10 @@ class OrderType:
     :cvar options: the ``oslo_config.cfg.Opt`` of that group; they are
         registered with the type (and in the sample configuration), and
         the type receives their values as keyword arguments.
+    :cvar meta_schema: a JSON Schema (draft 2020-12, as a dict) that the
+        metadata of a new order of this type must satisfy
+        (``meta.validate_meta``), or None to accept any JSON object. It
+        is checked at load: a schema that is not valid refuses the type.
     """
 
     steps: typing.ClassVar[tuple[Step, ...]] = ()
@@ -80,6 +85,7 @@ class OrderType:
     step_events: typing.ClassVar[bool] = False
     option_group: typing.ClassVar[str | None] = None
     options: typing.ClassVar[tuple[typing.Any, ...]] = ()
+    meta_schema: typing.ClassVar[dict[str, typing.Any] | None] = None
 
     @classmethod
     def build(cls, conf: typing.Any) -> 'OrderType':
@@ -114,6 +120,9 @@ class Workflow:
     compensation: Step | None
     deadline_seconds: float
     step_events: bool = False
+    # Out of the hash, which a dict cannot have; still compared.
+    meta_schema: dict[str, typing.Any] | None = dataclasses.field(
+        default=None, hash=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -184,7 +193,8 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
     """Check an order type's declaration; return its ``Workflow``.
 
     :raises InvalidOrderType: no steps, a bad or repeated name, an unknown
-        predecessor, a cycle, or a step with no method to run it.
+        predecessor, a cycle, a step with no method to run it, or a
+        ``meta_schema`` that is not a valid JSON Schema.
     """
     def refuse(problem: str) -> typing.NoReturn:
         raise InvalidOrderType('order type %s: %s' % (type_name, problem))
@@ -199,21 +209,10 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
                               if type_class.compensation else [])
     seen: set[str] = set()
     for step in declared:
-        if not isinstance(step, Step):
-            refuse('%r is not a Step' % (step,))
-        if not _NAME.match(step.name):
-            refuse('step name %r must be lower case letters, digits and '
-                   '_, starting with a letter, at most 64 long' % step.name)
-        if isinstance(step.after, str) or not all(
-                isinstance(before, str) for before in step.after):
-            refuse('step %s: after must be a tuple of step names, not %r'
-                   % (step.name, step.after))
-        if step.name in seen:
-            refuse('step %s is declared twice' % step.name)
+        problem = _step_problem(type_class, step, seen)
+        if problem:
+            refuse(problem)
         seen.add(step.name)
-        if not callable(getattr(type_class, step.name, None)):
-            refuse('step %s has no method %s.%s to run it'
-                   % (step.name, type_class.__name__, step.name))
     names = {step.name for step in steps}
     for step in steps:
         unknown = sorted(set(step.after) - names)
@@ -223,10 +222,37 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
     cycle = _find_cycle({step.name: step.after for step in steps})
     if cycle:
         refuse('its steps form a cycle: %s' % ' -> '.join(cycle))
+    problem = meta_module.schema_problem(type_class.meta_schema)
+    if problem:
+        refuse(problem)
     return Workflow(type_name=type_name, type_class=type_class, steps=steps,
                     compensation=type_class.compensation,
                     deadline_seconds=float(type_class.deadline_seconds),
-                    step_events=bool(type_class.step_events))
+                    step_events=bool(type_class.step_events),
+                    meta_schema=type_class.meta_schema)
+
+
+def _step_problem(type_class: type[OrderType], step: object,
+                  seen: set[str]) -> str | None:
+    """What is wrong with one declared step, or None.
+
+    :param seen: the names of the steps declared before it.
+    """
+    if not isinstance(step, Step):
+        return '%r is not a Step' % (step,)
+    if not _NAME.match(step.name):
+        return ('step name %r must be lower case letters, digits and _, '
+                'starting with a letter, at most 64 long' % step.name)
+    if isinstance(step.after, str) or not all(
+            isinstance(before, str) for before in step.after):
+        return ('step %s: after must be a tuple of step names, not %r'
+                % (step.name, step.after))
+    if step.name in seen:
+        return 'step %s is declared twice' % step.name
+    if not callable(getattr(type_class, step.name, None)):
+        return ('step %s has no method %s.%s to run it'
+                % (step.name, type_class.__name__, step.name))
+    return None
 
 
 def _find_cycle(after: dict[str, tuple[str, ...]]) -> list[str]:

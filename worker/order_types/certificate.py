@@ -23,6 +23,29 @@ class CertificateOrder(base.OrderType):
         base.Step('check_certificate_status', after=('process_type_order',)),
     )
 
+    meta_schema = {
+        'type': 'object',
+        'properties': {
+            'unavailable_attempts': {
+                'type': 'integer', 'minimum': 0,
+                'description': 'The simple_certificate plugin finds the '
+                               'authority unavailable on the first N tries '
+                               'of each step (a demonstration of R-2).'},
+            _ISSUED: {
+                'type': 'boolean',
+                'description': 'Written by process_type_order when the '
+                               'plugin issued at once: an output, not '
+                               'input.'},
+        },
+        # Open: the type passes the metadata to whichever plugin is
+        # configured, which reads keys of its own (the request's "cn" or
+        # "domain" in the unit tests, the recording test plugin's
+        # "hold_seconds" in the functional and chaos tests); the type
+        # cannot know them, so it types only the keys it or the default
+        # plugin reads.
+        'additionalProperties': True,
+    }
+
     def __init__(self, plugin):
         self._plugin = plugin
 

@@ -15,7 +15,8 @@ processes; ``issue`` runs once all three are DONE; ``poll`` asks the
 
 Its remote side is simulated from the order's metadata:
 ``"unavailable_attempts": N`` makes each step find it unavailable N times,
-``"polls": N`` makes ``poll`` answer "not yet" N times.
+``"polls": N`` makes ``poll`` answer "not yet" N times. Its
+``meta_schema`` allows these two keys only.
 """
 
 from oslo_config import cfg
@@ -57,6 +58,25 @@ class FanoutOrder(base.OrderType):
                      help='Seconds between the issue step and the first '
                           'poll, and between polls, of a fanout order.'),
     )
+
+    meta_schema = {
+        'type': 'object',
+        'properties': {
+            'unavailable_attempts': {
+                'type': 'integer', 'minimum': 0,
+                'description': 'Each step finds the simulated authority '
+                               'unavailable on its first N runs.'},
+            'polls': {
+                'type': 'integer', 'minimum': 0,
+                'description': 'poll answers "not yet" N times.'},
+        },
+        # Closed: these two keys are all the simulation reads, so any
+        # other key is a mistake ("poll" for "polls") that would be
+        # silently ignored. Nothing creates fanout orders with other keys
+        # (the outputs its steps merge in are not input); a subclass that
+        # reads more, as the tests' recording_fanout does, extends it.
+        'additionalProperties': False,
+    }
 
     def __init__(self, poll_interval_seconds=1.0):
         self.poll_interval_seconds = poll_interval_seconds

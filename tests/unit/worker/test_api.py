@@ -180,7 +180,10 @@ def test_a_duplicate_that_is_not_the_key_is_raised(orders, database,
 
 @pytest.mark.parametrize('arguments, error, message', [
     (dict(order_type='nope'), api.UnknownOrderType, 'installed'),
-    (dict(meta=['a']), api.InvalidMeta, 'JSON object'),
+    (dict(meta=['a']), api.InvalidMeta, "at \\$: .* not of type 'object'"),
+    (dict(meta={'unavailable_attempts': 'x'}), api.InvalidMeta,
+     r"at \$\.unavailable_attempts: 'x' is not of type 'integer' "
+     r"\(rule: type\)"),
     (dict(priority=10), api.InvalidRequest, 'priority'),
     (dict(project_id=''), api.InvalidRequest, 'project_id'),
     (dict(project_id='p' * 65), api.InvalidRequest, 'project_id'),
@@ -199,6 +202,18 @@ def test_a_refused_request_says_why_and_writes_nothing(
                       **request)
     assert _count(database) == 0
     assert client.casts == []
+
+
+def test_invalid_meta_names_the_path_and_the_rule(orders):
+    with pytest.raises(api.InvalidMeta) as raised:
+        orders.create('fanout', {'polls': -1, 'typo': 1},
+                      project_id=PROJECT)
+    assert isinstance(raised.value, ValueError)
+    assert (raised.value.path, raised.value.rule) in {
+        ('$.polls', 'minimum'), ('$', 'additionalProperties')}
+    with pytest.raises(api.InvalidMeta) as raised:
+        orders.create('fanout', {'polls': 'x' * 10000}, project_id=PROJECT)
+    assert len(str(raised.value)) < 400
 
 
 def test_create_many_creates_count_orders_of_one_request(orders, client):

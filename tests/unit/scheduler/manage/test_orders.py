@@ -1,8 +1,15 @@
-"""``order create --priority``: what it accepts and how it refuses."""
+"""``order create --priority`` and ``order type list``."""
 
+import argparse
+import io
+import json
+
+from cliff.formatters import json_format
+from cliff.formatters import table as table_format
 import pytest
 
 from scheduler.manage import orders
+from worker import order_types
 
 
 def _parse(capsys, *argv):
@@ -25,3 +32,44 @@ def test_a_priority_out_of_range_is_a_usage_error(capsys, value):
     assert exit_info.value.code == 2
     assert ("argument --priority: must be an integer from 0 to 9, not %r"
             % value) in capsys.readouterr().err
+
+
+def _type_list(formatter):
+    """``order type list`` through one of cliff's formatters."""
+    columns, rows = orders.ListOrderTypes(None, None).take_action(None)
+    out = io.StringIO()
+    formatter.emit_list(columns, rows, out,
+                        argparse.Namespace(noindent=True, max_width=0,
+                                           fit_width=False,
+                                           print_empty=False))
+    return out.getvalue()
+
+
+def test_order_type_list_shows_each_types_meta_schema_in_json():
+    listed = {entry['name']: entry for entry in json.loads(
+        _type_list(json_format.JSONFormatter()))}
+
+    assert listed['fanout']['meta_schema'] == \
+        order_types.get('fanout').meta_schema
+    assert listed['fanout']['meta_schema']['properties']['polls'] == {
+        'type': 'integer', 'minimum': 0,
+        'description': 'poll answers "not yet" N times.'}
+    assert set(listed['certificate']['meta_schema']['properties']) == {
+        'unavailable_attempts', 'issued_on_request'}
+
+
+@pytest.mark.parametrize('schema,shown', [
+    (None, '-'),
+    ({'type': 'object'}, '...'),
+    ({'properties': {'polls': {}, 'cn': {}}}, 'polls, cn, ...'),
+    ({'properties': {'polls': {}}, 'additionalProperties': False},
+     'polls'),
+])
+def test_a_meta_schema_in_a_table_is_its_keys(schema, shown):
+    assert orders.MetaSchemaOfType(schema).human_readable() == shown
+
+
+def test_order_type_list_has_a_meta_schema_column_in_a_table():
+    table = _type_list(table_format.TableFormatter())
+    assert 'meta_schema' in table.splitlines()[1]
+    assert 'unavailable_attempts, polls ' in table

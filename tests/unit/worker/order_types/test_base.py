@@ -115,6 +115,32 @@ def test_an_attribute_that_is_not_callable_is_no_method():
     assert 'no method Demo.issue' in _refused(type_class)
 
 
+@pytest.mark.parametrize('schema,problem', [
+    ({'type': 'objekt'}, 'meta_schema is not a valid JSON Schema at '
+     '$.type: '),
+    ({'properties': {'polls': {'minimum': 'zero'}}},
+     'meta_schema is not a valid JSON Schema at '
+     '$.properties.polls.minimum: '),
+    ({'required': 'polls'}, 'at $.required: '),
+    (True, 'meta_schema must be a dict (a JSON Schema), not bool'),
+    ('{"type": "object"}', 'meta_schema must be a dict'),
+])
+def test_a_meta_schema_that_is_no_json_schema_is_refused(schema, problem):
+    type_class = _type([base.Step('issue')])
+    type_class.meta_schema = schema
+    assert problem in _refused(type_class)
+
+
+def test_check_carries_the_meta_schema():
+    type_class = _type([base.Step('issue')])
+    assert base.check('demo', type_class).meta_schema is None
+    type_class.meta_schema = {'type': 'object', 'required': ['cn']}
+    workflow = base.check('demo', type_class)
+    assert workflow.meta_schema == {'type': 'object', 'required': ['cn']}
+    # A workflow with a schema is still hashable (a cache key).
+    assert hash(workflow) == hash(base.check('demo', type_class))
+
+
 # check_domains ─┐
 # check_key ─────┴─> issue ─> poll ─┬─> store
 #                                   └─> notify
