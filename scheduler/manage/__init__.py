@@ -17,8 +17,15 @@ import scheduler
 #: retry daemon's list, the declarations of work, which they read to
 #: create, show and explain orders (``worker.order_types``, and the
 #: plugins and step policies the types are made of), and the
-#: notifications, whose deliveries they show and resume. It is the whole
-#: layer the worker shares with the scheduler.
+#: notifications, whose deliveries they show and resume, and the public
+#: API (``worker.api``), the one way the order commands create, read and
+#: cancel orders. It is the whole layer the worker shares with the
+#: scheduler.
 WORKER_IMPORTS = scheduler.WORKER_IMPORTS + (
-    'worker.notifications', 'worker.order_types', 'worker.plugins',
-    'worker.policy')
+    'worker.api', 'worker.notifications', 'worker.order_types',
+    'worker.plugins', 'worker.policy')
+
+#: The one module of the ``worker`` package that the order commands
+#: (``orders``) import: what a service builds on is what they build on.
+ORDER_COMMANDS_IMPORT = 'worker.api'
+

@@ -90,6 +90,16 @@ def test_operator_commands_import_only_their_allow_list_of_the_worker():
     assert _offenders(sources, _allowed_by(manage.WORKER_IMPORTS)) == []
 
 
+def test_order_commands_go_through_the_public_api_only():
+    """``order create|show|list|cancel`` use ``worker.api`` as a service
+    would, never the internals it stands in front of."""
+    path = ROOT / 'scheduler' / 'manage' / 'orders.py'
+    assert _offenders([('scheduler/manage/orders.py', path)],
+                      lambda name: name == 'worker' or _in(name, (
+                          'scheduler', manage.ORDER_COMMANDS_IMPORT))) == []
+    assert manage.ORDER_COMMANDS_IMPORT in set(_imports(path))
+
+
 def test_retry_daemon_imports_nothing_of_the_operator_commands():
     # Their console scripts' entry points (scheduler/cmd/) excepted.
     sources = [(relative, path) for relative, path in _daemon_sources()
