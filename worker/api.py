@@ -373,6 +373,8 @@ class OrderAPI:
                         else None)
             if existing is None:
                 raise
+            LOG.info('Idempotency key %r: a concurrent request created '
+                     'order %s first', idempotency_key, existing.id)
             return [existing]
         if count > 1:
             return [_order(row, ()) for row in created]
