@@ -18,6 +18,8 @@ _SOURCE_SCRIPTS = os.path.join(
         os.path.abspath(__file__)))), 'alembic')
 _INSTALLED_SCRIPTS = os.path.join(sys.prefix, 'share', 'barbican-retry',
                                   'alembic')
+# alembic's default; alembic/env.py keeps it.
+_VERSION_TABLE = 'alembic_version'
 
 
 def script_location():
@@ -56,6 +58,20 @@ def current_revision(engine):
     with engine.connect() as connection:
         return migration.MigrationContext.configure(
             connection).get_current_revision()
+
+
+def is_versioned(engine):
+    """Return True if the database has a schema revision (was migrated).
+
+    The same answer as ``current_revision() is not None``, without
+    alembic's INFO lines: every operator command asks it.
+    """
+    with engine.connect() as connection:
+        if not sa.inspect(connection).has_table(_VERSION_TABLE):
+            return False
+        return connection.execute(sa.text(
+            'SELECT version_num FROM %s' % _VERSION_TABLE)).first() \
+            is not None
 
 
 def head_revisions():
