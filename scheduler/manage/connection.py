@@ -2,7 +2,8 @@
 
 Without these checks a command run without ``[database] connection``
 quietly creates an empty SQLite file (the default URL is relative) and
-then fails with a raw "no such table". Each refusal here names what to
+then fails with a raw "no such table"; a schema older than the code
+fails on a raw "no such column". Each refusal here names what to
 do instead and exits with status 1, having created nothing.
 """
 
@@ -73,17 +74,24 @@ def check_file_exists(url, config_args):
 
 
 def check_schema(database, config_args):
-    """Exit if the database was never migrated (no alembic revision).
+    """Exit if the database was never migrated, or is behind this code.
 
     A look at alembic's version table, so that a command does not fail
-    later on a raw "no such table".
+    later on a raw "no such table" or "no such column".
     """
-    if not migration.is_versioned(database.engine):
-        url = database.engine.url.render_as_string(hide_password=True)
-        database.dispose()
-        raise SystemExit(
-            '%s: the database %s has no schema; create it with: %s'
-            % (PROG, url, command_line(config_args, 'db', 'upgrade')))
+    revision = migration.stored_revision(database.engine)
+    if revision is None:
+        problem = 'has no schema'
+    elif migration.is_behind(revision):
+        problem = 'is at schema revision %s, older than this code\'s %s' % (
+            revision, ', '.join(migration.head_revisions()))
+    else:
+        return
+    url = database.engine.url.render_as_string(hide_password=True)
+    database.dispose()
+    raise SystemExit('%s: the database %s %s; upgrade it with: %s'
+                     % (PROG, url, problem,
+                        command_line(config_args, 'db', 'upgrade')))
 
 
 def open_database(conf, config_args, create=False, migrated=True):

@@ -11,6 +11,7 @@ from alembic import command
 from alembic import config as alembic_config
 from alembic import migration
 from alembic import script
+from alembic import util as alembic_util
 import sqlalchemy as sa
 
 _SOURCE_SCRIPTS = os.path.join(
@@ -60,18 +61,33 @@ def current_revision(engine):
             connection).get_current_revision()
 
 
-def is_versioned(engine):
-    """Return True if the database has a schema revision (was migrated).
+def stored_revision(engine):
+    """Return the revision in alembic's version table, or None.
 
-    The same answer as ``current_revision() is not None``, without
-    alembic's INFO lines: every operator command asks it.
+    ``current_revision()`` without alembic's INFO lines: every operator
+    command asks it.
     """
     with engine.connect() as connection:
         if not sa.inspect(connection).has_table(_VERSION_TABLE):
-            return False
+            return None
         return connection.execute(sa.text(
-            'SELECT version_num FROM %s' % _VERSION_TABLE)).first() \
-            is not None
+            'SELECT version_num FROM %s' % _VERSION_TABLE)).scalar()
+
+
+def is_behind(revision):
+    """True if ``revision`` is one of these scripts' but not a head.
+
+    A revision these scripts do not know (a later release's) is not
+    behind: the code of the release before may run on its schema.
+    """
+    directory = script.ScriptDirectory.from_config(_config(None))
+    if revision in directory.get_heads():
+        return False
+    try:
+        directory.get_revision(revision)
+    except alembic_util.CommandError:
+        return False
+    return True
 
 
 def head_revisions():

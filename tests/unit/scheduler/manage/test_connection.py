@@ -1,5 +1,6 @@
 """The database ``barbican-retry-manage`` opens, and its refusals: no
-``[database] connection``, a SQLite file that is not there, no schema.
+``[database] connection``, a SQLite file that is not there, no schema or
+an older one.
 Each refusal creates nothing."""
 
 import os
@@ -85,8 +86,34 @@ def test_a_database_without_schema_is_refused_naming_db_upgrade(tmp_path):
 
     assert message == (
         'barbican-retry-manage: the database sqlite:///%s has no schema; '
-        'create it with: barbican-retry-manage --config-file my.conf db '
+        'upgrade it with: barbican-retry-manage --config-file my.conf db '
         'upgrade' % (tmp_path / 'db.sqlite'))
+
+
+def _migrated_to(conf, revision):
+    database = connection.open_database(conf, [], create=True,
+                                        migrated=False)
+    migration.upgrade(database.engine, revision)
+    database.dispose()
+
+
+def test_a_database_behind_this_code_is_refused_naming_db_upgrade(
+        tmp_path):
+    conf = _sqlite_conf(tmp_path)
+    _migrated_to(conf, '0005')
+
+    message = _refusal(conf)
+
+    assert message == (
+        "barbican-retry-manage: the database sqlite:///%s is at schema "
+        "revision 0005, older than this code's %s; upgrade it with: "
+        "barbican-retry-manage --config-file my.conf db upgrade"
+        % (tmp_path / 'db.sqlite', ', '.join(migration.head_revisions())))
+
+
+def test_a_revision_of_a_later_release_is_not_behind():
+    # The release before runs on the schema of an additive migration.
+    assert not migration.is_behind('9999')
 
 
 def test_db_current_reads_a_database_without_schema(tmp_path):
@@ -102,13 +129,12 @@ def test_db_current_reads_a_database_without_schema(tmp_path):
 
 def test_a_migrated_database_opens(tmp_path):
     conf = _sqlite_conf(tmp_path)
-    new = connection.open_database(conf, [], create=True, migrated=False)
-    migration.upgrade(new.engine)
-    new.dispose()
+    _migrated_to(conf, 'head')
 
     database = connection.open_database(conf, [])
     try:
-        assert migration.is_versioned(database.engine)
+        assert migration.stored_revision(database.engine) in \
+            migration.head_revisions()
     finally:
         database.dispose()
 
