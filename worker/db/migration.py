@@ -70,8 +70,9 @@ def stored_revision(engine):
     with engine.connect() as connection:
         if not sa.inspect(connection).has_table(_VERSION_TABLE):
             return None
-        return connection.execute(sa.text(
-            'SELECT version_num FROM %s' % _VERSION_TABLE)).scalar()
+        return connection.execute(
+            sa.select(sa.column('version_num'))
+            .select_from(sa.table(_VERSION_TABLE))).scalar()
 
 
 def is_behind(revision):
