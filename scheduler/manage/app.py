@@ -69,7 +69,8 @@ class ManageApp(app.App):
         """The database of ``[database] connection``, migrated.
 
         Exits with a message naming what to do when the option is not
-        set, its SQLite file does not exist or it has no schema.
+        set, its SQLite file does not exist, or its schema is missing or
+        older than this code's.
         """
         return self.open_database()
 

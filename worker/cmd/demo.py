@@ -5,7 +5,9 @@ a SQLite file and oslo.messaging's in-process ``fake://`` transport, and
 creates orders of both installed types (``certificate``, two steps in
 sequence; ``fanout``, steps in parallel that join) the way an API server
 would. It prints each order's progress (its steps queued, running,
-retrying at T; ACTIVE) as it happens.
+retrying at T; ACTIVE) as it happens. It says first where its database,
+configuration file and log are, and at the end how to look at an order
+with ``barbican-retry-manage`` on that configuration.
 This is the one module that imports both sides (the one exception named
 in ``tests/unit/test_boundaries.py``): the worker never imports the
 scheduler, and the scheduler imports only the layer the two share.
