@@ -26,12 +26,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # OS packages (servers, python3-venv): a no-op when already installed.
 "$SERVICES" install
 
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip
-fi
-# Every run, so new requirements are picked up; quick when nothing changed.
-"$VENV/bin/python" -m pip install -q -e . -r test-requirements.txt
+# shellcheck source=bin/lib/install.sh
+. bin/lib/install.sh
+# Again only when setup.cfg or the requirements changed.
+install_project "$VENV" tests test-requirements.txt
 
 # The linters, configured in tox.ini [flake8] and setup.cfg [mypy]; the
 # same commands as tox -e pep8 and tox -e mypy.

@@ -10,9 +10,9 @@ from cliff import commandmanager
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
+from scheduler.manage import connection
 from worker.common import clock
 from worker import conf as worker_conf
-from worker.db import session as db_session
 from worker import rpc
 from worker import rpcapi
 
@@ -21,7 +21,8 @@ class ManageApp(app.App):
     """The ``barbican-retry-manage`` application.
 
     The database and the RPC client are built on first use, so commands
-    that need neither (``--help``) work without a database or broker.
+    that need neither (``--help``, ``order type list``) work without a
+    database or broker.
     """
 
     def __init__(self):
@@ -35,6 +36,7 @@ class ManageApp(app.App):
         self._database = None
         self._transport = None
         self._clock = None
+        self._config_args = []
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         """Add oslo.config's ``--config-file`` and ``--config-dir``."""
@@ -53,6 +55,8 @@ class ManageApp(app.App):
             args += ['--config-file', path]
         for path in self.options.config_dir:
             args += ['--config-dir', path]
+        # Kept for the commands that a refusal suggests.
+        self._config_args = args
         # NOTE: the global CONF, because oslo.messaging registers some
         # of its options there only.
         self.conf = worker_conf.load(cfg.CONF, args,
@@ -62,9 +66,24 @@ class ManageApp(app.App):
 
     @property
     def database(self):
-        """The database of ``[database] connection``."""
+        """The database of ``[database] connection``, migrated.
+
+        Exits with a message naming what to do when the option is not
+        set, its SQLite file does not exist, or its schema is missing or
+        older than this code's.
+        """
+        return self.open_database()
+
+    def open_database(self, create=False, migrated=True):
+        """Build the database on first use (``connection.open_database``).
+
+        The ``db`` commands pass ``migrated=False``, and ``db upgrade``
+        ``create=True``: they are how the schema gets there.
+        """
         if self._database is None:
-            self._database = db_session.Database.from_conf(self.conf)
+            self._database = connection.open_database(
+                self.conf, self._config_args, create=create,
+                migrated=migrated)
         return self._database
 
     def now(self):

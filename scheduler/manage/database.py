@@ -16,17 +16,19 @@ class Upgrade(command.Command):
         return parser
 
     def take_action(self, parsed_args):
-        migration.upgrade(self.app.database.engine, parsed_args.revision)
+        # The one command that may create the SQLite file.
+        database = self.app.open_database(create=True, migrated=False)
+        migration.upgrade(database.engine, parsed_args.revision)
         self.app.stdout.write('database at revision %s\n' %
-                              migration.current_revision(
-                                  self.app.database.engine))
+                              migration.current_revision(database.engine))
 
 
 class Current(show.ShowOne):
     """Show the schema revision of the database and the latest one."""
 
     def take_action(self, parsed_args):
-        current = migration.current_revision(self.app.database.engine)
+        current = migration.current_revision(
+            self.app.open_database(migrated=False).engine)
         heads = migration.head_revisions()
         return (('current', 'head', 'up_to_date'),
                 (current, ','.join(heads), current in heads))

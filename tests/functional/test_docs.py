@@ -5,6 +5,7 @@ types; each ``barbican-retry-*`` line runs against a live deployment
 (``console`` blocks hold what needs root or systemd and is not run).
 """
 
+import json
 import os
 import pathlib
 import re
@@ -112,3 +113,30 @@ def test_demo_script_ends_with_every_order_active(backend, tmp_path):
     assert lines[-1] == 'demo: 8 orders ACTIVE, 0 PENDING, 0 ERROR'
     assert any('check_certificate_status RETRYING at' in line
                for line in lines)
+
+
+def test_the_demo_prints_commands_that_read_its_database(backend, tmp_path):
+    result = subprocess.run(
+        [os.path.join(processes.BIN_DIR, 'barbican-retry-demo'),
+         '--orders', '1', '--delay', '1', '--state-dir',
+         str(tmp_path / 'state')],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == ('demo: database {0}/demo.sqlite, configuration '
+                        '{0}/demo.conf, log {0}/demo.log'
+                        .format(tmp_path / 'state'))
+    prefixes = ('demo: list the orders: ', 'demo: look at an order: ')
+    commands = [line[len(prefix):] for line in lines
+                for prefix in prefixes if line.startswith(prefix)]
+    assert len(commands) == 2, lines
+    # Run as a user pastes them, from another directory.
+    listed, shown = (subprocess.run(shlex.split(command) + ['-f', 'json'],
+                                    capture_output=True, text=True,
+                                    timeout=120, cwd='/')
+                     for command in commands)
+    assert listed.returncode == 0, listed.stderr
+    assert shown.returncode == 0, shown.stderr
+    order = json.loads(shown.stdout)
+    assert order['status'] == 'ACTIVE'
+    assert order['id'] in [row['id'] for row in json.loads(listed.stdout)]

@@ -5,13 +5,16 @@ a SQLite file and oslo.messaging's in-process ``fake://`` transport, and
 creates orders of both installed types (``certificate``, two steps in
 sequence; ``fanout``, steps in parallel that join) the way an API server
 would. It prints each order's progress (its steps queued, running,
-retrying at T; ACTIVE) as it happens.
+retrying at T; ACTIVE) as it happens. It says first where its database,
+configuration file and log are, and at the end how to look at an order
+with ``barbican-retry-manage`` on that configuration.
 This is the one module that imports both sides (the one exception named
 in ``tests/unit/test_boundaries.py``): the worker never imports the
 scheduler, and the scheduler imports only the layer the two share.
 """
 
 import argparse
+import collections
 import os
 import sys
 import tempfile
@@ -23,9 +26,9 @@ from oslo_utils import timeutils
 
 from scheduler import conf as scheduler_conf
 from scheduler import service as scheduler_service
+from worker.cmd import demo_state
 from worker.common import order_actions
 from worker import conf as worker_conf
-from worker.conf import order_types as type_options
 from worker.db import migration
 from worker.db import models
 from worker.db import orders
@@ -52,33 +55,31 @@ def _parse_args(argv):
     parser.add_argument('--timeout', type=float, default=50.0,
                         help='Give up after this many seconds.')
     parser.add_argument('--state-dir', default=None,
-                        help='Where the SQLite file goes (default: a '
-                             'temporary directory).')
+                        help='Where the SQLite file, the configuration '
+                             'file and the log go (default: a new '
+                             'temporary directory, kept at the end).')
     return parser.parse_args(argv)
 
 
 def _configure(args, state_dir):
+    """Write the demo's configuration file and load it; return CONF.
+
+    Only the log settings are overrides: ``barbican-retry-manage`` run on
+    the file should log to the terminal, not into the demo's log.
+    """
     # NOTE: oslo.messaging registers some of its options on the global
     # CONF only, so every command uses it.
     conf = cfg.CONF
     worker_conf.register_opts(conf)
     scheduler_conf.register_opts(conf)
     logging.register_options(conf)
-    conf([], project='barbican-retry', prog='barbican-retry-demo')
-    conf.set_override('connection', 'sqlite:///%s' % os.path.join(
-        state_dir, 'demo.sqlite'), group='database')
-    conf.set_override('schedule_period_seconds', args.period, 'scheduler')
-    conf.set_override('delay_before_update_seconds', args.delay,
-                      'simple_certificate')
-    # One in four orders meets an unavailable CA once, to show R-2.
-    for workflow in order_types.installed().values():
-        for step in workflow.steps:
-            group = type_options.step_group(workflow.type_name, step.name)
-            conf.set_override('backoff_base_seconds', 1.0, group)
-            conf.set_override('backoff_max_seconds', 2.0, group)
+    path = demo_state.write_config(state_dir, args.period, args.delay)
+    # The file named: oslo.config then reads no /etc/barbican-retry file.
+    conf(['--config-file', path], project='barbican-retry',
+         prog='barbican-retry-demo')
     conf.set_override('default_log_levels', ['oslo_messaging=WARNING',
                                              'stevedore=WARNING'])
-    conf.set_override('log_file', os.path.join(state_dir, 'demo.log'))
+    conf.set_override('log_file', os.path.join(state_dir, demo_state.LOG))
     logging.setup(conf, 'barbican-retry-demo')
     return conf
 
@@ -98,9 +99,20 @@ def _describe(order, steps, retries):
     return order.status
 
 
+def _short_ids(order_ids, least=8):
+    """Each id cut to the shortest length, from ``least``, that keeps
+    every id of ``order_ids`` apart (unique prefixes, as git's)."""
+    length = least
+    while len({order_id[:length] for order_id in order_ids}) < \
+            len(order_ids):
+        length += 1
+    return {order_id: order_id[:length] for order_id in order_ids}
+
+
 def _watch(database, order_ids, deadline):
-    """Print each change of state; return the final status counts."""
+    """Print each change of state; return each order's last status."""
     seen = {}
+    short = _short_ids(order_ids)
     while True:
         with database.session() as session:
             retries = {(task.order_id, task.retry_task): task
@@ -114,21 +126,74 @@ def _watch(database, order_ids, deadline):
                 seen[order_id] = text
                 print('%s order %s: %s' % (
                     timeutils.utcnow().strftime('%H:%M:%S'),
-                    order_id[:8], text), flush=True)
-        counts = {status: 0 for status in models.ORDER_STATUSES}
-        for order in current.values():
-            counts[order.status] += 1
-        if not (counts[models.PENDING] or counts[models.CANCELLING]) or \
-                time.monotonic() > deadline:
-            return counts
+                    short[order_id], text), flush=True)
+        statuses = {order_id: order.status
+                    for order_id, order in current.items()}
+        unfinished = (models.PENDING, models.CANCELLING)
+        if not any(status in unfinished for status in statuses.values()) \
+                or time.monotonic() > deadline:
+            return statuses
         time.sleep(0.2)
+
+
+def _print_where(state_dir, config_path, args):
+    """Where the demo keeps its state, and how to look into it."""
+    print('demo: database %s, configuration %s, log %s'
+          % (os.path.join(state_dir, demo_state.DATABASE), config_path,
+             os.path.join(state_dir, demo_state.LOG)), flush=True)
+    print('demo: list the orders: %s'
+          % demo_state.manage_command(config_path, 'order', 'list'),
+          flush=True)
+    print('demo: %d certificate orders and %d fanout orders, delay %ds, '
+          'scheduler period %ds'
+          % (args.orders, args.orders, args.delay, args.period), flush=True)
+
+
+def _print_summary(statuses, retried, config_path, temporary_dir):
+    """The command that shows an order, then the counts, last."""
+    # The order worth a look: one that did not end ACTIVE, else one that
+    # met the unavailable CA and retried.
+    unfinished = [order_id for order_id, status in statuses.items()
+                  if status != models.ACTIVE]
+    for shown in (unfinished or retried or list(statuses))[:1]:
+        print('demo: look at an order: %s' % demo_state.manage_command(
+            config_path, 'order', 'show', shown), flush=True)
+    if temporary_dir:
+        print('demo: %s is a temporary directory, kept for that; remove it '
+              'when done: rm -r %s' % (temporary_dir, temporary_dir),
+              flush=True)
+    counts = collections.Counter(statuses.values())
+    print('demo: %d orders ACTIVE, %d PENDING, %d ERROR' % (
+        counts[models.ACTIVE], counts[models.PENDING],
+        counts[models.ERROR]), flush=True)
+
+
+def _create_orders(database, api, count):
+    """``count`` orders of each type; return their ids and the ids of
+    those that meet an unavailable CA once (one in four, to show R-2)."""
+    created, retried = [], []
+    for type_name in ('certificate', 'fanout'):
+        for index in range(count):
+            meta = {'unavailable_attempts': 1} if index % 4 == 3 else {}
+            ids = [order.id for order in order_actions.create_orders(
+                database, api, order_types.get(type_name), meta, 1,
+                timeutils.utcnow())]
+            created += ids
+            retried += ids if meta else []
+    return created, retried
 
 
 def main(argv=None):
     """Run the all-in-one demo; exit 0 when every order is ACTIVE."""
     args = _parse_args(sys.argv[1:] if argv is None else argv)
-    state_dir = args.state_dir or tempfile.mkdtemp(prefix='barbican-retry-')
+    # NOTE: never removed: the summary tells the user to look into it.
+    temporary_dir = None if args.state_dir else tempfile.mkdtemp(
+        prefix='barbican-retry-')
+    state_dir = os.path.abspath(args.state_dir or temporary_dir)
+    os.makedirs(state_dir, exist_ok=True)
     conf = _configure(args, state_dir)
+    config_path = os.path.join(state_dir, demo_state.CONFIG)
+    _print_where(state_dir, config_path, args)
     database = db_session.Database.from_conf(conf)
     migration.upgrade(database.engine)
     transport = rpc.get_transport(conf, url='fake://')
@@ -136,29 +201,18 @@ def main(argv=None):
                 scheduler_service.SchedulerService(conf, transport)]
     for svc in services:
         svc.start()
-    print('demo: %d certificate orders and %d fanout orders, delay %ds, '
-          'scheduler period %ds; log in %s'
-          % (args.orders, args.orders, args.delay, args.period,
-             os.path.join(state_dir, 'demo.log')), flush=True)
     api = rpcapi.WorkerAPI.from_transport(transport, conf.worker.topic)
-    created = []
-    for type_name in ('certificate', 'fanout'):
-        for index in range(args.orders):
-            created.extend(order_actions.create_orders(
-                database, api, order_types.get(type_name),
-                {'unavailable_attempts': 1} if index % 4 == 3 else {}, 1,
-                timeutils.utcnow()))
     try:
-        counts = _watch(database, [o.id for o in created],
-                        time.monotonic() + args.timeout)
+        created, retried = _create_orders(database, api, args.orders)
+        statuses = _watch(database, created,
+                          time.monotonic() + args.timeout)
     finally:
         for svc in reversed(services):
             svc.stop()
         database.dispose()
-    print('demo: %d orders ACTIVE, %d PENDING, %d ERROR' % (
-        counts[models.ACTIVE], counts[models.PENDING],
-        counts[models.ERROR]), flush=True)
-    return 0 if counts[models.ACTIVE] == len(created) else 1
+    _print_summary(statuses, retried, config_path, temporary_dir)
+    return 0 if all(status == models.ACTIVE
+                    for status in statuses.values()) else 1
 
 
 if __name__ == '__main__':

@@ -11,6 +11,7 @@ from alembic import command
 from alembic import config as alembic_config
 from alembic import migration
 from alembic import script
+from alembic import util as alembic_util
 import sqlalchemy as sa
 
 _SOURCE_SCRIPTS = os.path.join(
@@ -18,6 +19,8 @@ _SOURCE_SCRIPTS = os.path.join(
         os.path.abspath(__file__)))), 'alembic')
 _INSTALLED_SCRIPTS = os.path.join(sys.prefix, 'share', 'barbican-retry',
                                   'alembic')
+# alembic's default; alembic/env.py keeps it.
+_VERSION_TABLE = 'alembic_version'
 
 
 def script_location():
@@ -56,6 +59,36 @@ def current_revision(engine):
     with engine.connect() as connection:
         return migration.MigrationContext.configure(
             connection).get_current_revision()
+
+
+def stored_revision(engine):
+    """Return the revision in alembic's version table, or None.
+
+    ``current_revision()`` without alembic's INFO lines: every operator
+    command asks it.
+    """
+    with engine.connect() as connection:
+        if not sa.inspect(connection).has_table(_VERSION_TABLE):
+            return None
+        return connection.execute(
+            sa.select(sa.column('version_num'))
+            .select_from(sa.table(_VERSION_TABLE))).scalar()
+
+
+def is_behind(revision):
+    """True if ``revision`` is one of these scripts' but not a head.
+
+    A revision these scripts do not know (a later release's) is not
+    behind: the code of the release before may run on its schema.
+    """
+    directory = script.ScriptDirectory.from_config(_config(None))
+    if revision in directory.get_heads():
+        return False
+    try:
+        directory.get_revision(revision)
+    except alembic_util.CommandError:
+        return False
+    return True
 
 
 def head_revisions():
