@@ -26,16 +26,11 @@ from oslo_utils import timeutils
 
 from scheduler import conf as scheduler_conf
 from scheduler import service as scheduler_service
+from worker import api as api_module
 from worker.cmd import demo_state
-from worker.common import order_actions
 from worker import conf as worker_conf
 from worker.db import migration
-from worker.db import models
-from worker.db import orders
-from worker.db import retry_tasks
 from worker.db import session as db_session
-from worker.db import steps as order_steps
-from worker import order_types
 from worker import rpc
 from worker import rpcapi
 from worker import service as worker_service
@@ -84,17 +79,21 @@ def _configure(args, state_dir):
     return conf
 
 
-def _describe(order, steps, retries):
-    if order.status == models.PENDING:
+#: What the demo's orders belong to.
+PROJECT = 'demo'
+_OPEN_STEPS = ('QUEUED', 'RUNNING', 'RETRYING', 'PARKED')
+
+
+def _describe(order):
+    """One line of an order's state (an ``api.Order``)."""
+    if order.status == api_module.PENDING:
         return 'PENDING, %s' % ', '.join(
-            '%s %s%s' % (name, order_actions.step_status(
-                step, retries.get((order.id, name))),
-                ' at %s' % retries[(order.id, name)].retry_at.strftime(
-                    '%H:%M:%S.%f')[:-3]
-                if (order.id, name) in retries else '')
-            for name, step in steps.items()
-            if step.status == models.STEP_PENDING)
-    if order.status == models.ERROR:
+            '%s %s%s' % (step.name, step.status,
+                         ' at %s' % step.next_retry_at.strftime(
+                             '%H:%M:%S.%f')[:-3]
+                         if step.next_retry_at else '')
+            for step in order.steps if step.status in _OPEN_STEPS)
+    if order.status == api_module.ERROR:
         return 'ERROR: %s' % order.error_reason
     return order.status
 
@@ -109,19 +108,15 @@ def _short_ids(order_ids, least=8):
     return {order_id: order_id[:length] for order_id in order_ids}
 
 
-def _watch(database, order_ids, deadline):
+def _watch(api, order_ids, deadline):
     """Print each change of state; return each order's last status."""
     seen = {}
     short = _short_ids(order_ids)
     while True:
-        with database.session() as session:
-            retries = {(task.order_id, task.retry_task): task
-                       for task in retry_tasks.list_tasks(session)}
-            current = {order_id: orders.get(session, order_id)
-                       for order_id in order_ids}
-            steps = order_steps.for_orders(session, order_ids)
+        current = {order_id: api.get(order_id, project_id=PROJECT)
+                   for order_id in order_ids}
         for order_id, order in current.items():
-            text = _describe(order, steps[order_id], retries)
+            text = _describe(order)
             if seen.get(order_id) != text:
                 seen[order_id] = text
                 print('%s order %s: %s' % (
@@ -129,8 +124,8 @@ def _watch(database, order_ids, deadline):
                     short[order_id], text), flush=True)
         statuses = {order_id: order.status
                     for order_id, order in current.items()}
-        unfinished = (models.PENDING, models.CANCELLING)
-        if not any(status in unfinished for status in statuses.values()) \
+        if all(status in api_module.FINAL_STATUSES
+               for status in statuses.values()) \
                 or time.monotonic() > deadline:
             return statuses
         time.sleep(0.2)
@@ -154,7 +149,7 @@ def _print_summary(statuses, retried, config_path, temporary_dir):
     # The order worth a look: one that did not end ACTIVE, else one that
     # met the unavailable CA and retried.
     unfinished = [order_id for order_id, status in statuses.items()
-                  if status != models.ACTIVE]
+                  if status != api_module.ACTIVE]
     for shown in (unfinished or retried or list(statuses))[:1]:
         print('demo: look at an order: %s' % demo_state.manage_command(
             config_path, 'order', 'show', shown), flush=True)
@@ -164,22 +159,21 @@ def _print_summary(statuses, retried, config_path, temporary_dir):
               flush=True)
     counts = collections.Counter(statuses.values())
     print('demo: %d orders ACTIVE, %d PENDING, %d ERROR' % (
-        counts[models.ACTIVE], counts[models.PENDING],
-        counts[models.ERROR]), flush=True)
+        counts[api_module.ACTIVE], counts[api_module.PENDING],
+        counts[api_module.ERROR]), flush=True)
 
 
-def _create_orders(database, api, count):
-    """``count`` orders of each type; return their ids and the ids of
-    those that meet an unavailable CA once (one in four, to show R-2)."""
+def _create_orders(api, count):
+    """``count`` orders of each type, as an API server creates them
+    (``worker.api``); return their ids and the ids of those that meet an
+    unavailable CA once (one in four, to show R-2)."""
     created, retried = [], []
     for type_name in ('certificate', 'fanout'):
         for index in range(count):
             meta = {'unavailable_attempts': 1} if index % 4 == 3 else {}
-            ids = [order.id for order in order_actions.create_orders(
-                database, api, order_types.get(type_name), meta, 1,
-                timeutils.utcnow())]
-            created += ids
-            retried += ids if meta else []
+            order = api.create(type_name, meta, project_id=PROJECT)
+            created.append(order.id)
+            retried += [order.id] if meta else []
     return created, retried
 
 
@@ -201,17 +195,18 @@ def main(argv=None):
                 scheduler_service.SchedulerService(conf, transport)]
     for svc in services:
         svc.start()
-    api = rpcapi.WorkerAPI.from_transport(transport, conf.worker.topic)
+    api = api_module.OrderAPI(
+        database, conf,
+        rpcapi.WorkerAPI.from_transport(transport, conf.worker.topic))
     try:
-        created, retried = _create_orders(database, api, args.orders)
-        statuses = _watch(database, created,
-                          time.monotonic() + args.timeout)
+        created, retried = _create_orders(api, args.orders)
+        statuses = _watch(api, created, time.monotonic() + args.timeout)
     finally:
         for svc in reversed(services):
             svc.stop()
         database.dispose()
     _print_summary(statuses, retried, config_path, temporary_dir)
-    return 0 if all(status == models.ACTIVE
+    return 0 if all(status == api_module.ACTIVE
                     for status in statuses.values()) else 1
 
 
