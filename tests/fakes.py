@@ -5,6 +5,8 @@ import threading
 
 from oslo_db import exception as db_exc
 
+from worker import rpc
+
 
 class CastFailed(Exception):
     """What the fake client raises for a cast told to fail."""
@@ -16,7 +18,9 @@ class RecordingRPCClient:
     ``casts`` holds one ``(method, kwargs)`` per step: a ``run_steps``
     message is recorded as its steps, so that a test reads the same list
     whether the steps came one per message or several. ``messages`` holds
-    the messages themselves, with the version each was prepared for.
+    the messages themselves, with the version each was prepared for, and
+    ``contexts`` the context of each, as ``worker.rpc.ContextSerializer``
+    puts it on the wire (``delivered`` gives it as a worker reads it).
 
     :param fail: a predicate ``fail(method, kwargs)`` over steps; a message
         with a step for which it is true raises ``CastFailed`` and is not
@@ -26,6 +30,7 @@ class RecordingRPCClient:
     def __init__(self, fail=None):
         self.casts = []
         self.messages = []
+        self.contexts = []
         self._fail = fail
         self._version = None
         self._lock = threading.Lock()
@@ -49,11 +54,23 @@ class RecordingRPCClient:
         with self._lock:
             self.casts.extend(steps)
             self.messages.append((method, version, kwargs))
+            self.contexts.append(_SERIALIZER.serialize_context(ctxt))
+
+    def delivered(self):
+        """Take the oldest message: ``(context, kwargs)``, its context as
+        the worker's RPC server gives it to the endpoint."""
+        with self._lock:
+            _, _, kwargs = self.messages.pop(0)
+            ctxt = self.contexts.pop(0)
+        return _SERIALIZER.deserialize_context(ctxt), kwargs
 
     def count_by_order(self):
         """Return ``Counter(order_id)`` over the recorded casts."""
         return collections.Counter(kwargs['order_id']
                                    for _, kwargs in self.casts)
+
+
+_SERIALIZER = rpc.ContextSerializer()
 
 
 def lose_races(monkeypatch, repository, name, times):

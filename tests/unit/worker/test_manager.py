@@ -153,9 +153,9 @@ class Worker:
         broker would; returns the steps of the messages delivered."""
         delivered = []
         while self.client.messages:
-            _, _, kwargs = self.client.messages.pop(0)
+            ctxt, kwargs = self.client.delivered()
             delivered.append(kwargs['steps'])
-            self.manager.run_steps({}, kwargs['steps'])
+            self.manager.run_steps(ctxt, kwargs['steps'])
         return delivered
 
 
