@@ -1,9 +1,15 @@
 """Fakes implementing the real interfaces, for tests without a broker."""
 
 import collections
+import contextlib
+import logging
 import threading
 
+from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_db import exception as db_exc
+from oslo_log import formatters
+from oslo_log import log as oslo_log
 
 from worker import rpc
 
@@ -71,6 +77,47 @@ class RecordingRPCClient:
 
 
 _SERIALIZER = rpc.ContextSerializer()
+
+
+class LogLines(logging.Handler):
+    """Records each line as oslo.log writes it, with the context it was
+    written with (its own, ``LOG.info(..., context=c)``, or its
+    thread's): ``found`` holds ``(message, levelno, context, line)``."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        conf = cfg.ConfigOpts()
+        oslo_log.register_options(conf)
+        conf([])
+        self.setFormatter(formatters.ContextFormatter(config=conf))
+        self.found = []
+
+    def emit(self, record):
+        """Record one line."""
+        ctxt = record.__dict__.get('context', oslo_context.get_current())
+        self.found.append((record.getMessage(), record.levelno, ctxt,
+                           self.format(record)))
+
+    def about(self, text):
+        """``(message, levelno, context, line)`` of the lines whose
+        message holds ``text``."""
+        return [found for found in self.found if text in found[0]]
+
+
+@contextlib.contextmanager
+def log_lines(name):
+    """``LogLines`` of logger ``name`` and its children, at DEBUG, for the
+    block."""
+    handler = LogLines()
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def lose_races(monkeypatch, repository, name, times):

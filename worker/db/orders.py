@@ -188,7 +188,8 @@ def retry_origins(session: orm.Session, order_ids: abc.Collection[str]
     ``priorities`` with the orders' request ids."""
     if not order_ids:
         return {}
-    return {order_id: RetryOrigin(*values) for order_id, *values in
+    return {order_id: RetryOrigin(priority, request_id, global_request_id)
+            for order_id, priority, request_id, global_request_id in
             session.execute(
                 sa.select(models.Order.id, models.Order.priority,
                           models.Order.request_id,

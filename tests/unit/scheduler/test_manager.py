@@ -9,7 +9,6 @@ import datetime
 import logging
 import threading
 
-from oslo_context import context as oslo_context
 import pytest
 
 from scheduler import manager
@@ -528,24 +527,8 @@ def test_lost_races_of_a_pass_are_run_again_not_failed(
 
 @pytest.fixture
 def records():
-    """Every record of the scheduler's loggers, with the context it was
-    written with (its own, or its thread's)."""
-    found = []
-
-    class Handler(logging.Handler):
-        def emit(self, record):
-            found.append((record.getMessage(), record.levelno,
-                          record.__dict__.get(
-                              'context', oslo_context.get_current())))
-
-    handler = Handler(logging.DEBUG)
-    logger = logging.getLogger('scheduler')
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    yield found
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+    with fakes.log_lines('scheduler') as found:
+        yield found.found
 
 
 def test_a_step_taken_back_is_cast_with_its_orders_request_ids(
@@ -567,7 +550,7 @@ def test_a_step_taken_back_is_cast_with_its_orders_request_ids(
     assert result.recovered == 1
     [sent] = client.contexts
     assert sent['orders'] == {order_id: ['req-a', 'req-global-a']}
-    about = [(message, level, ctxt) for message, level, ctxt in records
+    about = [(message, level, ctxt) for message, level, ctxt, _ in records
              if order_id in message]
     assert [message.split(' of order')[0] for message, _, _ in about] == [
         'Step %s' % REQUEST, 'Cast step %s' % REQUEST]
@@ -585,6 +568,6 @@ def test_a_row_set_aside_is_logged_with_its_request_ids(database, records):
 
     _run(database)
 
-    [ctxt] = [ctxt for message, _, ctxt in records
+    [ctxt] = [ctxt for message, _, ctxt, _ in records
               if 'set aside:' in message]
     assert ctxt.request_id == 'req-a'

@@ -7,14 +7,10 @@ databases; these are the quick ones to run on every save.
 
 import dataclasses
 import datetime
-import logging
 import threading
 import time
 
-from oslo_config import cfg
 from oslo_context import context as oslo_context
-from oslo_log import formatters
-from oslo_log import log as oslo_log
 import pytest
 
 from tests import config
@@ -857,38 +853,10 @@ def test_ready_steps_of_a_batch_go_out_in_one_message(database,
 
 # Request ids: each line about an order carries its order's.
 
-class _Lines(logging.Handler):
-    """Each record of the worker's loggers as oslo.log writes it, with the
-    context it was written with (its own, or its thread's)."""
-
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        conf = cfg.ConfigOpts()
-        oslo_log.register_options(conf)
-        conf([])
-        self.setFormatter(formatters.ContextFormatter(config=conf))
-        self.found = []
-
-    def emit(self, record):
-        ctxt = record.__dict__.get('context', oslo_context.get_current())
-        self.found.append((record.getMessage(), ctxt, self.format(record)))
-
-    def about(self, order_id):
-        """``(context, line)`` of each line that names ``order_id``."""
-        return [(ctxt, line) for message, ctxt, line in self.found
-                if order_id in message]
-
-
 @pytest.fixture
 def lines():
-    handler = _Lines()
-    logger = logging.getLogger('worker')
-    level = logger.level
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+    with fakes.log_lines('worker') as found:
+        yield found
 
 
 def _origin(name):
@@ -931,7 +899,7 @@ def test_each_line_about_an_order_carries_its_request_ids(
     for order_id, name in ((first, 'a'), (second, 'b')):
         found = lines.about(order_id)
         assert found, 'no line about order %s' % order_id
-        for ctxt, line in found:
+        for _, _, ctxt, line in found:
             assert (ctxt.request_id, ctxt.global_request_id) == (
                 'req-%s' % name, 'req-global-%s' % name), line
             assert '[req-global-%s req-%s ' % (name, name) in line
@@ -939,7 +907,7 @@ def test_each_line_about_an_order_carries_its_request_ids(
         assert [(ctxt.request_id, ctxt.global_request_id)
                 for ctxt in seen[order_id]] == [
             ('req-%s' % name, 'req-global-%s' % name)] * 2
-    for ctxt, line in lines.about(bare):
+    for _, _, ctxt, line in lines.about(bare):
         assert ctxt is None or ctxt.request_id not in ('req-a', 'req-b')
     # A step thread keeps no order's context once its step ended.
     assert worker.manager._steps.submit(
