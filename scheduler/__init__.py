@@ -16,6 +16,7 @@ import worker  # noqa: F401
 
 #: What the retry daemon may import of the ``worker`` package, besides
 #: the package itself: the layer both sides share (``worker.common``),
-#: the configuration, the data layer and the RPC client.
-WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.db', 'worker.rpc',
-                  'worker.rpcapi')
+#: the configuration, the request ids of orders (``worker.context``), the
+#: data layer and the RPC client.
+WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.context',
+                  'worker.db', 'worker.rpc', 'worker.rpcapi')

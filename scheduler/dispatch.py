@@ -9,6 +9,10 @@ on a later pass (at-least-once); the workers' fencing tokens make such a
 duplicate harmless. A daemon whose lock was cleared as stale stops at its
 next batch and deletes nothing. A row that can never be cast is parked
 with its reason.
+
+A row's request ids (its order's, in its ``retry_kwargs``) go with its
+cast (``worker.context``) and on the lines about it: with debug on, one
+line per step cast follows an order through the daemon.
 """
 
 import concurrent.futures
@@ -18,6 +22,7 @@ import time
 
 from oslo_log import log as logging
 
+from worker import context
 from worker.db import session as db_session
 from worker import rpcapi
 
@@ -106,20 +111,22 @@ class Dispatcher:
         to park."""
         steps, bad = {}, []
         for row in rows:
-            reason = None
+            step = reason = None
+            try:
+                step = self._worker_api.parse_retry(
+                    row.retry_task, row.retry_args, row.retry_kwargs)
+            except rpcapi.InvalidRetry as exc:
+                reason = str(exc)
             if not row.step_exists:
                 reason = ('order %s has no step %s (or no longer exists)'
                           % (row.order_id, row.retry_task))
-            else:
-                try:
-                    steps[row.id] = self._worker_api.parse_retry(
-                        row.retry_task, row.retry_args, row.retry_kwargs)
-                except rpcapi.InvalidRetry as exc:
-                    reason = str(exc)
             if reason:
                 LOG.error('Retry task %d (order %s, %s) set aside: %s',
-                          row.id, row.order_id, row.retry_task, reason)
+                          row.id, row.order_id, row.retry_task, reason,
+                          context=context.for_ids(step and step.request))
                 bad.append((row, reason))
+            else:
+                steps[row.id] = step
         return steps, bad
 
     def _batch(self, executor, rows, owner_token, now, result):
@@ -134,6 +141,12 @@ class Dispatcher:
                  for ids in chunks(list(steps), group.cast_concurrency,
                                    group.rows_per_cast)}
         sent = self._cast_all(executor, casts, result)
+        if LOG.isEnabledFor(logging.DEBUG):
+            for task_id in sent:
+                step = steps[task_id]
+                LOG.debug('Cast step %s of order %s (retry row %d)',
+                          step.step, step.order_id, task_id,
+                          context=context.for_ids(step.request))
         by_id = {row.id: row for row in rows}
         if not self._delete_and_park(owner_token,
                                      [by_id[i] for i in sent], bad, now):

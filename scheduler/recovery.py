@@ -7,7 +7,8 @@ stopped heartbeating, dispatched and not taken up within
 ``dispatch_deadline_seconds``, or running past the lease its policy gave
 it (a hung call on a live worker). Each one found gets a new generation
 (the old token becomes stale) and a retry row due now, of its order's
-priority, which the same pass then casts like any other. A lease that
+priority and with its request ids, which the same pass then casts like
+any other. A lease that
 ended counts as a failed run: the worker that runs the step next applies
 the step's policy to it.
 """
@@ -18,6 +19,7 @@ import datetime
 from oslo_log import log as logging
 
 from scheduler import liveness
+from worker import context
 from worker.db import session as db_session
 from worker import rpcapi
 
@@ -83,9 +85,10 @@ class Recovery:
             # With more lost than one batch, the next pass goes on.
             self._done_at = cutoffs.now
         # Logged after the commit: a transaction run again logs once.
-        for row, why in taken:
+        for row, why, ids in taken:
             LOG.warning('Step %s of order %s taken back and dispatched '
-                        'again: %s', row.step, row.order_id, why)
+                        'again: %s', row.step, row.order_id, why,
+                        context=context.for_ids(ids))
         for name in dead:
             LOG.warning('Service %s stopped heartbeating; removed', name)
         return Recovered(steps=len(taken), dead_services=tuple(dead))
@@ -93,8 +96,9 @@ class Recovery:
     @db_session.retry_lost_race
     def _take_back_all(self, owner_token, cutoffs):
         """One transaction: ``(taken, dead, all_found)``, or None if the
-        lock is no longer ours. ``taken``: ``(row, why)`` of each step
-        taken back (``row`` its ``steps.RecoveryRow``)."""
+        lock is no longer ours. ``taken``: ``(row, why, ids)`` of each
+        step taken back (``row`` its ``steps.RecoveryRow``, ``ids`` its
+        order's ``RequestIds`` or None)."""
         repositories = self._repositories
         with self._database.session() as session, session.begin():
             if not self._pass_lock.renew(session, owner_token, cutoffs.now):
@@ -102,15 +106,17 @@ class Recovery:
             limit = self._conf.scheduler.batch_size
             lost = self._lost(session, cutoffs, limit)
             # One read of the orders for all: the steps found do not
-            # carry their order's priority.
-            priorities = repositories.orders.priorities(
+            # carry their order's priority and request ids.
+            origins = repositories.orders.retry_origins(
                 session, {row.order_id for row, _ in lost})
             taken = []
             for found in lost:
+                origin = origins.get(found[0].order_id)
+                ids = _ids(origin)
                 why = self._take_back(session, found, cutoffs.now,
-                                      priorities)
+                                      origin.priority if origin else 0, ids)
                 if why is not None:
-                    taken.append((found[0], why))
+                    taken.append((found[0], why, ids))
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
         return taken, dead, len(lost) < limit
@@ -133,14 +139,12 @@ class Recovery:
                     if (row.order_id, row.step) not in taken)
         return lost
 
-    def _take_back(self, session, lost, now, priorities):
-        """Give a lost step a new token and a retry row due ``now``.
+    def _take_back(self, session, lost, now, priority, ids):
+        """Give a lost step a new token and a retry row due ``now``, of
+        its order's ``priority`` and request ``ids``.
 
         Returns why it was lost, or None if it was not taken back (it
-        moved on meanwhile).
-
-        :param priorities: ``{order_id: priority}``; an order missing from
-            it is gone (its step too, so nothing is written).
+        moved on meanwhile; an order gone took its steps with it).
         """
         row, lease_ended = lost
         if not self._repositories.steps.take_back(
@@ -149,11 +153,18 @@ class Recovery:
             return None
         failures = row.failures + (1 if lease_ended else 0)
         args, kwargs = rpcapi.retry_arguments(rpcapi.Step(
-            row.step, row.order_id, row.generation + 1))
+            row.step, row.order_id, row.generation + 1, ids))
         self._repositories.retry_tasks.add(
             session, row.order_id, row.step, now, args=args,
             kwargs=kwargs, retry_count=failures, now=now,
-            priority=priorities.get(row.order_id, 0))
+            priority=priority)
         return lease_ended or (
             'its owner %s stopped heartbeating' % row.owner
             if row.owner else 'no worker took up its dispatch')
+
+
+def _ids(origin):
+    """The ``RequestIds`` of an order's ``RetryOrigin`` (None if none)."""
+    if origin is None:
+        return None
+    return context.of_order(origin)

@@ -17,6 +17,10 @@ the others is handed to a step thread, where it lives three moves
 
 Claims and applies are written in batches (``worker.steps.group_commit``).
 A step that is stale, or whose result is superseded, costs only itself.
+
+A step's thread logs with its order's request ids (``worker.context``):
+those its message carried for the order, then, once claimed, those of
+the order's row.
 """
 
 import concurrent.futures
@@ -27,6 +31,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from worker import context
 from worker.notifications import sender as sender_module
 from worker import rpc
 from worker import rpcapi
@@ -108,8 +113,17 @@ class WorkerManager:
         message returns when its steps are done, so a busy process takes
         no more messages than it can run.
 
+        :param ctxt: a ``worker.context.StepsContext`` (anything else
+            carries no request ids).
         :param steps: ``[[step, order_id, generation], ...]``.
         """
+        if not isinstance(ctxt, context.StepsContext):
+            ctxt = None
+        # The lines about the message itself carry its sender's ids.
+        with context.current(ctxt):
+            self._run_message(ctxt, steps)
+
+    def _run_message(self, ctxt, steps):
         if isinstance(steps, list) and \
                 len(steps) > rpcapi.MAX_STEPS_PER_MESSAGE:
             LOG.error('Dropped a message of %d steps: no sender of ours '
@@ -117,14 +131,14 @@ class WorkerManager:
                       rpcapi.MAX_STEPS_PER_MESSAGE)
             return
         outstanding = _Outstanding()
-        for step in self._well_formed(steps):
+        for step in self._well_formed(steps, ctxt):
             # A step is handed to the step threads only when one is free:
             # the steps waiting for one stay in their message, a few bytes
             # each, not queued as futures (a lock and a condition each,
             # 1,600 of them for 32 messages of 50 steps).
             self._free_threads.acquire()
             try:
-                future = self._steps.submit(self._run_step, step)
+                future = self._steps.submit(self._run_step, step, ctxt)
             except RuntimeError:
                 # The service is stopping (cancel_queued_steps): the rest
                 # were never claimed; the retry daemon dispatches them
@@ -150,8 +164,9 @@ class WorkerManager:
         """
         self._steps.shutdown(wait=False, cancel_futures=True)
 
-    def _well_formed(self, steps):
-        """The steps of a message that are ``[step, order_id, token]``.
+    def _well_formed(self, steps, ctxt):
+        """The steps of a message that are ``[step, order_id, token]``,
+        with the request ids ``ctxt`` carries for their orders.
 
         NOTE: whether a generation is stale is the claim's question: a read
         here first would cost every step a transaction of its own, about
@@ -169,7 +184,9 @@ class WorkerManager:
             except (TypeError, ValueError) as exc:
                 malformed.append((step, exc))
                 continue
-            wanted.append(rpcapi.Step(name, order_id, generation))
+            wanted.append(rpcapi.Step(
+                name, order_id, generation,
+                ctxt.ids_of(order_id) if ctxt is not None else None))
         if malformed:
             # One line per message, of bounded length: a message of
             # thousands of bad steps (or of one huge one) is one line.
@@ -179,13 +196,22 @@ class WorkerManager:
                       exc)
         return wanted
 
-    def _run_step(self, step):
-        """Claim, run and apply one step (in a step thread)."""
+    def _run_step(self, step, ctxt):
+        """Claim, run and apply one step (in a step thread), with its
+        order's context as the thread's."""
+        with context.current(context.for_ids(step.request) or ctxt):
+            self._claim_run_apply(step)
+
+    def _claim_run_apply(self, step):
         try:
             claimed = self._claim(step)
             if claimed is None:
                 return
             run, view = claimed
+            if run.request != step.request and run.context is not None:
+                # The order's row is authoritative; a message of an older
+                # sender carries no ids.
+                context.set_current(run.context)
             result = run.kind.run(run, view)
         except Exception:
             # One step's trouble is its own; the others of its message go

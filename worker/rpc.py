@@ -1,6 +1,8 @@
 """Transport and RPC server construction for the worker topic."""
 
 from oslo_config import cfg
+from oslo_context import context as oslo_context
+from oslo_log import log as logging
 import oslo_messaging as messaging
 # NOTE: oslo.messaging has no public way to change the default of its
 # options for every ConfigOpts and for oslo-config-generator alike; the
@@ -10,9 +12,18 @@ from oslo_messaging._drivers import impl_rabbit
 from oslo_messaging.rpc import dispatcher
 from oslo_messaging import server as messaging_server
 
+from worker import context
+
+LOG = logging.getLogger(__name__)
+
 # Version of the worker's RPC interface (client and endpoints agree on it).
 #   1.0 - process_type_order, check_certificate_status
 #   1.1 - run_steps: several steps in one message (the retry scheduler's)
+#         Later, without a new version: the context of run_steps carries
+#         the request ids of its steps' orders (worker.context
+#         StepsContext, key "orders"); the steps are unchanged, and a
+#         worker without it ignores the key, as oslo.messaging passes a
+#         context's unknown keys through.
 RPC_API_VERSION = '1.1'
 
 # Generations are BIGINT columns.
@@ -73,6 +84,45 @@ def get_transport(conf, url=None):
     return messaging.get_rpc_transport(conf, url=url)
 
 
+class ContextSerializer(messaging.NoOpSerializer):
+    """Carries a cast's ``worker.context.StepsContext`` (as nova's
+    ``rpc.RequestContextSerializer`` carries its context).
+
+    A RequestContext goes as its ``to_dict()``; a dict as it is. What
+    comes is a ``StepsContext``, whatever the sender put: a context that
+    is not one (a hostile or broken sender) is logged and replaced by an
+    empty one, and its message runs as any other.
+    """
+
+    def serialize_context(self, ctxt):
+        """The dict of ``ctxt`` to send."""
+        if isinstance(ctxt, oslo_context.RequestContext):
+            return ctxt.to_dict()
+        return ctxt
+
+    def deserialize_context(self, ctxt):
+        """The ``StepsContext`` of a message's context dict."""
+        try:
+            if not isinstance(ctxt, dict):
+                raise TypeError('not a dict but %s' % type(ctxt).__name__)
+            values = dict(ctxt)
+            for key in _IDS:
+                if not isinstance(values.get(key), (str, type(None))):
+                    raise TypeError('its %s is a %s' % (
+                        key, type(values[key]).__name__))
+            return context.StepsContext.from_dict(values)
+        except Exception as exc:
+            # A message is never dropped for its context: its steps are
+            # fenced on their own.
+            LOG.warning('Ignored the malformed context of a message: %s',
+                        exc)
+            return context.StepsContext()
+
+
+#: The keys of a context dict that are logged: strings (or None) only.
+_IDS = ('request_id', 'global_request_id')
+
+
 def get_server(transport, topic, server_name, endpoints):
     """Return an RPC server on ``topic`` with the threading executor.
 
@@ -80,9 +130,12 @@ def get_server(transport, topic, server_name, endpoints):
     endpoint declares with ``@messaging.expose``, never its other public
     methods (the service's own ``cancel_queued_steps``, say); anything
     else is refused (``NoSuchMethod``) and logged by oslo.messaging.
+
+    Contexts are ``worker.context.StepsContext`` (``ContextSerializer``).
     """
     target = messaging.Target(topic=topic, server=server_name,
                               version=RPC_API_VERSION)
     return messaging.get_rpc_server(
         transport, target, endpoints, executor='threading',
-        access_policy=dispatcher.ExplicitRPCAccessPolicy)
+        access_policy=dispatcher.ExplicitRPCAccessPolicy,
+        serializer=ContextSerializer())

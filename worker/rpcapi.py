@@ -11,8 +11,10 @@ import inspect
 import json
 import typing
 
+from oslo_context import context as oslo_context
 import oslo_messaging as messaging
 
+from worker import context as context_module
 from worker import rpc
 
 # The version each cast needs (see worker.rpc.RPC_API_VERSION). run_steps
@@ -33,17 +35,25 @@ class Step(typing.NamedTuple):
     """One step of an order, as a retry row names it and a worker runs it.
 
     ``generation`` is the step's fencing token at the time of the cast.
+    ``request`` holds the request ids of its order, which its cast
+    carries in its context (``worker.context``), not in the step: on the
+    wire a step is ``[step, order_id, generation]`` (``wire``).
     """
 
     step: str
     order_id: str
     generation: int
+    request: context_module.RequestIds | None = None
+
+    def wire(self) -> list[typing.Any]:
+        """The step as a message carries it."""
+        return [self.step, self.order_id, self.generation]
 
 
 class Client(typing.Protocol):
     """What ``WorkerAPI`` uses of an ``oslo_messaging.RPCClient``."""
 
-    def cast(self, ctxt: dict[str, typing.Any], method: str,
+    def cast(self, ctxt: typing.Any, method: str,
              **kwargs: typing.Any) -> None:
         """Send ``method`` with ``kwargs``; do not wait for an answer."""
         ...
@@ -77,18 +87,29 @@ class WorkerAPI:
         # Every cast is run_steps, which prepares its own version (1.1); the
         # target's is the lowest this client speaks.
         target = messaging.Target(topic=topic, version=_BASE_VERSION)
-        return cls(messaging.get_rpc_client(transport, target, retry=retry))
+        return cls(messaging.get_rpc_client(
+            transport, target, retry=retry,
+            serializer=rpc.ContextSerializer()))
 
-    def run_steps(self, steps: collections.abc.Iterable[Step]) -> None:
+    def run_steps(self, steps: collections.abc.Iterable[Step],
+                  context: oslo_context.RequestContext | None = None
+                  ) -> None:
         """Cast several steps (``Step``) in one message.
 
         The worker drops the stale ones with one read and runs the others
         concurrently, each as a message of its own would; one message
         instead of one per step is what lets a backlog drain faster than
         the broker confirms messages.
+
+        :param context: the sender's request (its ids are the message's);
+            None: a request id of its own. The request ids of the steps'
+            orders (``Step.request``) go beside them
+            (``worker.context.StepsContext``).
         """
+        steps = list(steps)
         self._client.prepare(version=RUN_STEPS_VERSION).cast(
-            {}, 'run_steps', steps=[list(step) for step in steps])
+            steps_context(steps, context), 'run_steps',
+            steps=[step.wire() for step in steps])
 
     def parse_retry(self, retry_task: str, retry_args: str,
                     retry_kwargs: str) -> Step:
@@ -105,25 +126,59 @@ class WorkerAPI:
             bound = _STEP_ARGUMENTS.bind(*args, **kwargs)
         except TypeError as exc:
             raise InvalidRetry('arguments do not fit a step: %s' % exc)
-        step = Step(retry_task, **bound.arguments)
-        if not (isinstance(step.order_id, str) and
-                rpc.is_generation(step.generation)):
+        found = bound.arguments
+        ids = (found.get('request_id'), found.get('global_request_id'))
+        if not (isinstance(found['order_id'], str) and
+                rpc.is_generation(found['generation']) and
+                all(value is None or isinstance(value, str)
+                    for value in ids)):
             raise InvalidRetry('arguments of %s have the wrong types: %r'
-                               % (retry_task, bound.arguments))
-        return step
+                               % (retry_task, found))
+        return Step(retry_task, found['order_id'], found['generation'],
+                    context_module.RequestIds(*ids) if any(ids) else None)
 
 
-def retry_arguments(step: Step) -> tuple[list[str], dict[str, int]]:
+def steps_context(steps: collections.abc.Iterable[Step],
+                  context: oslo_context.RequestContext | None = None
+                  ) -> context_module.StepsContext:
+    """The context of a cast of ``steps``: the sender's ids (``context``'s,
+    or new ones), and the request ids of the steps' orders."""
+    orders = {step.order_id: step.request for step in steps
+              if step.request is not None}
+    if context is None:
+        return context_module.StepsContext(orders=orders)
+    return context_module.StepsContext(
+        request_id=context.request_id,
+        global_request_id=context.global_request_id, orders=orders)
+
+
+def retry_arguments(step: Step) -> tuple[list[str], dict[str, int | str]]:
     """The ``(args, kwargs)`` of the retry row that casts ``step`` again;
-    ``WorkerAPI.parse_retry`` reads them back."""
-    return [step.order_id], {'generation': step.generation}
+    ``WorkerAPI.parse_retry`` reads them back.
+
+    ``kwargs`` is ``{"generation": token}``, with the order's
+    ``request_id`` and ``global_request_id`` when it has them: the retry
+    daemon's cast carries them without reading the order.
+    """
+    kwargs: dict[str, int | str] = {'generation': step.generation}
+    if step.request is not None:
+        for key, value in step.request._asdict().items():
+            if value is not None:
+                kwargs[key] = value
+    return [step.order_id], kwargs
 
 
 # What a retry row's arguments must bind to: ``[order_id]`` and
-# ``{"generation": token}``, as ``retry_arguments`` writes them.
+# ``{"generation": token}``, and the request ids if the row has them
+# (rows written before they were added have none), as ``retry_arguments``
+# writes them.
 _STEP_ARGUMENTS = inspect.Signature([
     inspect.Parameter('order_id', inspect.Parameter.POSITIONAL_OR_KEYWORD),
     inspect.Parameter('generation', inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    inspect.Parameter('request_id', inspect.Parameter.KEYWORD_ONLY,
+                      default=None),
+    inspect.Parameter('global_request_id', inspect.Parameter.KEYWORD_ONLY,
+                      default=None),
 ])
 
 

@@ -96,6 +96,11 @@ class Orders(typing.Protocol):
                    order_ids: abc.Collection[str]) -> dict[str, int]:
         """``{id: priority}`` of those of ``order_ids`` that exist."""
 
+    def retry_origins(self, session: Any, order_ids: abc.Collection[str]
+                      ) -> dict[str, orders.RetryOrigin]:
+        """``{id: RetryOrigin}`` (priority, request ids) of those of
+        ``order_ids`` that exist."""
+
     def list_orders(self, session: Any, status: str | None = None,
                     limit: int | None = None, *,
                     project_id: str | None = None,

@@ -173,6 +173,30 @@ def priorities(session: orm.Session,
         .where(models.Order.id.in_(list(order_ids))))}
 
 
+class RetryOrigin(typing.NamedTuple):
+    """What a retry row of an order takes from it: its priority and the
+    request ids its casts carry (``rpcapi.retry_arguments``)."""
+
+    priority: int
+    request_id: str | None
+    global_request_id: str | None
+
+
+def retry_origins(session: orm.Session, order_ids: abc.Collection[str]
+                  ) -> dict[str, RetryOrigin]:
+    """Return ``{id: RetryOrigin}`` of those of ``order_ids`` that exist:
+    ``priorities`` with the orders' request ids."""
+    if not order_ids:
+        return {}
+    return {order_id: RetryOrigin(priority, request_id, global_request_id)
+            for order_id, priority, request_id, global_request_id in
+            session.execute(
+                sa.select(models.Order.id, models.Order.priority,
+                          models.Order.request_id,
+                          models.Order.global_request_id)
+                .where(models.Order.id.in_(list(order_ids))))}
+
+
 def list_orders(session: orm.Session, status: str | None = None,
                 limit: int | None = None, *, project_id: str | None = None,
                 order_type: str | None = None,

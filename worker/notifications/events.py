@@ -57,11 +57,14 @@ def step_ended(step, status, order_status, error=None):
                  detail={'error': error} if error else None)
 
 
-def record(session, repositories, order_id, events, now):
+def record(session, repositories, order_id, events, now, request=None):
     """Append ``events`` to the order's, if it has deliveries.
 
     The caller's transaction must hold the order's row (it changed its
     status, or ``notifications.lock_order``).
+
+    :param request: the order's ``worker.context.RequestIds``, which the
+        casts of the deliveries woken carry.
 
     :returns: the deliveries woken, as ``rpcapi.Step`` to cast once the
         transaction committed; the others are sending, retrying or
@@ -75,7 +78,7 @@ def record(session, repositories, order_id, events, now):
     finished = sorted(name for name, (status, _) in deliveries.items()
                       if status == models.STEP_DONE)
     store.wake(session, order_id, finished, now)
-    return [rpcapi.Step(name, order_id, deliveries[name][1])
+    return [rpcapi.Step(name, order_id, deliveries[name][1], request)
             for name in finished]
 
 

@@ -72,14 +72,16 @@ class Applier:
         casts = []
         for (run, _), decision in zip(items, decided):
             if decision is None:
+                # This thread's context is its own step's order's: each
+                # line about a result names its own.
                 LOG.warning('Step %s of order %s moved past token %d while '
                             'it ran; its result was discarded', run.step,
-                            run.order_id, run.token)
+                            run.order_id, run.token, context=run.context)
                 self._observe_result(runs.SUPERSEDED)
                 continue
             # Logged after the commit: one such line per state change.
             LOG.info('Order %s (%s, token %d): %s', run.order_id, run.step,
-                     run.token, decision.description)
+                     run.token, decision.description, context=run.context)
             self._observe_result(decision.kind)
             casts.extend(decision.casts)
         self._cast(casts)
@@ -108,12 +110,12 @@ class Applier:
             self.apply_batch(deferred)
         except Exception as exc:
             LOG.warning('%d result(s) still not written: %s', len(deferred),
-                        exc)
+                        exc, context=None)
             with self._deferred_lock:
                 self._deferred.extend(deferred)
         else:
             LOG.info('%d result(s) written after the database came back',
-                     len(deferred))
+                     len(deferred), context=None)
 
     @transactions.retried
     def _write_results(self, items, undone, batched):
@@ -187,7 +189,7 @@ class Applier:
                 LOG.warning('Could not cast %d ready step(s) (%s); the '
                             'retry daemon will dispatch them: %s',
                             len(chunk), ', '.join(s.step for s in chunk),
-                            exc)
+                            exc, context=None)
 
 
 class _Undo(Exception):

@@ -15,6 +15,7 @@ import typing
 
 from oslo_log import log as logging
 
+from worker import context
 from worker.db import models
 from worker import order_types
 from worker.plugins import base
@@ -51,9 +52,11 @@ class Claimer:
         claimed, dropped = self._claim_in_a_transaction(steps)
         for step, row in dropped:
             # Logged after the transaction: a retried one logs once.
+            # In the thread that writes the batch, whose current context
+            # is its own step's order's: each line names its own.
             LOG.info('Dropped %s of order %s with stale token %d (step is '
                      '%s)', step.step, step.order_id, step.generation,
-                     _describe(row))
+                     _describe(row), context=context.for_ids(step.request))
             self._observe_result(runs.STALE)
         return claimed
 
@@ -105,7 +108,8 @@ class Claimer:
                     # Not claimed: a worker that knows the type takes it
                     # once the dispatch deadline passes.
                     LOG.error('Cannot run %s of order %s: %s', step.step,
-                              order.id, exc)
+                              order.id, exc, context=context.for_ids(
+                                  context.of_order(order)))
                     continue
                 # A delivery needs no order type.
                 workflow = None
@@ -129,7 +133,7 @@ class Claimer:
             subscribed=any(map(models.is_delivery, rows)),
             step_events=workflow is not None and
             self._kinds.workflow_step.step_events(workflow),
-            claimed_at=now)
+            claimed_at=now, request=context.of_order(order))
         if not kind.runs_workflow or not workflow.has_step(step.step):
             return run, None
         return run, _view(order, workflow, rows, run)

@@ -239,7 +239,8 @@ class _Decider:
                 'send' % (run.step, result.sent, result.delivered),
                 url + self._record(result, models.STEP_PENDING, 0,
                                    dispatched=True),
-                (rpcapi.Step(run.step, run.order_id, run.token),))
+                (rpcapi.Step(run.step, run.order_id, run.token,
+                             run.request),))
         return runs.Decision(
             runs.DELIVERED, 'delivery %s: %d sent, through %d'
             % (run.step, result.sent, result.delivered),
@@ -255,7 +256,8 @@ class _Decider:
                 % run.step,
                 self._record(result, models.STEP_PENDING, run.failures,
                              dispatched=True),
-                (rpcapi.Step(run.step, run.order_id, run.token),))
+                (rpcapi.Step(run.step, run.order_id, run.token,
+                             run.request),))
         # The error that made the URL unavailable stays the one shown.
         return runs.Decision(
             runs.PAUSED, 'delivery %s waits: %s' % (run.step, result.reason),

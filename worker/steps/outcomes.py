@@ -127,7 +127,8 @@ class _Decider:
                 error))
         if order_status is not None:
             found.extend(events.status_changed(order_status, reason))
-        return (writes.RecordEvents(run.order_id, tuple(found)),)
+        return (writes.RecordEvents(run.order_id, tuple(found),
+                                    run.request),)
 
     def _done(self, result: step_results.Completed) -> runs.Decision:
         run = self._run
@@ -176,7 +177,8 @@ class _Decider:
         return runs.Decision(
             runs.DONE, 'step %s done; %s start now'
             % (run.step, ', '.join(ready) or 'nothing'), finished,
-            tuple(rpcapi.Step(name, run.order_id, steps[name].generation)
+            tuple(rpcapi.Step(name, run.order_id, steps[name].generation,
+                              run.request)
                   for name in ready))
 
     def _failed_run(self, what: str,

@@ -12,6 +12,9 @@ import dataclasses
 import datetime
 import typing
 
+from oslo_context import context as oslo_context
+
+from worker import context as context_module
 from worker.db import repositories as repositories_module
 from worker.order_types import base as types_base
 from worker.plugins import base
@@ -96,6 +99,17 @@ class Run:
     #: When this run was claimed; its lease ends ``policy.timeout_seconds``
     #: later.
     claimed_at: datetime.datetime | None = None
+    #: The request ids of the order, as read at the claim; None if it has
+    #: none.
+    request: context_module.RequestIds | None = None
+
+    @property
+    def context(self) -> oslo_context.RequestContext | None:
+        """The context of the run's log lines: its order's request ids;
+        None if the order has no request id (``worker.context.for_ids``,
+        which keeps one per order).
+        """
+        return context_module.for_ids(self.request)
 
     @property
     def compensating(self) -> bool:

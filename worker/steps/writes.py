@@ -25,6 +25,7 @@ import dataclasses
 import datetime
 import typing
 
+from worker import context as context_module
 from worker.db import models
 from worker.db import repositories as repositories_module
 from worker.notifications import events as events_module
@@ -196,7 +197,8 @@ class AddRetryRow(_Batched):
     """Insert the retry row that casts a step again at ``retry_at``.
 
     The retry daemon casts it as ``rpcapi.Step(step, order_id,
-    generation)``: its arguments are ``rpcapi.retry_arguments``.
+    generation, request)``: its arguments are ``rpcapi.retry_arguments``,
+    which hold the order's request ids.
     """
 
     order_id: str
@@ -205,13 +207,14 @@ class AddRetryRow(_Batched):
     retry_at: datetime.datetime
     retry_count: int
     priority: int
+    request: context_module.RequestIds | None = None
 
     @classmethod
     def of(cls, run: runs.Run, step: str, generation: int,
            retry_at: Moment, retry_count: int) -> typing.Self:
         """A retry row of ``step`` of the run's order, at its priority."""
         return cls(run.order_id, step, generation, retry_at, retry_count,
-                   run.order_priority)
+                   run.order_priority, run.request)
 
     @staticmethod
     def write_many(session: typing.Any, repositories: Repos,
@@ -223,7 +226,8 @@ class AddRetryRow(_Batched):
 
     def _row(self, now: Moment) -> dict[str, typing.Any]:
         args, kwargs = rpcapi.retry_arguments(
-            rpcapi.Step(self.step, self.order_id, self.generation))
+            rpcapi.Step(self.step, self.order_id, self.generation,
+                        self.request))
         return dict(order_id=self.order_id, retry_task=self.step,
                     retry_at=self.retry_at, args=args, kwargs=kwargs,
                     retry_count=self.retry_count, now=now,
@@ -307,13 +311,15 @@ class RecordEvents(Single):
 
     order_id: str
     events: tuple[events_module.Event, ...]
+    #: The order's request ids, which the casts of the deliveries carry.
+    request: context_module.RequestIds | None = None
 
     def write(self, session: typing.Any, repositories: Repos,
               now: Moment) -> Casts:
         """Execute it; the deliveries woken are to be cast."""
         return tuple(events_module.record(session, repositories,
                                           self.order_id, list(self.events),
-                                          now))
+                                          now, request=self.request))
 
 
 #: The kinds a batch writes, in this order: the fenced writes first, then

@@ -9,6 +9,7 @@ from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import ROOTS
 from tests.functional.repositories.shared import write
 from worker.db import models
+from worker.db import orders
 from worker import order_types
 
 
@@ -140,3 +141,18 @@ def test_cancel_and_end_cancel(db):
     assert (order.status, order.error_reason) == (
         models.CANCELLED, 'operator; compensation revoke failed')
     assert read(db, orders.count_unfinished_by_type) == {}
+
+
+@contract
+def test_retry_origins_read_priorities_and_request_ids(db):
+    repos = db.repositories
+    with_ids = write(db, repos.orders.create, order_types.get('certificate'),
+                     {}, plus(1), priority=3, origin=orders.Origin(
+                         request_id='req-a', global_request_id='req-g'))
+    without = new_order(db, at=plus(2))
+
+    assert read(db, repos.orders.retry_origins,
+                {with_ids.id, without, 'missing'}) == {
+        with_ids.id: orders.RetryOrigin(3, 'req-a', 'req-g'),
+        without: orders.RetryOrigin(0, None, None)}
+    assert read(db, repos.orders.retry_origins, set()) == {}

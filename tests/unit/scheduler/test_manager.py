@@ -6,6 +6,7 @@ databases; these tests are the quick ones to run on every save.
 """
 
 import datetime
+import logging
 import threading
 
 import pytest
@@ -16,6 +17,7 @@ from tests import config
 from tests import fakes
 from worker.db import memory
 from worker.db import models
+from worker.db import orders
 from worker import order_types
 from worker import rpcapi
 
@@ -519,3 +521,53 @@ def test_lost_races_of_a_pass_are_run_again_not_failed(
     assert _rows(database) == [] and _lock(database) is None
     # Each transaction was written once: one new token for the lost step.
     assert _step(database, lost, REQUEST).generation == 2
+
+
+# Request ids: a row's go with its cast and on the lines about it.
+
+@pytest.fixture
+def records():
+    with fakes.log_lines('scheduler') as found:
+        yield found.found
+
+
+def test_a_step_taken_back_is_cast_with_its_orders_request_ids(
+        database, records):
+    _heartbeat(database, '6@dead', NOW - _seconds(61))
+
+    def make(repos, session):
+        order = repos.orders.create(
+            session, CERTIFICATE, {}, NOW - _seconds(120),
+            origin=orders.Origin(request_id='req-a',
+                                 global_request_id='req-global-a'))
+        assert repos.steps.claim(session, order.id, REQUEST, 0, NOW, '6@dead',
+                                 NOW + _seconds(60))
+        return order.id
+    order_id = _write(database, make)
+
+    result, client = _run(database)
+
+    assert result.recovered == 1
+    [sent] = client.contexts
+    assert sent['orders'] == {order_id: ['req-a', 'req-global-a']}
+    about = [(message, level, ctxt) for message, level, ctxt, _ in records
+             if order_id in message]
+    assert [message.split(' of order')[0] for message, _, _ in about] == [
+        'Step %s' % REQUEST, 'Cast step %s' % REQUEST]
+    assert about[1][1] == logging.DEBUG
+    assert {(ctxt.request_id, ctxt.global_request_id)
+            for _, _, ctxt in about} == {('req-a', 'req-global-a')}
+
+
+def test_a_row_set_aside_is_logged_with_its_request_ids(database, records):
+    [order_id] = _make_orders(database, 1)
+    _write(database, lambda repos, session: repos.retry_tasks.add(
+        session, order_id, 'no_such_step', NOW - _seconds(1),
+        args=[order_id], kwargs={'generation': 0, 'request_id': 'req-a'},
+        now=NOW))
+
+    _run(database)
+
+    [ctxt] = [ctxt for message, _, ctxt, _ in records
+              if 'set aside:' in message]
+    assert ctxt.request_id == 'req-a'

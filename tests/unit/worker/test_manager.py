@@ -8,14 +8,18 @@ databases; these are the quick ones to run on every save.
 import dataclasses
 import datetime
 import threading
+import time
 
+from oslo_context import context as oslo_context
 import pytest
 
 from tests import config
 from tests import fakes
 from worker.common import order_actions
+from worker import context
 from worker.db import memory
 from worker.db import models
+from worker.db import orders
 from worker import manager
 from worker import order_types
 from worker.order_types import base as types_base
@@ -153,9 +157,9 @@ class Worker:
         broker would; returns the steps of the messages delivered."""
         delivered = []
         while self.client.messages:
-            _, _, kwargs = self.client.messages.pop(0)
+            ctxt, kwargs = self.client.delivered()
             delivered.append(kwargs['steps'])
-            self.manager.run_steps({}, kwargs['steps'])
+            self.manager.run_steps(ctxt, kwargs['steps'])
         return delivered
 
 
@@ -168,11 +172,12 @@ def _worker(database, step_concurrency=1, **overrides):
         client, observed)
 
 
-def _order(database, type_name='certificate', meta=None, priority=0):
+def _order(database, type_name='certificate', meta=None, priority=0,
+           origin=orders.NO_ORIGIN):
     with database.session() as session, session.begin():
         return database.repositories.orders.create(
             session, order_types.get(type_name), meta or {}, NOW,
-            priority=priority).id
+            priority=priority, origin=origin).id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -844,3 +849,102 @@ def test_ready_steps_of_a_batch_go_out_in_one_message(database,
     assert worker.client.messages == [
         ('run_steps', rpcapi.RUN_STEPS_VERSION,
          {'steps': [[CHECK, order_id, 0] for order_id in order_ids]})]
+
+
+# Request ids: each line about an order carries its order's.
+
+@pytest.fixture
+def lines():
+    with fakes.log_lines('worker') as found:
+        yield found
+
+
+def _origin(name):
+    return orders.Origin(request_id='req-%s' % name,
+                         global_request_id='req-global-%s' % name)
+
+
+def test_each_line_about_an_order_carries_its_request_ids(
+        database, install, lines):
+    seen = {}
+    together = threading.Barrier(3, timeout=10)
+
+    def during(view):
+        seen.setdefault(view.id, []).append(oslo_context.get_current())
+        if view.step == 'first':
+            together.wait()
+
+    install(Script(during=during, first=[base.Completed()] * 3,
+                   second=[base.RetryLater(5)] * 3))
+    first = _order(database, 'scripted', origin=_origin('a'))
+    second = _order(database, 'scripted', origin=_origin('b'))
+    bare = _order(database, 'scripted')
+    worker = _worker(database, step_concurrency=3)
+    # The three first steps end together and the first batch of results
+    # is slow: the next batch holds two, written (and logged) by the
+    # thread of one of them.
+    write = worker.manager._apply._write
+
+    def slow_write(items):
+        time.sleep(0.2)
+        return write(items)
+    worker.manager._apply._write = slow_write
+
+    # A message with no request ids (as an older sender's): the orders'
+    # rows give them once claimed.
+    worker.manager.run_steps({}, [['first', order_id, 0] for order_id
+                                  in (first, second, bare)])
+    worker.deliver()
+
+    for order_id, name in ((first, 'a'), (second, 'b')):
+        found = lines.about(order_id)
+        assert found, 'no line about order %s' % order_id
+        for _, _, ctxt, line in found:
+            assert (ctxt.request_id, ctxt.global_request_id) == (
+                'req-%s' % name, 'req-global-%s' % name), line
+            assert '[req-global-%s req-%s ' % (name, name) in line
+        # The plugin ran with its order's context as its thread's.
+        assert [(ctxt.request_id, ctxt.global_request_id)
+                for ctxt in seen[order_id]] == [
+            ('req-%s' % name, 'req-global-%s' % name)] * 2
+    for _, _, ctxt, line in lines.about(bare):
+        assert ctxt is None or ctxt.request_id not in ('req-a', 'req-b')
+    # A step thread keeps no order's context once its step ended.
+    assert worker.manager._steps.submit(
+        oslo_context.get_current).result() is None
+
+
+def test_the_casts_and_retry_rows_of_an_order_carry_its_request_ids(
+        database, install):
+    install(Script(first=[base.Completed()], second=[base.RetryLater(5)]))
+    order_id = _order(database, 'scripted', origin=_origin('a'))
+    worker = _worker(database)
+
+    worker.run('first', order_id, 0)
+
+    # The step made ready is cast with its order's ids in the context;
+    # the step itself is as it was.
+    [sent] = worker.client.contexts
+    assert sent['orders'] == {order_id: ['req-a', 'req-global-a']}
+    assert worker.client.messages[0][2] == {
+        'steps': [['second', order_id, 0]]}
+    worker.deliver()
+    [retry] = _state(database, order_id).retries
+    assert retry.retry_kwargs == (
+        '{"generation": 1, "request_id": "req-a", '
+        '"global_request_id": "req-global-a"}')
+
+
+def test_a_message_carries_the_ids_of_an_order_before_its_claim(
+        database, install):
+    ids_seen = []
+    install(Script(during=lambda view: ids_seen.append(
+        oslo_context.get_current().request_id), first=[base.Completed()]))
+    order_id = _order(database, 'scripted', origin=_origin('a'))
+    worker = _worker(database)
+    ctxt = context.StepsContext(orders={
+        order_id: context.RequestIds('req-a', 'req-global-a')})
+
+    worker.manager.run_steps(ctxt, [['first', order_id, 0]])
+
+    assert ids_seen == ['req-a']

@@ -5,7 +5,10 @@ import json
 import pytest
 
 from tests import fakes
+from worker import context
 from worker import rpcapi
+
+IDS = context.RequestIds('req-order', 'req-global')
 
 
 @pytest.fixture
@@ -47,6 +50,52 @@ def test_steps_go_in_one_message_of_the_version_that_has_run_steps(client):
                    ['process_type_order', 'o-2', 0]]})]
 
 
+def test_the_request_ids_go_in_the_context_and_the_steps_unchanged(client):
+    sender = context.for_ids(context.RequestIds('req-api', 'req-caller'))
+    rpcapi.WorkerAPI(client).run_steps(
+        [rpcapi.Step('check_certificate_status', 'o-1', 3, IDS),
+         rpcapi.Step('process_type_order', 'o-2', 0)], context=sender)
+
+    # The steps as a worker of the previous release reads them.
+    [(_, _, kwargs)] = client.messages
+    assert kwargs == {'steps': [['check_certificate_status', 'o-1', 3],
+                                ['process_type_order', 'o-2', 0]]}
+    [sent] = client.contexts
+    assert (sent['request_id'], sent['global_request_id']) == (
+        'req-api', 'req-caller')
+    assert sent['orders'] == {'o-1': ['req-order', 'req-global']}
+
+
+def test_a_cast_without_a_sender_has_a_request_id_of_its_own(client):
+    api = rpcapi.WorkerAPI(client)
+    api.run_steps([rpcapi.Step('check_caa', 'o-1', 0)])
+    api.run_steps([rpcapi.Step('check_caa', 'o-1', 0)])
+    first, second = client.contexts
+    assert first['request_id'].startswith('req-')
+    assert first['request_id'] != second['request_id']
+    assert first['orders'] == {}
+
+
+@pytest.mark.parametrize('ids,kwargs', [
+    (None, {'generation': 3}),
+    (IDS, {'generation': 3, 'request_id': 'req-order',
+           'global_request_id': 'req-global'}),
+    (context.RequestIds('req-order', None),
+     {'generation': 3, 'request_id': 'req-order'}),
+])
+def test_a_retry_row_carries_its_orders_request_ids(client, ids, kwargs):
+    step = rpcapi.Step('check_caa', 'o-1', 3, ids)
+    args, written = rpcapi.retry_arguments(step)
+    assert (args, written) == (['o-1'], kwargs)
+    assert _parse(client, 'check_caa', json.dumps(args),
+                  json.dumps(written)) == step
+
+
+def test_a_row_written_before_request_ids_parses_without_them(client):
+    step = _parse(client, 'check_caa', '["o-1"]', '{"generation": 0}')
+    assert step.request is None
+
+
 @pytest.mark.parametrize('task,args,kwargs,reason', [
     ('process_type_order', '[not json', '{}', 'retry_args is not valid JSON'),
     ('process_type_order', '["o-1"]', 'nul', 'retry_kwargs is not valid'),
@@ -65,6 +114,13 @@ def test_steps_go_in_one_message_of_the_version_that_has_run_steps(client):
     ('process_type_order', '[null]', '{"generation": 1}', 'wrong types'),
     ('process_type_order', '["o-1"]', '{"generation": %d}' % 2 ** 63,
      'wrong types'),
+    ('process_type_order', '["o-1"]', '{"generation": 1, "request_id": 7}',
+     'wrong types'),
+    ('process_type_order', '["o-1"]',
+     '{"generation": 1, "global_request_id": ["req-1"]}', 'wrong types'),
+    ('process_type_order', '["o-1", 1, "req-1"]', '{}', 'do not fit'),
+    ('process_type_order', '["o-1"]',
+     '{"generation": 1, "request_ids": "req-1"}', 'do not fit'),
 ])
 def test_uncastable_rows_are_refused_with_a_reason(client, task, args,
                                                    kwargs, reason):

@@ -116,6 +116,21 @@ class InMemoryOrders(base.Repository):
                 if order_id in self._store.orders}
 
     @base.reads
+    def retry_origins(self, session: Session,
+                      order_ids: abc.Collection[str]
+                      ) -> dict[str, orders.RetryOrigin]:
+        """Return ``{id: RetryOrigin}`` of those of ``order_ids`` that
+        exist."""
+        found = {}
+        for order_id in order_ids or ():
+            order = self._store.orders.get(order_id)
+            if order is not None:
+                found[order_id] = orders.RetryOrigin(
+                    order.priority, order.request_id,
+                    order.global_request_id)
+        return found
+
+    @base.reads
     def list_orders(self, session: Session, status: str | None = None,
                     limit: int | None = None, *,
                     project_id: str | None = None,

@@ -91,8 +91,8 @@ class Worker:
 
     def deliver(self):
         while self.client.messages:
-            _, _, kwargs = self.client.messages.pop(0)
-            self.manager.run_steps({}, kwargs['steps'])
+            ctxt, kwargs = self.client.delivered()
+            self.manager.run_steps(ctxt, kwargs['steps'])
 
 
 def _order(database, urls=(URL,)):
