@@ -31,13 +31,13 @@ import reprlib
 import time
 import typing
 
-from oslo_context import context as context_module
 from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
 from worker.common import clock as clock_module
 from worker.common import order_actions
 from worker import conf as worker_conf
+from worker import context as context_module
 from worker.db import models
 from worker.db import orders as order_rows
 from worker.db import session as db_session
@@ -349,7 +349,7 @@ class OrderAPI:
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
         urls = self._urls(callback_urls)
-        context = context or context_module.RequestContext(overwrite=False)
+        context = context or context_module.new_request()
         origin = order_rows.Origin(
             project_id=project_id, idempotency_key=idempotency_key,
             request_hash=(_request_hash(order_type, meta, priority, urls)
@@ -374,7 +374,8 @@ class OrderAPI:
             if existing is None:
                 raise
             LOG.info('Idempotency key %r: a concurrent request created '
-                     'order %s first', idempotency_key, existing.id)
+                     'order %s first', idempotency_key, existing.id,
+                     context=context)
             return [existing]
         if count > 1:
             return [_order(row, ()) for row in created]
@@ -399,7 +400,8 @@ class OrderAPI:
                 % (origin.idempotency_key, origin.project_id, row.id),
                 row.id)
         LOG.info('Order %s exists for idempotency key %r; returned it',
-                 row.id, origin.idempotency_key)
+                 row.id, origin.idempotency_key,
+                 context=context_module.for_ids(context_module.of_order(row)))
         return self.get(row.id)
 
     def _urls(self, callback_urls):
@@ -499,7 +501,9 @@ class OrderAPI:
         if order.status == PENDING:
             cancelled = order_actions.cancel_order(
                 self._database, self._worker_api, _workflow(order.type),
-                order.id, reason, self.now())
+                order.id, reason, self.now(),
+                request=context_module.RequestIds(order.request_id,
+                                                  order.global_request_id))
         if cancelled is None:
             # It ended meanwhile, or had ended.
             order = self.get(order_id, project_id=project_id)

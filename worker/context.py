@@ -82,6 +82,12 @@ def _detached(factory: abc.Callable[..., _C], *args: typing.Any,
     return made
 
 
+def new_request() -> Context:
+    """A context of a new request (a new ``request_id``), not made the
+    thread's current one."""
+    return _detached(Context)
+
+
 @contextlib.contextmanager
 def current(context: Context | None) -> abc.Iterator[None]:
     """Make ``context`` this thread's current one (none, if None) for the

@@ -10,6 +10,7 @@ import dataclasses
 
 from oslo_log import log as logging
 
+from worker import context as context_module
 from worker.db import models
 from worker.db import orders
 from worker.notifications import events
@@ -55,15 +56,21 @@ def create_orders(database, worker_api, workflow, meta, count, now,
                                           set(deliveries), now)
                 events.record(session, repositories, order.id,
                               events.status_changed(models.PENDING), now)
-    steps = [rpcapi.Step(name, order.id, 0)
+    request = context_module.RequestIds(origin.request_id,
+                                        origin.global_request_id)
+    steps = [rpcapi.Step(name, order.id, 0, request)
              for order in created
              for name in workflow.roots() + tuple(deliveries)]
-    cast_steps(worker_api, steps, rows_per_cast)
+    cast_steps(worker_api, steps, rows_per_cast,
+               context=context_module.for_ids(request))
     return created
 
 
-def cast_steps(worker_api, steps, rows_per_cast=50):
+def cast_steps(worker_api, steps, rows_per_cast=50, context=None):
     """Cast ``steps`` in messages of up to ``rows_per_cast``.
+
+    :param context: the request the casts are made for (its ids are the
+        messages'), or None.
 
     Returns how many steps could not be cast (logged; the retry daemon
     dispatches them after their dispatch deadline).
@@ -74,7 +81,7 @@ def cast_steps(worker_api, steps, rows_per_cast=50):
         try:
             if worker_api is None:
                 raise RuntimeError('no RPC client')
-            worker_api.run_steps(chunk)
+            worker_api.run_steps(chunk, context=context)
         except Exception as exc:
             failed += len(chunk)
             error = exc
@@ -95,13 +102,17 @@ class Cancelled:
     compensation: rpcapi.Step | None
 
 
-def cancel_order(database, worker_api, workflow, order_id, reason, now):
+def cancel_order(database, worker_api, workflow, order_id, reason, now,
+                 request=None):
     """Cancel a PENDING order; start its type's compensation step, if any.
 
     Every open step is cancelled and its token moved forward, so a run
     still going elsewhere has no effect; its retry rows are deleted. The
     order is CANCELLED at once, or CANCELLING until its compensation step
     ends.
+
+    :param request: the order's ``worker.context.RequestIds``, which the
+        casts carry.
 
     :returns: a ``Cancelled``, or None if the order is not PENDING.
     """
@@ -119,10 +130,11 @@ def cancel_order(database, worker_api, workflow, order_id, reason, now):
         woken = events.record(
             session, repositories, order_id, events.status_changed(
                 models.CANCELLING if compensation else models.CANCELLED,
-                reason), now)
-    step = (rpcapi.Step(compensation.name, order_id, 0) if compensation
-            else None)
-    cast_steps(worker_api, ([step] if step else []) + woken)
+                reason), now, request=request)
+    step = (rpcapi.Step(compensation.name, order_id, 0, request)
+            if compensation else None)
+    cast_steps(worker_api, ([step] if step else []) + woken,
+               context=context_module.for_ids(request))
     return Cancelled(revoked=tuple(revoked), compensation=step)
 
 

@@ -92,8 +92,9 @@ def delivered_sequence(step):
     return 0
 
 
-def payload(event):
-    """The JSON object sent for one ``NotificationEvent``.
+def payload(event, project_id):
+    """The JSON object sent for one ``NotificationEvent`` of an order of
+    ``project_id``.
 
     ``event_id`` is unique: a receiver drops what it already has, as
     at-least-once delivery sends some events twice.
@@ -101,6 +102,7 @@ def payload(event):
     body = {
         'event_id': event.event_id,
         'order_id': event.order_id,
+        'project_id': project_id,
         'sequence': event.sequence,
         'time': _iso(event.created_at),
         'status': event.status,

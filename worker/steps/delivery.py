@@ -103,7 +103,8 @@ def send(database, sender, conf, run, clock):
         if clock() + room > run.lease_until:
             break
         started = time.monotonic()
-        failure = sender.send(url, events_module.payload(event))
+        body = events_module.payload(event, run.project_id)
+        failure = sender.send(url, body)
         if failure is not None:
             return Sent(delivered, sent, '%s (event %d, after %.1fs)' % (
                 failure, event.sequence, time.monotonic() - started))

@@ -15,6 +15,7 @@ import typing
 from oslo_context import context as oslo_context
 
 from worker import context as context_module
+from worker.db import models
 from worker.db import repositories as repositories_module
 from worker.order_types import base as types_base
 from worker.plugins import base
@@ -99,6 +100,8 @@ class Run:
     #: When this run was claimed; its lease ends ``policy.timeout_seconds``
     #: later.
     claimed_at: datetime.datetime | None = None
+    #: The project that owns the order, which its events name.
+    project_id: str = models.DEFAULT_PROJECT
     #: The request ids of the order, as read at the claim; None if it has
     #: none.
     request: context_module.RequestIds | None = None

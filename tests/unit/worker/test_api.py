@@ -91,6 +91,12 @@ def test_create_returns_the_pending_order_with_its_first_steps_queued(
                         'notify': 'WAITING'}
     assert sorted(name for name, _ in client.casts) == [
         'check_caa', 'check_domains', 'check_key']
+    # The cast carries the order's request ids, for the workers' logs.
+    [sent] = client.contexts
+    assert (sent['request_id'], sent['global_request_id']) == (
+        order.request_id, order.global_request_id)
+    assert sent['orders'] == {order.id: [order.request_id,
+                                         order.global_request_id]}
     assert orders.get(order.id) == order
 
 

@@ -14,6 +14,7 @@ from tests import fakes
 from worker.common import order_actions
 from worker.db import memory
 from worker.db import models
+from worker.db import orders
 from worker import manager
 from worker.notifications import events
 from worker import order_types
@@ -27,6 +28,7 @@ CHECK = 'check_certificate_status'
 URL = 'https://hooks.example.org/orders'
 OTHER = 'https://other.example.org/orders'
 DELIVERY = 'notify:1'
+PROJECT = 'tenant-1'
 
 
 class ScriptedSender:
@@ -98,7 +100,7 @@ class Worker:
 def _order(database, urls=(URL,)):
     [order] = order_actions.create_orders(
         database, None, order_types.get('certificate'), {}, 1, NOW,
-        notify=list(urls))
+        notify=list(urls), origin=orders.Origin(project_id=PROJECT))
     return order.id
 
 
@@ -147,9 +149,9 @@ def test_an_order_sends_its_events_in_order_then_its_delivery_rests(
         ('order.created', 'PENDING'), ('order.active', 'ACTIVE'),
         ('order.end', 'ACTIVE')]
     first = payloads[0]
-    assert set(first) == {'event_id', 'order_id', 'sequence', 'time',
-                          'status', 'event'}
-    assert first['order_id'] == order_id
+    assert set(first) == {'event_id', 'order_id', 'project_id', 'sequence',
+                          'time', 'status', 'event'}
+    assert (first['order_id'], first['project_id']) == (order_id, PROJECT)
     assert first['time'] == '2026-11-25T12:00:00.000000Z'
     assert len({p['event_id'] for p in payloads}) == 3
     step = _step(database, order_id, DELIVERY)
