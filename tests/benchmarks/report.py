@@ -309,11 +309,63 @@ def _rows_cluster(result):
     return rows
 
 
+_DATABASES = (('sqlite', 'SQLite'), ('postgresql', 'PostgreSQL'),
+              ('mysql', 'MariaDB'))
+
+
+def _rows_create(result):
+    """Issue 27: orders created/s through worker.api, beside the way
+    before it (order_actions.create_orders), same run."""
+    rows = []
+    for backend, label in _DATABASES:
+        figures = result['backends'].get(backend)
+        if figures is None:
+            continue
+        rows.extend(_rows_create_backend(figures, label))
+    return rows
+
+
+def _rows_create_backend(figures, label):
+    reference, no_key = figures['reference'], figures['no_key']
+
+    def rate(variant):
+        return '%.0f orders/s' % figures[variant]['rate']
+
+    def ratio(variant, base):
+        return (figures[variant]['rate'] / base['rate'] if base['rate']
+                else None)
+    no_key_text = 'create, no key: %s' % rate('no_key')
+    return [
+        Row('27. create, one order a call, no key, %s (%d orders)'
+            % (label, no_key['orders']), rate('no_key'),
+            'order_actions.create_orders, one a call: %s'
+            % rate('reference'), ratio('no_key', reference), '(info)',
+            None),
+        Row('    create, a new idempotency key each, %s' % label,
+            rate('new_key'), no_key_text, ratio('new_key', no_key),
+            '(info)', None),
+        Row('    create, a key that exists (retried request), %s' % label,
+            rate('existing_key'), no_key_text,
+            ratio('existing_key', no_key), '(info)', None),
+        Row('    create_many, %d orders a call, %s (%d orders)'
+            % (figures['bulk_size'], label, figures['bulk']['orders']),
+            rate('bulk'), no_key_text, ratio('bulk', no_key), '(info)',
+            None),
+        Row('    orders stored, casts queued, %s' % label,
+            '%d, %d' % (figures['orders_stored'], figures['messages']),
+            'expected: %d, %d' % (figures['expected_orders'],
+                                  figures['expected_messages']),
+            None, 'as expected',
+            figures['orders_stored'] == figures['expected_orders'] and
+            figures['messages'] == figures['expected_messages']),
+    ]
+
+
 _ROWS = {
     'dispatch': _rows_dispatch, 'drain': _rows_drain,
     'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
     'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
-    'cluster': _rows_cluster,
+    'cluster': _rows_cluster, 'create': _rows_create,
 }
 
 
