@@ -361,7 +361,7 @@ class OrderAPI:
             if existing is not None:
                 return [existing]
         try:
-            created = order_actions.create_orders(
+            created = order_actions.create(
                 self._database, self._worker_api, workflow, meta, count,
                 self.now(), rows_per_cast=self._rows_per_cast,
                 priority=priority, notify=urls, origin=origin)
@@ -378,18 +378,19 @@ class OrderAPI:
                      context=context)
             return [existing]
         if count > 1:
-            return [_order(row, ()) for row in created]
-        with self._database.reader() as session:
-            steps = self._database.repositories.steps.for_order(
-                session, created[0].id)
-        return [_order(created[0], _step_states(created[0].type, steps, ()))]
+            return [_order(row, ()) for row in created.orders]
+        # What was just written, without reading it back.
+        return [_order(created.orders[0],
+                       _new_steps(workflow, created.deliveries))]
 
     def _by_key(self, origin):
         """The order created with ``origin``'s key, if the same request
         created it; raises ``IdempotencyConflict`` if another did."""
+        repositories = self._database.repositories
         with self._database.reader() as session:
-            row = self._database.repositories.orders.find_by_key(
+            row = repositories.orders.find_by_key(
                 session, origin.project_id, origin.idempotency_key)
+            order = row and self._read(session, row)
         if row is None:
             return None
         if row.request_hash != origin.request_hash:
@@ -402,7 +403,7 @@ class OrderAPI:
         LOG.info('Order %s exists for idempotency key %r; returned it',
                  row.id, origin.idempotency_key,
                  context=context_module.for_ids(context_module.of_order(row)))
-        return self.get(row.id)
+        return order
 
     def _urls(self, callback_urls):
         if isinstance(callback_urls, str):
@@ -419,14 +420,18 @@ class OrderAPI:
 
         :raises OrderNotFound: no such order (in ``project_id``).
         """
-        repositories = self._database.repositories
         with self._database.reader() as session:
-            row = repositories.orders.get(session, order_id)
+            row = self._database.repositories.orders.get(session, order_id)
             if row is None or project_id not in (None, row.project_id):
                 raise OrderNotFound('no order %s' % order_id)
-            steps = repositories.steps.for_order(session, order_id)
-            retries = repositories.retry_tasks.list_tasks(
-                session, order_id=order_id)
+            return self._read(session, row)
+
+    def _read(self, session, row):
+        """The ``Order`` of ``row``, with its steps read in ``session``."""
+        repositories = self._database.repositories
+        steps = repositories.steps.for_order(session, row.id)
+        retries = repositories.retry_tasks.list_tasks(session,
+                                                      order_id=row.id)
         return _order(row, _step_states(row.type, steps, retries))
 
     def find(self, order_id, *, project_id=None):
@@ -594,6 +599,20 @@ def _order(row, steps):
         request_id=row.request_id, global_request_id=row.global_request_id,
         error_reason=row.error_reason, created_at=row.created_at,
         updated_at=row.updated_at, steps=tuple(steps))
+
+
+def _new_steps(workflow, deliveries):
+    """The ``StepState`` of each step of an order just created: its first
+    steps and its deliveries QUEUED, the others WAITING."""
+    queued = set(workflow.roots()) | set(deliveries)
+    return [StepState(name=name, after=after,
+                      status='QUEUED' if name in queued
+                      else models.STEP_WAITING, attempt=0, owner=None,
+                      started_at=None, finished_at=None, next_retry_at=None,
+                      last_error=None)
+            for name, after in [(step.name, tuple(step.after))
+                                for step in workflow.steps] +
+            [(name, ()) for name in sorted(deliveries)]]
 
 
 def _step_states(order_type, rows, retries):

@@ -1,25 +1,19 @@
 """An order's request ids on every log line about it, in every process.
 
-Real worker and retry daemon processes, RabbitMQ: an order created with
-known request ids is cast as an API server would cast it (its ids in the
-cast's context), waits for its status check (a retry row the daemon
-casts) and becomes ACTIVE. Each line of either log that names the order
+Real worker and retry daemon processes, RabbitMQ: an order created by
+``order create --global-request-id`` (through ``worker.api``, as an API
+server would create it) is cast with its ids in the cast's context,
+waits for its status check (a retry row the daemon casts) and becomes
+ACTIVE. Each line of either log that names the order
 carries its ids where oslo.log writes a request's.
 """
 
-from oslo_config import cfg
-from oslo_utils import timeutils
 import pytest
 
 from tests.functional import processes
-from worker import context
 from worker.db import models
 from worker.db import orders
-from worker import order_types
-from worker import rpc
-from worker import rpcapi
 
-REQUEST_ID = 'req-6a1f0c2e-0d3b-4d52-9f3c-2b1d5c0e7a41'
 GLOBAL_REQUEST_ID = 'req-0b7e3f9a-5c1d-4e8f-a2b6-7d4c9e1f3a58'
 OPTIONS = {
     'scheduler': {'schedule_period_seconds': 1},
@@ -31,34 +25,29 @@ OPTIONS = {
 
 @pytest.mark.parametrize('backend', ['postgresql'])
 def test_every_line_about_an_order_carries_its_request_ids(
-        deployment, database, transport_url, backend):
+        deployment, database, backend):
     cluster = deployment(OPTIONS)      # debug = true (processes.py)
     workers = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
     workers.wait_for_log('serving topic')
     retry.wait_for_log('Retry scheduler started')
 
-    with database.session() as session, session.begin():
-        order = orders.create(
-            session, order_types.get('certificate'), {},
-            timeutils.utcnow(), origin=orders.Origin(
-                request_id=REQUEST_ID, global_request_id=GLOBAL_REQUEST_ID))
-        order_id = order.id
-    # The global CONF: oslo.messaging registers its tracing options there
-    # only, and a client reads them.
-    transport = rpc.get_transport(cfg.CONF, url=transport_url)
-    try:
-        rpcapi.WorkerAPI.from_transport(transport, cluster.topic).run_steps(
-            [rpcapi.Step('process_type_order', order_id, 0,
-                         context.RequestIds(REQUEST_ID, GLOBAL_REQUEST_ID))])
-    finally:
-        transport.cleanup()
+    # As an API server would: through worker.api, here its operator
+    # command, with the id of the request it comes from.
+    [order] = cluster.manage_json('order', 'create', '--type',
+                                  'certificate', '--global-request-id',
+                                  GLOBAL_REQUEST_ID)
+    order_id = order['id']
+    shown = cluster.manage_json('order', 'show', order_id)
+    assert shown['global_request_id'] == GLOBAL_REQUEST_ID
+    request_id = shown['request_id']
+    assert request_id.startswith('req-')
     processes.wait_for(lambda: _status(database, order_id) == models.ACTIVE,
                        60, 'the order ACTIVE')
     assert retry.stop() == 0
     assert workers.stop() == 0
 
-    where = '[%s %s ' % (GLOBAL_REQUEST_ID, REQUEST_ID)
+    where = '[%s %s ' % (GLOBAL_REQUEST_ID, request_id)
     for daemon, expected in ((workers, 'Order %s' % order_id),
                              (retry, 'Cast step check_certificate_status '
                                      'of order %s' % order_id)):

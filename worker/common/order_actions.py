@@ -7,6 +7,7 @@ dispatches them again after ``[scheduler] dispatch_deadline_seconds``.
 """
 
 import dataclasses
+import typing
 
 from oslo_log import log as logging
 
@@ -20,9 +21,26 @@ from worker import rpcapi
 LOG = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class Created:
+    """What ``create`` made: the orders, and the deliveries of their
+    events that each has (``notify:<url id>`` steps)."""
+
+    orders: list[typing.Any]
+    deliveries: tuple[str, ...]
+
+
 def create_orders(database, worker_api, workflow, meta, count, now,
                   rows_per_cast=50, priority=0, notify=(),
                   origin=orders.NO_ORIGIN):
+    """``create``, returning the orders created only."""
+    return create(database, worker_api, workflow, meta, count, now,
+                  rows_per_cast, priority, notify, origin).orders
+
+
+def create(database, worker_api, workflow, meta, count, now,
+           rows_per_cast=50, priority=0, notify=(),
+           origin=orders.NO_ORIGIN):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
@@ -37,7 +55,7 @@ def create_orders(database, worker_api, workflow, meta, count, now,
         ``order.created``.
     :param origin: the orders' project, idempotency key and request ids
         (``worker.db.orders.Origin``).
-    :returns: the orders created.
+    :returns: a ``Created``.
     :raises ValueError: ``priority`` is not a priority.
     :raises oslo_db.exception.DBDuplicateEntry: the project has an order
         with the origin's idempotency key; nothing was created.
@@ -63,7 +81,7 @@ def create_orders(database, worker_api, workflow, meta, count, now,
              for name in workflow.roots() + tuple(deliveries)]
     cast_steps(worker_api, steps, rows_per_cast,
                context=context_module.for_ids(request))
-    return created
+    return Created(created, tuple(deliveries))
 
 
 def cast_steps(worker_api, steps, rows_per_cast=50, context=None):

@@ -100,6 +100,15 @@ def test_create_returns_the_pending_order_with_its_first_steps_queued(
     assert orders.get(order.id) == order
 
 
+def test_an_order_with_callback_urls_has_their_deliveries(orders):
+    order = orders.create('certificate', {}, project_id=PROJECT,
+                          callback_urls=['https://hooks.example.org/a'])
+    assert [(step.name, step.status) for step in order.steps] == [
+        ('process_type_order', 'QUEUED'),
+        ('check_certificate_status', 'WAITING'), ('notify:1', 'QUEUED')]
+    assert orders.get(order.id) == order
+
+
 def test_a_new_request_id_when_the_caller_gives_no_context(orders):
     first = orders.create('certificate', {}, project_id=PROJECT)
     second = orders.create('certificate', {}, project_id=PROJECT)
