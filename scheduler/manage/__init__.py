@@ -28,4 +28,3 @@ WORKER_IMPORTS = scheduler.WORKER_IMPORTS + (
 #: The one module of the ``worker`` package that the order commands
 #: (``orders``) import: what a service builds on is what they build on.
 ORDER_COMMANDS_IMPORT = 'worker.api'
-
