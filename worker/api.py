@@ -507,8 +507,7 @@ class OrderAPI:
             cancelled = order_actions.cancel_order(
                 self._database, self._worker_api, _workflow(order.type),
                 order.id, reason, self.now(),
-                request=context_module.RequestIds(order.request_id,
-                                                  order.global_request_id))
+                request=context_module.of_order(order))
         if cancelled is None:
             # It ended meanwhile, or had ended.
             order = self.get(order_id, project_id=project_id)

@@ -74,8 +74,7 @@ def create(database, worker_api, workflow, meta, count, now,
                                           set(deliveries), now)
                 events.record(session, repositories, order.id,
                               events.status_changed(models.PENDING), now)
-    request = context_module.RequestIds(origin.request_id,
-                                        origin.global_request_id)
+    request = context_module.of_order(origin)
     steps = [rpcapi.Step(name, order.id, 0, request)
              for order in created
              for name in workflow.roots() + tuple(deliveries)]
