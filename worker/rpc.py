@@ -89,9 +89,9 @@ class ContextSerializer(messaging.NoOpSerializer):
     ``rpc.RequestContextSerializer`` carries its context).
 
     A RequestContext goes as its ``to_dict()``; a dict as it is. What
-    comes is a ``StepsContext``, whatever the sender put: a context that
-    is not one (a hostile or broken sender) is logged and replaced by an
-    empty one, and its message runs as any other.
+    comes is a ``StepsContext``, or ``{}`` when it carries no request id:
+    a context that is not one (a hostile or broken sender) is logged and
+    replaced by an empty one, and its message runs as any other.
     """
 
     def serialize_context(self, ctxt):
@@ -101,10 +101,14 @@ class ContextSerializer(messaging.NoOpSerializer):
         return ctxt
 
     def deserialize_context(self, ctxt):
-        """The ``StepsContext`` of a message's context dict."""
+        """The ``StepsContext`` of a message's context dict; ``{}`` for a
+        context that carries no request id (nothing to log with)."""
         try:
             if not isinstance(ctxt, dict):
                 raise TypeError('not a dict but %s' % type(ctxt).__name__)
+            if not ctxt.get('request_id') and not ctxt.get(
+                    context.ORDERS):
+                return {}
             values = dict(ctxt)
             for key in _IDS:
                 if not isinstance(values.get(key), (str, type(None))):

@@ -101,10 +101,9 @@ class WorkerAPI:
         instead of one per step is what lets a backlog drain faster than
         the broker confirms messages.
 
-        :param context: the sender's request (its ids are the message's);
-            None: a request id of its own. The request ids of the steps'
-            orders (``Step.request``) go beside them
-            (``worker.context.StepsContext``).
+        :param context: the sender's request (its ids are the message's),
+            or None. The request ids of the steps' orders
+            (``Step.request``) go beside them (``steps_context``).
         """
         steps = list(steps)
         self._client.prepare(version=RUN_STEPS_VERSION).cast(
@@ -140,13 +139,21 @@ class WorkerAPI:
 
 def steps_context(steps: collections.abc.Iterable[Step],
                   context: oslo_context.RequestContext | None = None
-                  ) -> context_module.StepsContext:
-    """The context of a cast of ``steps``: the sender's ids (``context``'s,
-    or new ones), and the request ids of the steps' orders."""
+                  ) -> context_module.StepsContext | dict[str, typing.Any]:
+    """The context of a cast of ``steps``: the sender's ids
+    (``context``'s), and the request ids of the steps' orders.
+
+    Without a sender, a plain dict of the orders' ids, ``{}`` when they
+    have none: no request id is made up for a cast (a uuid4 and a context
+    per message, for nobody to grep), and a message of orders without ids
+    carries nothing more than before.
+    """
     orders = {step.order_id: step.request for step in steps
               if step.request is not None}
     if context is None:
-        return context_module.StepsContext(orders=orders)
+        return {context_module.ORDERS: {
+            order_id: list(ids) for order_id, ids in orders.items()}} \
+            if orders else {}
     return context_module.StepsContext(
         request_id=context.request_id,
         global_request_id=context.global_request_id, orders=orders)

@@ -5,6 +5,7 @@ import pytest
 
 from worker import context
 from worker import rpc
+from worker import rpcapi
 
 IDS = context.RequestIds('req-order', 'req-global')
 SERIALIZER = rpc.ContextSerializer()
@@ -101,6 +102,12 @@ def test_an_orders_ids_are_read_from_its_row():
 def test_a_malformed_context_is_never_fatal(garbage):
     received = SERIALIZER.deserialize_context(garbage)
 
+    assert oslo_context.get_current() is None
+    if received == {}:
+        # No request id and no orders' ids: nothing to log with.
+        assert not (isinstance(garbage, dict) and (
+            garbage.get('request_id') or garbage.get('orders')))
+        return
     assert isinstance(received, context.StepsContext)
     assert set(received.orders) <= {'o-2'}
     assert isinstance(received.for_order('o-1'), oslo_context.RequestContext)
@@ -112,6 +119,15 @@ def test_a_malformed_context_keeps_its_well_formed_orders():
         {'request_id': 'req-s', 'orders': {'o-1': 5, 'o-2': ['req-2', None]}})
     assert received.request_id == 'req-s'
     assert received.orders == {'o-2': context.RequestIds('req-2', None)}
+
+
+def test_a_cast_without_ids_carries_an_empty_context():
+    steps = [rpcapi.Step('a', 'o-1', 0), rpcapi.Step('b', 'o-2', 0)]
+    assert rpcapi.steps_context(steps) == {}
+    assert SERIALIZER.deserialize_context({}) == {}
+    assert SERIALIZER.serialize_context(rpcapi.steps_context(
+        steps + [rpcapi.Step('c', 'o-3', 0, IDS)])) == {
+            'orders': {'o-3': list(IDS)}}
 
 
 def test_a_dict_context_goes_as_it_is():

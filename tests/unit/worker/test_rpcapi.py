@@ -66,14 +66,13 @@ def test_the_request_ids_go_in_the_context_and_the_steps_unchanged(client):
     assert sent['orders'] == {'o-1': ['req-order', 'req-global']}
 
 
-def test_a_cast_without_a_sender_has_a_request_id_of_its_own(client):
+def test_a_cast_without_a_sender_makes_up_no_request_id(client):
     api = rpcapi.WorkerAPI(client)
     api.run_steps([rpcapi.Step('check_caa', 'o-1', 0)])
-    api.run_steps([rpcapi.Step('check_caa', 'o-1', 0)])
+    api.run_steps([rpcapi.Step('check_caa', 'o-1', 0, IDS)])
     first, second = client.contexts
-    assert first['request_id'].startswith('req-')
-    assert first['request_id'] != second['request_id']
-    assert first['orders'] == {}
+    assert first == {}
+    assert second == {'orders': {'o-1': list(IDS)}}
 
 
 @pytest.mark.parametrize('ids,kwargs', [
