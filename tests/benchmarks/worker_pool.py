@@ -39,6 +39,7 @@ from tests.benchmarks import procs
 from tests.functional import databases
 from tests.functional import receiver as receivers
 from worker.common import order_actions
+from worker.db import orders
 from worker import order_types
 
 CAST_THREADS = 8
@@ -55,8 +56,8 @@ class _Held:
         self.messages = []
 
     def run_steps(self, steps, context=None):
-        """Keep one message's steps (the benchmark casts them without the
-        orders' context, as their orders have no request ids)."""
+        """Keep one message's steps (their orders' request ids with them:
+        the benchmark's client puts them in the cast's context)."""
         self.messages.append(list(steps))
 
 
@@ -65,12 +66,21 @@ def create_orders(database, workflow, count, notify=()):
     (and one per order's delivery to each URL of ``notify``).
     """
     held = _Held()
+    # With request ids, as worker.api gives every order: their casts
+    # carry them and the workers log with them, which is part of a step's
+    # cost.
     order_actions.create_orders(database, held, workflow, {}, count,
                                 timeutils.utcnow(),
                                 rows_per_cast=len(workflow.roots()),
-                                notify=notify)
+                                notify=notify, origin=_ORIGIN)
     return held.messages
 
+
+#: The request that created the orders.
+_ORIGIN = orders.Origin(
+    project_id='benchmark',
+    request_id='req-4f1b8c2e-6d0a-4e7b-9c3f-1a2b3c4d5e6f',
+    global_request_id='req-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b')
 
 _SECRET = 'benchmark-secret'
 #: The events of one certificate order: created, active, end.
