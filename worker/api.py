@@ -352,7 +352,8 @@ class OrderAPI:
         context = context or context_module.new_request()
         origin = order_rows.Origin(
             project_id=project_id, idempotency_key=idempotency_key,
-            request_hash=(_request_hash(order_type, meta, priority, urls)
+            request_hash=(_request_hash(order_type, meta, priority,
+                                        callback_urls)
                           if idempotency_key is not None else None),
             request_id=context.request_id,
             global_request_id=context.global_request_id)
@@ -581,11 +582,17 @@ def _check_key(idempotency_key):
                                 idempotency_key))
 
 
-def _request_hash(order_type, meta, priority, urls):
+def _request_hash(order_type, meta, priority, callback_urls):
     """A fingerprint of what makes a request the same request: kept with
-    the key, compared when the key is used again."""
+    the key, compared when the key is used again.
+
+    The caller's callback URLs, not the operator's ``[notifications]
+    endpoints`` that the order gets too: a request retried after the
+    operator changed them is still the same request.
+    """
     text = json.dumps({'type': order_type, 'meta': meta,
-                       'priority': priority, 'callback_urls': sorted(urls)},
+                       'priority': priority,
+                       'callback_urls': sorted(set(callback_urls))},
                       sort_keys=True, separators=(',', ':'))
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 

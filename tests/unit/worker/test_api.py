@@ -53,10 +53,14 @@ def client():
 
 
 @pytest.fixture
-def orders(database, client, clock):
-    conf = config.make_conf(**{
+def conf():
+    return config.make_conf(**{
         'notifications.allowed_hosts': ['hooks.example.org'],
         'notifications.secret': 's'})
+
+
+@pytest.fixture
+def orders(database, client, clock, conf):
     return api.OrderAPI(database, conf, rpcapi.WorkerAPI(client),
                         now=lambda: clock.now)
 
@@ -134,6 +138,17 @@ def test_the_same_key_and_request_returns_the_first_order(
     assert again.idempotency_key == 'k1'
     assert _count(database) == 1
     assert len(client.casts) == 1
+
+
+def test_the_same_request_after_the_operator_changed_the_endpoints(
+        orders, database, conf):
+    first = orders.create('certificate', META, project_id=PROJECT,
+                          idempotency_key='k1')
+    conf.set_override('endpoints', ['https://hooks.example.org/a'],
+                      'notifications')
+    assert orders.create('certificate', META, project_id=PROJECT,
+                         idempotency_key='k1').id == first.id
+    assert _count(database) == 1
 
 
 def test_the_same_key_in_another_project_is_another_order(orders):
