@@ -60,8 +60,26 @@ def for_ids(ids: RequestIds | None) -> Context | None:
 # process has steps in flight.
 @functools.lru_cache(maxsize=1024)
 def _for_ids(ids: RequestIds) -> Context:
-    return _detached(Context, request_id=ids.request_id,
+    return _detached(_OrderContext, request_id=ids.request_id,
                      global_request_id=ids.global_request_id)
+
+
+class _OrderContext(Context):
+    """An order's context: built once per order and never changed, so its
+    logging values are computed once.
+
+    oslo.log asks a record's context for them twice per line written
+    (11 us of the 14 us a context adds to a line); every step writes a
+    line about its result.
+    """
+
+    @functools.cached_property
+    def _logging_values(self) -> dict[str, typing.Any]:
+        return super().get_logging_values()
+
+    def get_logging_values(self) -> dict[str, typing.Any]:
+        """oslo.context's values, computed at the first line."""
+        return dict(self._logging_values)
 
 
 _C = typing.TypeVar('_C', bound=Context)

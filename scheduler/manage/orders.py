@@ -105,7 +105,8 @@ class _OneOrder:
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('order_id', help='Order id.')
+        parser.add_argument('order_id',
+                            help='Order id, or a unique prefix of one.')
         return parser
 
 

@@ -1,5 +1,8 @@
 """Orders: creation, reads and status moves, on every backend."""
 
+from oslo_db import exception as db_exception
+import pytest
+
 from tests.functional.repositories.shared import CHECK
 from tests.functional.repositories.shared import contract
 from tests.functional.repositories.shared import new_order
@@ -156,3 +159,82 @@ def test_retry_origins_read_priorities_and_request_ids(db):
         with_ids.id: orders.RetryOrigin(3, 'req-a', 'req-g'),
         without: orders.RetryOrigin(0, None, None)}
     assert read(db, repos.orders.retry_origins, set()) == {}
+
+
+@contract
+def test_an_order_keeps_its_origin_and_is_found_by_its_key(db):
+    repos = db.repositories
+    origin = orders.Origin(project_id='p1', idempotency_key='k',
+                           request_hash='h' * 64, request_id='req-a',
+                           global_request_id='req-g')
+    created = write(db, repos.orders.create, order_types.get('certificate'),
+                    {}, plus(1), origin=origin)
+    legacy = new_order(db, at=plus(2))
+
+    found = read(db, repos.orders.find_by_key, 'p1', 'k')
+    assert found.id == created.id
+    assert (found.project_id, found.idempotency_key, found.request_hash,
+            found.request_id, found.global_request_id) == (
+        'p1', 'k', 'h' * 64, 'req-a', 'req-g')
+    assert read(db, repos.orders.find_by_key, 'p2', 'k') is None
+    assert read(db, repos.orders.get, legacy).project_id == \
+        models.DEFAULT_PROJECT
+    assert read(db, repos.orders.status_of, legacy) == models.PENDING
+    assert read(db, repos.orders.status_of, 'missing') is None
+
+
+@contract
+def test_a_second_order_with_a_key_of_its_project_is_refused(db):
+    repos = db.repositories
+    workflow = order_types.get('certificate')
+    origin = orders.Origin(project_id='p1', idempotency_key='k')
+    write(db, repos.orders.create, workflow, {}, plus(1), origin=origin)
+    with pytest.raises(db_exception.DBDuplicateEntry):
+        write(db, repos.orders.create, workflow, {}, plus(2), origin=origin)
+    # No key (twice: NULL keys never collide), or the key in another
+    # project: no collision.
+    no_key = orders.Origin(project_id='p1')
+    elsewhere = orders.Origin(project_id='p2', idempotency_key='k')
+    for other in (no_key, no_key, elsewhere):
+        write(db, repos.orders.create, workflow, {}, plus(3), origin=other)
+    assert sum(read(db, repos.orders.count_by_status).values()) == 4
+
+
+@contract
+def test_orders_are_listed_by_project_and_type_a_page_at_a_time(db):
+    repos = db.repositories
+    mine = orders.Origin(project_id='mine')
+    certificate = order_types.get('certificate')
+    ids = [write(db, repos.orders.create, certificate, {}, plus(second),
+                 origin=mine).id for second in (1, 1, 2)]
+    write(db, repos.orders.create, order_types.get('fanout'), {}, plus(1),
+          origin=mine)
+    new_order(db, at=plus(0))
+    # Orders created at the same moment come by id.
+    expected = sorted(ids[:2]) + ids[2:]
+
+    listed = read(db, repos.orders.list_orders, project_id='mine',
+                  order_type='certificate')
+    assert [order.id for order in listed] == expected
+    first = read(db, repos.orders.list_orders, limit=2, project_id='mine',
+                 order_type='certificate')
+    rest = read(db, repos.orders.list_orders, project_id='mine',
+                order_type='certificate',
+                after=(first[-1].created_at, first[-1].id))
+    assert [order.id for order in first + rest] == expected
+    assert len(read(db, repos.orders.list_orders)) == 5
+
+
+@contract
+def test_orders_are_found_by_a_prefix_of_their_id(db):
+    repos = db.repositories
+    order = write(db, repos.orders.create, order_types.get('certificate'),
+                  {}, plus(1), origin=orders.Origin(project_id='p1'))
+    assert read(db, repos.orders.ids_starting_with, order.id[:6]) == [
+        order.id]
+    assert read(db, repos.orders.ids_starting_with, order.id[:6],
+                project_id='p2') == []
+    # LIKE's wildcards are plain characters in a prefix.
+    assert read(db, repos.orders.ids_starting_with, '%') == []
+    assert read(db, repos.orders.ids_starting_with, '_') == []
+    assert len(read(db, repos.orders.ids_starting_with, '', limit=5)) == 1
