@@ -32,9 +32,11 @@ class CertificateOrder(base.OrderType):
                                'authority unavailable on the first N tries '
                                'of each step (a demonstration of R-2).'},
             _ISSUED: {
-                'type': 'boolean',
+                # Refused as input: a new order that claimed it would
+                # skip the authority's status check.
+                'const': False,
                 'description': 'Written by process_type_order when the '
-                               'plugin issued at once: an output, not '
+                               'plugin issued at once: an output, never '
                                'input.'},
         },
         # Open: the type passes the metadata to whichever plugin is

@@ -68,7 +68,10 @@ def test_the_metadata_in_use_passes(type_name, meta_value):
     ('certificate', {'unavailable_attempts': -1}, '$.unavailable_attempts',
      'minimum'),
     ('certificate', {'issued_on_request': 'yes'}, '$.issued_on_request',
-     'type'),
+     'const'),
+    # An output of the first step: as input, it would skip the check.
+    ('certificate', {'issued_on_request': True}, '$.issued_on_request',
+     'const'),
     ('fanout', {'polls': '2'}, '$.polls', 'type'),
     ('fanout', {'unavailable_attempts': -3}, '$.unavailable_attempts',
      'minimum'),
