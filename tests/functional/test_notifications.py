@@ -64,17 +64,34 @@ def _assert_in_order(receiver, created):
     assert receiver.bad_signatures == 0
 
 
+def _deliveries(database, created):
+    """``{order_id: sorted [(status, delivered sequence)]}`` of the
+    deliveries of these orders."""
+    with database.reader() as session:
+        found = steps.for_orders(session, created)
+    return {order_id: sorted(
+        (step.status, events.delivered_sequence(step))
+        for name, step in found[order_id].items() if name.startswith(
+            models.DELIVERY_PREFIX)) for order_id in created}
+
+
 def _assert_delivered(cluster, database, created, urls=2):
     """Every delivery of these orders sent all 3 events, nothing waits;
     ``notification show`` says so of the first order."""
-    with database.reader() as session:
-        found = steps.for_orders(session, created)
-    assert {order_id: sorted(
-        (step.status, events.delivered_sequence(step))
-        for name, step in found[order_id].items() if name.startswith(
-            models.DELIVERY_PREFIX)) for order_id in created} == {
-        order_id: [(models.STEP_DONE, len(EVENTS))] * urls
-        for order_id in created}
+    expected = {order_id: [(models.STEP_DONE, len(EVENTS))] * urls
+                for order_id in created}
+    # A receiver has an event as soon as it answers; its delivery
+    # records it once the worker writes the run's result, a moment later
+    # (or, for a run whose worker was killed after sending, once the
+    # retry daemon took the step back at the end of its lease and it ran
+    # again).
+    try:
+        processes.wait_for(
+            lambda: _deliveries(database, created) == expected, 90,
+            'every delivery to record all its events')
+    except AssertionError:
+        pass
+    assert _deliveries(database, created) == expected
     shown = cluster.manage_json('notification', 'show', created[0])
     assert [(row['state'], row['delivered_sequence'],
              row['waiting_events']) for row in shown] == [
