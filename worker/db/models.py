@@ -116,6 +116,9 @@ class Order(Base):
         # A project's orders in creation order, a page at a time.
         sa.Index('ix_orders_project_id_created_at', 'project_id',
                  'created_at', 'id'),
+        # The finished orders older than a moment, oldest first, a batch
+        # at a time (``db purge``).
+        sa.Index('ix_orders_status_updated_at', 'status', 'updated_at'),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
@@ -188,6 +191,11 @@ class OrderStep(Base):
     failures: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
     #: Times the step asked to be polled again (R-1).
     polls: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    #: Times the process running the step died (stopped heartbeating)
+    #: before its result was written; at ``[worker] max_step_crashes``
+    #: the step fails instead of running again (a poison step).
+    crashes: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default='0')
     owner: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255), index=True)
     claimed_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
@@ -204,6 +212,58 @@ class OrderStep(Base):
     #: What the step returned (``Completed.meta``), for the steps after it.
     output: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+#: The results of a run in ``order_step_runs``.
+RUN_DONE = 'done'
+#: Failed and retried, or asked to be polled again.
+RUN_RETRY = 'retry'
+RUN_FAILED = 'failed'
+#: Its process died or its lease ended: the retry daemon took it back.
+RUN_TAKEN_BACK = 'taken back'
+#: It ended after another run took its step (or its order ended): its
+#: result was not applied.
+RUN_SUPERSEDED = 'superseded'
+RUN_RESULTS = (RUN_DONE, RUN_RETRY, RUN_FAILED, RUN_TAKEN_BACK,
+               RUN_SUPERSEDED)
+#: A run's error is kept to this many characters.
+RUN_ERROR_LENGTH = 1000
+
+
+class OrderStepRun(Base):
+    """One run of one step of an order, written when the run ended.
+
+    A run is one claim: ``generation`` is the token it held, ``attempt``
+    the step's ``attempt`` after its claim, ``worker`` the process that
+    claimed it (``pid@host``). Written in the transaction of its result
+    (``worker.steps.writes``), or of the take-back that ended it
+    (``scheduler.recovery``); a run that is still going has no row yet
+    (its step's ``owner`` and ``claimed_at`` tell). Deleted with its order.
+    """
+
+    __tablename__ = 'order_step_runs'
+    __table_args__ = (
+        # An order's history, in the order it was written.
+        sa.Index('ix_order_step_runs_order_id_id', 'order_id', 'id'),
+        {'sqlite_autoincrement': True},
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        BigId, primary_key=True, autoincrement=True)
+    order_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'))
+    step: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    generation: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    attempt: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    worker: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    started_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    finished_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp)
+    #: One of ``RUN_RESULTS``.
+    result: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    #: The run's error, at most ``RUN_ERROR_LENGTH`` characters.
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class OrderRetryTask(Base):
