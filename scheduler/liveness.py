@@ -43,6 +43,16 @@ def dispatch_lost_before(now: datetime.datetime,
     return now - datetime.timedelta(seconds=dispatch_deadline_seconds)
 
 
+def lease_lost_before(now: datetime.datetime,
+                      lease_grace_seconds: float) -> datetime.datetime:
+    """A lease that ended before this moment is lost.
+
+    Not at its end: the run that holds it may be writing its result, and
+    a step taken back at once would run beside it (a dual run).
+    """
+    return now - datetime.timedelta(seconds=lease_grace_seconds)
+
+
 @dataclasses.dataclass(frozen=True)
 class Cutoffs:
     """The moments one pass compares rows against, computed once.
@@ -59,6 +69,8 @@ class Cutoffs:
     lock_stale_before: datetime.datetime
     #: A dispatch made before this and not taken up is lost.
     dispatch_lost_before: datetime.datetime
+    #: A lease that ended before this is lost: its grace has passed.
+    lease_lost_before: datetime.datetime
 
     def is_alive(self, heartbeat_at: datetime.datetime) -> bool:
         """True if a process that last beat at ``heartbeat_at`` is alive."""
@@ -74,4 +86,6 @@ class Cutoffs:
             lock_stale_before=lock_stale_before(
                 now, group.retry_lock_timeout_seconds),
             dispatch_lost_before=dispatch_lost_before(
-                now, group.dispatch_deadline_seconds))
+                now, group.dispatch_deadline_seconds),
+            lease_lost_before=lease_lost_before(
+                now, conf.worker.lease_grace_seconds))

@@ -5,12 +5,18 @@ killed in the middle of a step loses its cast for good, and a cast can be
 lost on its way. The database tells: a step claimed by a process that
 stopped heartbeating, dispatched and not taken up within
 ``dispatch_deadline_seconds``, or running past the lease its policy gave
-it (a hung call on a live worker). Each one found gets a new generation
-(the old token becomes stale) and a retry row due now, of its order's
-priority and with its request ids, which the same pass then casts like
-any other. A lease that
-ended counts as a failed run: the worker that runs the step next applies
-the step's policy to it.
+it (or that it extended) by more than ``[worker] lease_grace_seconds`` (a
+hung call on a live worker; a run about to finish has the grace to write
+its result, instead of running beside its own copy). Each one found gets
+a new generation (the old token becomes stale) and a retry row due now,
+of its order's priority and with its request ids, which the same pass
+then casts like any other.
+
+A lease that ended counts as a failed run, and an owner that died as a
+crash of the step (``order_steps.crashes``): the worker that runs the
+step next applies the step's policy to the first, and fails a step that
+crashed ``[worker] max_step_crashes`` times (a poison step) instead of
+running it again (``worker.steps.workflow``).
 """
 
 import dataclasses
@@ -134,8 +140,8 @@ class Recovery:
                 steps.owned_by(session, dead_owners, limit)]
         taken = {(row.order_id, row.step) for row, _ in lost}
         lost.extend((row, 'its lease ended on %s' % row.owner)
-                    for row in steps.expired_leases(session, cutoffs.now,
-                                                    limit)
+                    for row in steps.expired_leases(
+                        session, cutoffs.lease_lost_before, limit)
                     if (row.order_id, row.step) not in taken)
         return lost
 
@@ -147,9 +153,12 @@ class Recovery:
         moved on meanwhile; an order gone took its steps with it).
         """
         row, lease_ended = lost
+        # A step claimed by a process that died (rather than one whose
+        # lease ended on a live one, or a dispatch nobody took up).
+        crashed = not lease_ended and row.owner is not None
         if not self._repositories.steps.take_back(
                 session, row.order_id, row.step, row.generation, now,
-                failed=lease_ended):
+                failed=lease_ended, crashed=crashed):
             return None
         failures = row.failures + (1 if lease_ended else 0)
         args, kwargs = rpcapi.retry_arguments(rpcapi.Step(
@@ -158,9 +167,10 @@ class Recovery:
             session, row.order_id, row.step, now, args=args,
             kwargs=kwargs, retry_count=failures, now=now,
             priority=priority)
-        return lease_ended or (
-            'its owner %s stopped heartbeating' % row.owner
-            if row.owner else 'no worker took up its dispatch')
+        if crashed:
+            return ('its owner %s stopped heartbeating while running it '
+                    '(crash %d of this step)' % (row.owner, row.crashes + 1))
+        return lease_ended or 'no worker took up its dispatch'
 
 
 def _ids(origin):

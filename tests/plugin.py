@@ -10,11 +10,16 @@ order, the step, the token it ran under and when it started and ended.
 An order whose metadata holds ``"hold_seconds": S`` makes its first
 ``issue_certificate_request`` (token 1) take S seconds, so a test can kill
 a worker in the middle of a step and see the order finish after it is
-taken back.
+taken back; with ``"extend_lease_seconds": E`` as well, the held run
+extends its lease to E seconds every E/3 seconds while it holds. An
+order whose metadata holds ``"kill_worker": true`` is a poison order:
+every run of that step kills its own worker process with SIGKILL (a
+line with the result ``killed`` is recorded first).
 """
 
 import json
 import os
+import signal
 import time
 
 from worker.order_types import fanout
@@ -28,8 +33,10 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
 
     def _record(self, order, step, call):
         started = time.time()
-        if step == 'issue_certificate_request' and order.token == 1:
-            time.sleep(float(order.meta.get('hold_seconds', 0)))
+        if step == 'issue_certificate_request':
+            _kill_if_poison(order, step)
+            if order.token == 1:
+                _hold(order)
         result = call(order)
         _append({'order': order.id, 'step': step, 'token': order.token,
                  'started': started, 'ended': time.time(),
@@ -45,6 +52,27 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
         """Check, recorded."""
         return self._record(order, 'check_certificate_status',
                             super().check_certificate_status)
+
+
+def _hold(order):
+    """Sleep ``hold_seconds``, extending the lease if asked to."""
+    until = time.monotonic() + float(order.meta.get('hold_seconds', 0))
+    extension = order.meta.get('extend_lease_seconds')
+    while (left := until - time.monotonic()) > 0:
+        if extension:
+            order.extend_lease(extension)
+            left = min(left, extension / 3)
+        time.sleep(left)
+
+
+def _kill_if_poison(order, step):
+    """A poison order's run kills its own process, every time."""
+    if order.meta.get('kill_worker'):
+        _append({'order': order.id, 'step': step,
+                 'key': order.idempotency_key, 'token': order.token,
+                 'started': time.time(), 'ended': time.time(),
+                 'result': 'killed', 'pid': os.getpid()})
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _append(line):
@@ -67,6 +95,8 @@ class RecordingFanout(fanout.FanoutOrder):
     meta_schema = dict(fanout.FanoutOrder.meta_schema, properties=dict(
         fanout.FanoutOrder.meta_schema['properties'],
         hold_seconds={'type': 'number', 'minimum': 0},
+        extend_lease_seconds={'type': 'number', 'exclusiveMinimum': 0},
+        kill_worker={'type': 'boolean'},
         hold_step={'enum': [step.name for step in
                             fanout.FanoutOrder.steps +
                             (fanout.FanoutOrder.compensation,)]}))
@@ -74,9 +104,10 @@ class RecordingFanout(fanout.FanoutOrder):
     def run(self, step, order):
         """Run ``step``, held if asked, and record it."""
         started = time.time()
-        if step == order.meta.get('hold_step', 'issue') and \
-                order.token == 1:
-            time.sleep(float(order.meta.get('hold_seconds', 0)))
+        if step == order.meta.get('hold_step', 'issue'):
+            _kill_if_poison(order, step)
+            if order.token == 1:
+                _hold(order)
         result = super().run(step, order)
         _append({'order': order.id, 'step': step,
                  'key': order.idempotency_key, 'token': order.token,

@@ -24,6 +24,7 @@ from worker import rpcapi
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 DEADLINE = 300
 DOWN = 60
+GRACE = 5
 REQUEST = 'process_type_order'
 CHECK = 'check_certificate_status'
 
@@ -35,7 +36,8 @@ def _seconds(value):
 def _conf():
     return config.make_conf(**{
         'service_down_time': DOWN, 'report_interval': 10,
-        'scheduler.dispatch_deadline_seconds': DEADLINE})
+        'scheduler.dispatch_deadline_seconds': DEADLINE,
+        'worker.lease_grace_seconds': GRACE})
 
 
 def _pass(database, now):
@@ -103,6 +105,24 @@ def test_step_of_a_dead_owner_is_taken_back(database):
     assert result.dead_services == ['dead@host']
     with database.session() as session:
         assert services.list_services(session) == []
+    # Each counts a crash of its step; not a failure.
+    for taken in (order_id, other):
+        step = _get(database, taken)
+        assert (step.crashes, step.failures) == (1, 0)
+
+
+def test_crashes_add_up_over_takeovers(database):
+    order_id = _new_order(database)
+    now = NOW
+    for crash in (1, 2, 3):
+        with database.session() as session, session.begin():
+            assert steps.claim(session, order_id, REQUEST, 2 * crash - 2,
+                               now, 'dead-%d@host' % crash,
+                               now + datetime.timedelta(days=7))
+        now += _seconds(DOWN + 1)
+        result, casts = _pass(database, now)
+        assert result.recovered == 1
+        assert _get(database, order_id).crashes == crash
 
 
 def test_live_owner_keeps_its_step_however_long_its_lease(database):
@@ -117,15 +137,21 @@ def test_live_owner_keeps_its_step_however_long_its_lease(database):
     step = _get(database, order_id)
     assert step.owner == 'slow@host' and step.generation == 1
 
-    # Past its lease, the step is taken back from its live owner, the run
-    # counted as failed.
-    now = NOW + datetime.timedelta(hours=73, seconds=1)
+    # Past its lease but within its grace, the run may still write its
+    # result: the step is not taken back yet.
+    now = NOW + datetime.timedelta(hours=73, seconds=GRACE - 1)
+    _beat(database, 'slow@host', now)
+    result, casts = _pass(database, now)
+    assert casts == [] and result.recovered == 0
+    # Past its grace, the step is taken back from its live owner, the run
+    # counted as failed (not as a crash: its owner lives).
+    now = NOW + datetime.timedelta(hours=73, seconds=GRACE + 1)
     _beat(database, 'slow@host', now)
     result, casts = _pass(database, now)
     assert result.recovered == 1
     assert casts == [(REQUEST, {'order_id': order_id, 'generation': 2})]
     step = _get(database, order_id)
-    assert step.owner is None and step.failures == 1
+    assert step.owner is None and (step.failures, step.crashes) == (1, 0)
     assert 'lease ended on slow@host' in step.last_error
 
 

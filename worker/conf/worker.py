@@ -52,6 +52,24 @@ worker_opts = [
                                    'backoff_max_seconds; while set, '
                                    'applied to every step.',
                  help='Upper bound of one back-off delay.'),
+    cfg.IntOpt('max_step_crashes',
+               default=3, min=1, max=1000,
+               help='A step whose worker process died while running it '
+                    '(it stopped heartbeating: killed, out of memory, a '
+                    'crash in a library) is taken back and run again; '
+                    'after this many deaths it fails instead, with the '
+                    'reason "the worker died N times while running this '
+                    'step", and its policy decides what the order does '
+                    '(ERROR by default). One poison order cannot take '
+                    'the pool down for ever.'),
+    cfg.FloatOpt('lease_grace_seconds',
+                 default=5.0, min=0.0, max=3600.0,
+                 help='How long after a step\'s lease ended the retry '
+                      'daemon waits before it takes the step back and '
+                      'dispatches it again. Meanwhile the run that holds '
+                      'the lease can still write its result, so a run '
+                      'about to finish is not run twice. Read by '
+                      'barbican-retry.'),
 ]
 
 

@@ -235,13 +235,18 @@ class Steps(typing.Protocol):
                  limit: int) -> list[steps.RecoveryRow]:
         """Steps claimed by one of ``dead_owners``."""
 
-    def expired_leases(self, session: Any, now: Moment,
+    def expired_leases(self, session: Any, ended_before: Moment,
                        limit: int) -> list[steps.RecoveryRow]:
-        """Claimed steps whose lease ended before ``now``."""
+        """Claimed steps whose lease ended before ``ended_before``."""
+
+    def extend_lease(self, session: Any, order_id: str, step: str,
+                     token: int, owner: str, now: Moment,
+                     lease_until: Moment) -> bool:
+        """Move a running step's lease, if the run still holds it."""
 
     def take_back(self, session: Any, order_id: str, step: str,
                   generation: int, now: Moment,
-                  failed: str | None = None) -> bool:
+                  failed: str | None = None, crashed: bool = False) -> bool:
         """Take a lost step back: bump its token, no owner."""
 
 

@@ -43,6 +43,7 @@ class Step(typing.Protocol):
     attempt: int
     failures: int
     polls: int
+    crashes: int
     owner: str | None
     claimed_at: datetime.datetime | None
     lease_expires_at: datetime.datetime | None

@@ -58,6 +58,8 @@ class RecoveryRow(typing.NamedTuple):
     generation: int
     failures: int
     owner: str | None
+    #: Times the processes running it died (``models.OrderStep.crashes``).
+    crashes: int
 
 
 def create(session: orm.Session, order_id: str, names: abc.Iterable[str],
@@ -71,7 +73,7 @@ def create(session: orm.Session, order_id: str, names: abc.Iterable[str],
         dict(order_id=order_id, name=name,
              status=(models.STEP_PENDING if name in roots
                      else models.STEP_WAITING),
-             generation=0, attempt=0, failures=0, polls=0,
+             generation=0, attempt=0, failures=0, polls=0, crashes=0,
              dispatched_at=now if name in roots else None, updated_at=now)
         for name in names])
 
@@ -268,6 +270,24 @@ def _claim_by_lease(session: orm.Session, claims: abc.Iterable[Claim],
     return moved
 
 
+def extend_lease(session: orm.Session, order_id: str, step: str,
+                 token: int, owner: str, now: Moment,
+                 lease_until: Moment) -> bool:
+    """Move the lease of a running step to ``lease_until``, if the run
+    of ``token`` by ``owner`` still holds it.
+
+    False once the step was taken back (a new generation), ended, or
+    released by the run's own result (no owner).
+    """
+    return statements.execute(session, (
+        sa.update(_TABLE)
+        .where(_TABLE.c.order_id == order_id, _TABLE.c.name == step,
+               _TABLE.c.generation == token, _TABLE.c.owner == owner,
+               _TABLE.c.status == models.STEP_PENDING)
+        .values(lease_expires_at=lease_until, updated_at=now))
+    ).rowcount == 1
+
+
 # A run's result releases the step: no owner, not in flight.
 _RELEASED: dict[str, None] = {'owner': None, 'claimed_at': None,
                               'lease_expires_at': None,
@@ -459,7 +479,7 @@ def _without_retry_row() -> sa.ColumnElement[bool]:
 
 #: The SELECT of a ``RecoveryRow``'s columns, its WHERE to add.
 _RECOVERY = sa.select(_TABLE.c.order_id, _TABLE.c.name, _TABLE.c.generation,
-                      _TABLE.c.failures, _TABLE.c.owner)
+                      _TABLE.c.failures, _TABLE.c.owner, _TABLE.c.crashes)
 
 
 def _recovery(session: orm.Session,
@@ -503,32 +523,35 @@ def owned_by(session: orm.Session, dead_owners: abc.Collection[str],
         .limit(limit)))
 
 
-def expired_leases(session: orm.Session, now: Moment,
+def expired_leases(session: orm.Session, ended_before: Moment,
                    limit: int) -> list[RecoveryRow]:
-    """Claimed steps whose lease ended before ``now``, owner alive or not.
+    """Claimed steps whose lease ended before ``ended_before``, owner
+    alive or not.
 
     Reads ``ix_order_steps_lease_expires_at``: only running steps have a
     lease.
     """
     return _recovery(session, (
         _RECOVERY
-        .where(_TABLE.c.lease_expires_at < now)
+        .where(_TABLE.c.lease_expires_at < ended_before)
         .order_by(_TABLE.c.lease_expires_at)
         .limit(limit)))
 
 
 def take_back(session: orm.Session, order_id: str, step: str,
               generation: int, now: Moment,
-              failed: str | None = None) -> bool:
+              failed: str | None = None, crashed: bool = False) -> bool:
     """Take a lost step back for re-dispatch: bump its token, no owner.
 
     The old token is now stale, so a late message or a zombie owner that
     still holds it has no effect. With ``failed`` (a lease that ended),
-    the run counts as a failure with that error. Returns False if the step
-    moved on.
+    the run counts as a failure with that error; with ``crashed`` (its
+    owner died), as a crash. Returns False if the step moved on.
     """
     values: dict[str, Any] = dict(generation=generation + 1, **_RELEASED)
     if failed:
         values.update(failures=_TABLE.c.failures + 1, last_error=failed)
+    if crashed:
+        values.update(crashes=_TABLE.c.crashes + 1)
     return _fenced_update(session, order_id, step, generation, now,
                           **values)

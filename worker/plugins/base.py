@@ -4,7 +4,9 @@ Order types' steps and certificate plugins are pure: they take an
 immutable view of the order and return one of the result values below.
 They never touch the database, RPC or global configuration; the worker
 turns their answer into the step's and the order's state change and
-retry rows, in one transaction.
+retry rows, in one transaction. The one thing a step may ask while it
+runs is a longer lease (``OrderView.extend_lease``), which the worker
+writes for it.
 """
 
 import abc
@@ -15,6 +17,18 @@ import uuid
 
 # The namespace of idempotency keys: uuid5(namespace, "order/step").
 _KEYS = uuid.UUID('5f0c1d2e-8a7b-4c3d-9e6f-0a1b2c3d4e5f')
+
+
+#: The longest lease one extension may ask for: that of the longest
+#: ``timeout_seconds`` a step may be given (``[step:TYPE.STEP]``).
+MAX_LEASE_SECONDS = 604800.0
+
+
+class LeaseLost(Exception):
+    """The run no longer holds its step: it was taken back (its lease
+    ended and its grace passed, or its worker was judged dead), or its
+    order was cancelled. Whatever the run returns is discarded; a step
+    that gets this should stop its work."""
 
 
 def idempotency_key(order_id: str, step: str) -> str:
@@ -44,6 +58,8 @@ class OrderView:
         so that it does a repeated request once.
     :param steps: ``{name: status}`` of every step of the order (what a
         compensation step reads to know what to undo).
+    :param lease_extender: the worker's, behind ``extend_lease``; None
+        in a view that holds no lease (one built by a test).
     """
 
     id: str
@@ -56,6 +72,34 @@ class OrderView:
     idempotency_key: str = ''
     steps: types.MappingProxyType[str, str] = dataclasses.field(
         default_factory=lambda: types.MappingProxyType({}))
+    lease_extender: typing.Callable[[float], None] | None = \
+        dataclasses.field(default=None, repr=False, compare=False)
+
+    def extend_lease(self, seconds: float) -> None:
+        """Hold this run's lease until ``seconds`` from now.
+
+        A step's lease (its policy's ``timeout_seconds``) is how long the
+        retry daemon lets it run before it takes the step back as hung.
+        A step that works for long can keep a short lease and extend it
+        as it makes progress, so that a real hang is found soon: call
+        this well before the lease ends, say at each third of it.
+
+        :param seconds: the new lease, from now (it may shorten one),
+            more than 0 and at most ``MAX_LEASE_SECONDS``.
+        :raises LeaseLost: the run no longer holds the step (fenced by
+            its token): it must stop, its result will be discarded.
+        :raises ValueError: ``seconds`` is out of range.
+        """
+        if isinstance(seconds, bool) or \
+                not isinstance(seconds, (int, float)) or \
+                not 0 < seconds <= MAX_LEASE_SECONDS:
+            raise ValueError('a lease is more than 0 and at most %g '
+                             'seconds, not %r'
+                             % (MAX_LEASE_SECONDS, seconds))
+        if self.lease_extender is None:
+            raise LeaseLost('this view of order %s holds no lease'
+                            % self.id)
+        self.lease_extender(float(seconds))
 
     def idempotency_key_of(self, step: str) -> str:
         """The idempotency key of another step of this order.

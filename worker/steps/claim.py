@@ -19,6 +19,7 @@ from worker import context
 from worker.db import models
 from worker import order_types
 from worker.plugins import base
+from worker.steps import leases
 from worker.steps import runs
 from worker.steps import transactions
 
@@ -42,6 +43,7 @@ class Claimer:
         self._owner = owner
         self._clock = clock
         self._observe_result = observe_result
+        self._leases = leases.Leases(database, owner, clock)
 
     def claim_batch(self, steps):
         """Claim ``steps`` in one transaction (``GroupCommit``).
@@ -134,10 +136,11 @@ class Claimer:
             step_events=workflow is not None and
             self._kinds.workflow_step.step_events(workflow),
             claimed_at=now, project_id=order.project_id,
-            request=context.of_order(order))
+            request=context.of_order(order), crashes=row.crashes)
         if not kind.runs_workflow or not workflow.has_step(step.step):
             return run, None
-        return run, _view(order, workflow, rows, run)
+        return run, _view(order, workflow, rows, run,
+                          self._leases.extender(run))
 
 
 class _Wanted(typing.NamedTuple):
@@ -151,8 +154,9 @@ class _Wanted(typing.NamedTuple):
     policy: typing.Any
 
 
-def _view(order, workflow, steps, run):
-    """The ``OrderView`` a run of ``run.step`` is given.
+def _view(order, workflow, steps, run, lease_extender):
+    """The ``OrderView`` a run of ``run.step`` is given, which extends
+    its lease with ``lease_extender``.
 
     Its metadata is the order's with the outputs of its DONE steps merged
     in, in declaration order.
@@ -168,7 +172,8 @@ def _view(order, workflow, steps, run):
         step=run.step,
         idempotency_key=base.idempotency_key(order.id, run.step),
         steps=types.MappingProxyType(
-            {name: step.status for name, step in steps.items()}))
+            {name: step.status for name, step in steps.items()}),
+        lease_extender=lease_extender)
 
 
 def _seconds(step_policy):

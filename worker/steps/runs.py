@@ -105,6 +105,8 @@ class Run:
     #: The request ids of the order, as read at the claim; None if it has
     #: none.
     request: context_module.RequestIds | None = None
+    #: Times a process died while running the step, before this run.
+    crashes: int = 0
 
     @property
     def context(self) -> oslo_context.RequestContext | None:

@@ -33,6 +33,7 @@ class WorkflowStepKind:
     def __init__(self, conf, clock):
         self._conf = conf
         self._clock = clock
+        self._max_crashes = conf.worker.max_step_crashes
         self._policies = {}
         self._step_events = {}
 
@@ -85,8 +86,9 @@ class WorkflowStepKind:
         """A result that ends the run before it starts, or None.
 
         A lost lease counts as a failed run that the retry scheduler took
-        back: the policy may have run out; and deadlines pass while a step
-        waits.
+        back: the policy may have run out; deadlines pass while a step
+        waits; and a step whose runs killed their processes again and
+        again (a poison step) is not run once more.
         """
         if view is None:
             return policy_module.GiveUp(
@@ -99,6 +101,11 @@ class WorkflowStepKind:
                 (now - run.order_created_at).total_seconds() > deadline:
             return policy_module.GiveUp(
                 'stopped: the order\'s deadline of %gs passed' % deadline)
+        if run.crashes >= self._max_crashes:
+            return policy_module.GiveUp(
+                'gave up: the worker died %d times while running this '
+                'step'
+                % run.crashes)
         if run.failures >= run.policy.max_attempts:
             return policy_module.GiveUp(
                 'gave up after %d attempts; last error: %s'

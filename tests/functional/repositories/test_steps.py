@@ -353,3 +353,49 @@ def test_take_back(db):
     # The owner's late result has no effect.
     assert not write(db, steps_repo.finish, expired, REQUEST, 2, plus(6),
                      models.STEP_DONE, output={})
+
+
+@contract
+def test_extend_lease_is_fenced_by_token_and_owner(db):
+    steps_repo = db.repositories.steps
+    order_id = claimed_order(db, 'w1@h', lease_until=plus(10))
+
+    assert write(db, steps_repo.extend_lease, order_id, REQUEST, 1, 'w1@h',
+                 plus(5), plus(60))
+    step = step_of(db, order_id, REQUEST)
+    assert (step.lease_expires_at, step.owner, step.updated_at) == (
+        plus(60), 'w1@h', plus(5))
+    # Another owner, another token, another step: nothing moves.
+    assert not write(db, steps_repo.extend_lease, order_id, REQUEST, 1,
+                     'w2@h', plus(6), plus(90))
+    assert not write(db, steps_repo.extend_lease, order_id, REQUEST, 0,
+                     'w1@h', plus(6), plus(90))
+    assert not write(db, steps_repo.extend_lease, order_id, CHECK, 1,
+                     'w1@h', plus(6), plus(90))
+    assert step_of(db, order_id, REQUEST).lease_expires_at == plus(60)
+    # Once taken back, or released by its own result, it holds no lease.
+    assert write(db, steps_repo.take_back, order_id, REQUEST, 1, plus(7),
+                 crashed=True)
+    assert not write(db, steps_repo.extend_lease, order_id, REQUEST, 2,
+                     'w1@h', plus(8), plus(90))
+    released = claimed_order(db, 'w1@h')
+    assert write(db, steps_repo.retry, released, REQUEST, 1, plus(5), 1, 0)
+    assert not write(db, steps_repo.extend_lease, released, REQUEST, 1,
+                     'w1@h', plus(6), plus(90))
+
+
+@contract
+def test_take_back_counts_a_crash(db):
+    steps_repo = db.repositories.steps
+    order_id = claimed_order(db, 'w1@h')
+    assert write(db, steps_repo.take_back, order_id, REQUEST, 1, plus(5),
+                 crashed=True)
+    step = step_of(db, order_id, REQUEST)
+    assert (step.generation, step.crashes, step.failures, step.owner) == (
+        2, 1, 0, None)
+    # The recovery's rows carry the count, for its log line.
+    assert write(db, steps_repo.claim, order_id, REQUEST, 2, plus(6),
+                 'w2@h', plus(60))
+    [row] = read(db, steps_repo.owned_by, ['w2@h'], 10)
+    assert row.crashes == 1
+    assert step_of(db, new_order(db), REQUEST).crashes == 0

@@ -335,6 +335,73 @@ def test_an_unavailable_remote_backs_off_then_fails_the_order(
     assert worker.observed == ['retry', 'retry', 'error']
 
 
+def _crash(database, order_id, times):
+    """Claim the order's first step and take it back ``times`` times,
+    as the retry daemon does when its owner died; the step's generation.
+    """
+    repos = database.repositories
+    generation = 0
+    for _ in range(times):
+        with database.session() as session, session.begin():
+            assert repos.steps.claim(session, order_id, REQUEST, generation,
+                                     NOW, 'dead@host', NOW + _seconds(60))
+            assert repos.steps.take_back(session, order_id, REQUEST,
+                                         generation + 1, NOW, crashed=True)
+        generation += 2
+    return generation
+
+
+@pytest.mark.parametrize('crashes, runs', [(1, True), (2, False)])
+def test_a_step_whose_worker_died_max_step_crashes_times_is_not_run_again(
+        database, use_plugin, crashes, runs):
+    order_id = _order(database)
+    plugin = ScriptedPlugin(base.RetryLater(delay_seconds=5))
+    use_plugin(plugin)
+    generation = _crash(database, order_id, crashes)
+
+    _worker(database, **{'worker.max_step_crashes': 2}).run(
+        REQUEST, order_id, generation)
+
+    state = _state(database, order_id)
+    assert len(plugin.views) == int(runs)
+    if runs:
+        assert state.order.status == models.PENDING
+        return
+    assert state.order.status == models.ERROR
+    assert state.order.error_reason == (
+        'step process_type_order gave up: the worker died 2 times while '
+        'running this step')
+    assert state.steps[REQUEST].status == models.STEP_FAILED
+
+
+def test_a_run_extends_its_lease_until_it_no_longer_holds_its_step(
+        database, use_plugin):
+    order_id = _order(database)
+    leases = []
+
+    def extend(view):
+        view.extend_lease(3600)
+        leases.append(_state(database, order_id).steps[REQUEST])
+        with database.session() as session, session.begin():
+            # The retry daemon takes the step back meanwhile.
+            assert database.repositories.steps.take_back(
+                session, order_id, REQUEST, view.token, NOW)
+        with pytest.raises(base.LeaseLost, match='no longer held'):
+            view.extend_lease(3600)
+    use_plugin(ScriptedPlugin(base.RetryLater(delay_seconds=5),
+                              during=extend))
+
+    worker = _worker(database)
+    worker.run(REQUEST, order_id, 0)
+
+    [held] = leases
+    assert (held.owner, held.lease_expires_at) == (OWNER,
+                                                   NOW + _seconds(3600))
+    # The run's result was discarded: the step is the retry daemon's.
+    assert worker.observed == ['superseded']
+    assert _state(database, order_id).steps[REQUEST].generation == 2
+
+
 def test_a_plugin_that_raises_fails_its_order(database, use_plugin):
     order_id = _order(database)
     use_plugin(ScriptedPlugin(RuntimeError('boom')))

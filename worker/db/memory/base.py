@@ -237,8 +237,8 @@ def insert_steps(store: Store, order_id: str, names: abc.Iterable[str],
         store.steps[order_id, name] = StepRecord(
             order_id=order_id, name=name,
             status=models.STEP_PENDING if root else models.STEP_WAITING,
-            generation=0, attempt=0, failures=0, polls=0, owner=None,
-            claimed_at=None, lease_expires_at=None,
+            generation=0, attempt=0, failures=0, polls=0, crashes=0,
+            owner=None, claimed_at=None, lease_expires_at=None,
             dispatched_at=now if root else None, started_at=None,
             finished_at=None, last_error=None, output=None, updated_at=now)
 

@@ -197,7 +197,7 @@ class InMemorySteps(base.Repository):
     @staticmethod
     def _recovery(step: rows.Step) -> steps.RecoveryRow:
         return steps.RecoveryRow(step.order_id, step.name, step.generation,
-                                 step.failures, step.owner)
+                                 step.failures, step.owner, step.crashes)
 
     @base.reads
     def lost_dispatches(self, session: Session, dispatched_before: Moment,
@@ -228,25 +228,37 @@ class InMemorySteps(base.Repository):
         return [self._recovery(step) for step in found[:limit]]
 
     @base.reads
-    def expired_leases(self, session: Session, now: Moment,
+    def expired_leases(self, session: Session, ended_before: Moment,
                        limit: int) -> list[steps.RecoveryRow]:
-        """Claimed steps whose lease ended before ``now``."""
+        """Claimed steps whose lease ended before ``ended_before``."""
         found = sorted((step for step in self._store.steps.values()
                         if step.lease_expires_at is not None and
-                        step.lease_expires_at < now),
+                        step.lease_expires_at < ended_before),
                        key=lambda step: (step.lease_expires_at,
                                          base.step_key(step)))
         return [self._recovery(step) for step in found[:limit]]
 
     @base.writes
+    def extend_lease(self, session: Session, order_id: str, step: str,
+                     token: int, owner: str, now: Moment,
+                     lease_until: Moment) -> bool:
+        """Move a running step's lease, if the run still holds it."""
+        row = self._store.steps.get((order_id, step))
+        return row is not None and row.owner == owner and \
+            self._fenced_update(order_id, step, token, now,
+                                lease_expires_at=lease_until)
+
+    @base.writes
     def take_back(self, session: Session, order_id: str, step: str,
                   generation: int, now: Moment,
-                  failed: str | None = None) -> bool:
+                  failed: str | None = None, crashed: bool = False) -> bool:
         """Take a lost step back: bump its token, no owner."""
         row = self._store.steps.get((order_id, step))
         values: dict[str, Any] = dict(generation=generation + 1,
                                       **base.RELEASED)
         if failed and row is not None:
             values.update(failures=row.failures + 1, last_error=failed)
+        if crashed and row is not None:
+            values.update(crashes=row.crashes + 1)
         return self._fenced_update(order_id, step, generation, now,
                                    **values)

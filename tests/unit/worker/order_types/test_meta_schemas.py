@@ -91,6 +91,6 @@ def test_the_recording_fanout_extends_the_fanouts_schema():
     fanout = order_types.get('fanout').meta_schema
     recording = RECORDING_FANOUT.meta_schema
     assert set(recording['properties']) == set(fanout['properties']) | {
-        'hold_seconds', 'hold_step'}
+        'hold_seconds', 'hold_step', 'extend_lease_seconds', 'kill_worker'}
     assert recording['additionalProperties'] is False
     assert 'hold_seconds' not in fanout['properties']
