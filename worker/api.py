@@ -172,6 +172,8 @@ class StepState:
     finished_at: datetime.datetime | None
     next_retry_at: datetime.datetime | None
     last_error: str | None
+    #: Times the process running it died (``[worker] max_step_crashes``).
+    crashes: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -641,5 +643,5 @@ def _step_states(order_type, rows, retries):
             started_at=row.started_at, finished_at=row.finished_at,
             next_retry_at=(retry.retry_at if retry and not retry.parked
                            else None),
-            last_error=row.last_error))
+            last_error=row.last_error, crashes=row.crashes))
     return states

@@ -22,7 +22,7 @@ ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'global_request_id', 'created_at', 'updated_at')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
-               'finished_at', 'next_retry_at', 'last_error')
+               'finished_at', 'next_retry_at', 'last_error', 'crashes')
 
 
 class StepsColumn(cliff_columns.FormattableColumn):

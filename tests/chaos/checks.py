@@ -175,6 +175,28 @@ def database_counts(database, order_ids, meant_to_fail):
     return terminal, stuck, lost, leftovers
 
 
+def uncontained_poison(database, order_ids, max_crashes):
+    """Count poison orders not ended ERROR by their step's crashes.
+
+    Each must have failed for the reason the worker gives a step that
+    crashed ``max_crashes`` times, on a step that counted that many.
+    """
+    reason = 'the worker died %d times while running this step' % max_crashes
+    with database.session() as session:
+        found = {order.id: order for order in session.scalars(
+            sa.select(models.Order).where(models.Order.id.in_(order_ids)))}
+        crashes = {order_id: count for order_id, count in session.execute(
+            sa.select(models.OrderStep.order_id,
+                      sa.func.max(models.OrderStep.crashes))
+            .where(models.OrderStep.order_id.in_(order_ids))
+            .group_by(models.OrderStep.order_id))}
+    return sum(1 for order_id in order_ids
+               if order_id not in found or
+               found[order_id].status != models.ERROR or
+               reason not in (found[order_id].error_reason or '') or
+               crashes.get(order_id) != max_crashes)
+
+
 def _open_steps_of_ended_orders(session):
     step, order = models.OrderStep, models.Order
     return session.scalar(

@@ -40,6 +40,7 @@ OPTIONS = {
                   'cast_timeout_seconds': 2, 'retry_lock_timeout_seconds': 20,
                   'batch_size': 200},
     'worker': {'workers': 1, 'certificate_plugin': 'recording',
+               'max_step_crashes': 3,
                'max_unavailable_retries': 3,
                'unavailable_backoff_base_seconds': 0.5,
                'unavailable_backoff_max_seconds': 2},
@@ -102,6 +103,11 @@ class Report:
     #: ``(steps, with several keys, keys shared)`` for a type that
     #: records its idempotency keys, else None.
     keys: tuple | None = None
+    #: Poison orders (their step kills its worker on every run), and those
+    #: of them that did not end ERROR after ``[worker] max_step_crashes``
+    #: deaths of their worker, with the reason that says so.
+    poison: int = 0
+    poison_uncontained: int = 0
 
     @property
     def ok(self):
@@ -110,6 +116,7 @@ class Report:
                                         not any(self.keys[1:]))
         return (self.terminal == self.orders and not self.stuck and
                 not self.lost and not self.double_terminal and
+                self.poison > 0 and not self.poison_uncontained and
                 not self.stale_effects and keys_ok and
                 self.events > 0 and not self.event_gaps and
                 not any(self.leftovers.values()))
@@ -122,14 +129,16 @@ class Report:
                 'kills=%d broker_restarts=%d broker_kills=%d '
                 'db_restarts=%d skewed_clocks=%d hung_calls=%d '
                 'receiver_outages=%d subscribed=%d events=%d '
-                'event_gaps=%d recovery_s=%.1f %s'
+                'event_gaps=%d poison=%d poison_uncontained=%d '
+                'recovery_s=%.1f %s'
                 % (self.db, self.order_type, self.queues, self.orders,
                    self.terminal, self.stuck, self.lost,
                    self.double_terminal, self.stale_effects, self.kills,
                    self.broker_restarts, self.broker_kills,
                    self.db_restarts, self.skewed_clocks, self.hung_calls,
                    self.receiver_outages, self.subscribed, self.events,
-                   self.event_gaps, self.recovery_s, extra)).rstrip()
+                   self.event_gaps, self.poison, self.poison_uncontained,
+                   self.recovery_s, extra)).rstrip()
         if self.node_faults:
             line += ' node_faults=%s' % ','.join(self.node_faults)
         if self.keys is not None:
@@ -221,6 +230,10 @@ _FAILING = '{"unavailable_attempts": 99}'      # ERROR after the retries
 # A first run that hangs past its lease (6 s): taken back from a live
 # worker and run again; the hung run's result, when it comes, is stale.
 _HUNG = '{"hold_seconds": 15}'
+# Poison: the step kills its own worker process (SIGKILL) on every run;
+# it must end ERROR after [worker] max_step_crashes deaths, and the pool
+# serve on.
+_POISON = '{"kill_worker": true}'
 _KINDS = {
     'certificate': (
         '{}',
@@ -240,13 +253,15 @@ def _waves(count, duration, order_type):
     """Split the orders into waves created while the faults go on.
 
     Orders keep arriving during the faults, so that kills and restarts
-    hit work in flight. One small wave is meant to end in ERROR.
+    hit work in flight. Two small waves are meant to end in ERROR: one
+    whose remote side stays down, and a few poison orders.
     """
     failing = hung = max(1, count // 50)
-    rest = count - failing - hung
+    poison = max(1, count // 100)
+    rest = count - failing - hung - poison
     number = max(3, min(rest, duration // 6))
     kinds = _KINDS[order_type]
-    waves = [(failing, _FAILING), (hung, _HUNG)]
+    waves = [(failing, _FAILING), (hung, _HUNG), (poison, _POISON)]
     for i in range(number):
         size = rest // number + (1 if i < rest % number else 0)
         if size:
@@ -271,6 +286,8 @@ class _Orders:
         self.meant_to_fail = set()
         #: Orders whose first run hangs past its lease.
         self.hung = 0
+        #: Orders whose step kills its worker on every run.
+        self.poison = []
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -298,8 +315,10 @@ class _Orders:
         self.ids += ids
         if subscribed:
             self.subscribed += ids
-        if meta == _FAILING:
+        if meta in (_FAILING, _POISON):
             self.meant_to_fail.update(ids)
+        if meta == _POISON:
+            self.poison += ids
         if meta == _HUNG:
             self.hung += len(ids)
 
@@ -387,6 +406,9 @@ def run(db, order_count, duration, workdir, services, seed=None,
 def _check(report, cluster, deployment, database, created):
     """Fill the report's counts from the logs and the database."""
     report.hung_calls = created.hung
+    report.poison = len(created.poison)
+    report.poison_uncontained = checks.uncontained_poison(
+        database, created.poison, OPTIONS['worker']['max_step_crashes'])
     changes = checks.state_changes(cluster.worker_logs())
     runs = checks.recorded_runs(deployment.plugin_log)
     report.double_terminal = checks.double_terminal(changes)

@@ -12,7 +12,6 @@ from tests.functional import processes
 from tests import plugin as test_plugin
 from worker.db import models
 from worker.db import orders
-from worker.db import steps
 
 REQUEST = 'process_type_order'
 CALL = 'issue_certificate_request'
@@ -72,9 +71,10 @@ def test_a_poison_step_fails_after_max_step_crashes_and_the_pool_serves_on(
     killed = _calls(cluster, poison)
     assert [call['result'] for call in killed] == ['killed', 'killed']
     assert len({call['pid'] for call in killed}) == 2
-    with database.session() as session:
-        step = steps.for_order(session, poison)[REQUEST]
-    assert (step.status, step.crashes) == (models.STEP_FAILED, 2)
+    shown = {step['name']: step for step in cluster.manage_json(
+        'order', 'show', poison)['steps']}
+    assert (shown[REQUEST]['status'], shown[REQUEST]['crashes']) == (
+        models.STEP_FAILED, 2)
     taken_back = [line for line in retry.log().splitlines()
                   if 'of order %s taken back' % poison in line]
     assert len(taken_back) == 2

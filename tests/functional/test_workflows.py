@@ -82,8 +82,11 @@ def _assert_after(runs, order_id, before, step):
 
 def test_a_step_past_its_lease_on_a_live_worker_is_run_again(
         deployment, database):
+    # A grace shorter than the hold: the step is taken back while its
+    # first run still holds.
     cluster = deployment(workflows.options(
-        {workflows.step_group('issue'): {'timeout_seconds': 1.5}}))
+        {workflows.step_group('issue'): {'timeout_seconds': 1.5},
+         'worker': {'lease_grace_seconds': 0.5}}))
     workers, retry = workflows.start(cluster)
     [order_id] = workflows.create(cluster, meta={'hold_seconds': 5})
     owner = workflows.wait_running(database, order_id, 'issue')
@@ -306,7 +309,7 @@ def test_order_show_and_explain_say_what_each_step_does(
     assert [step['name'] for step in shown['steps']] == list(STEPS)
     assert all(set(step) == {
         'name', 'after', 'status', 'attempt', 'owner', 'started_at',
-        'finished_at', 'next_retry_at', 'last_error'}
+        'finished_at', 'next_retry_at', 'last_error', 'crashes'}
         for step in shown['steps'])
     steps = {step['name']: step for step in shown['steps']}
     assert [steps[name]['after'] for name in STEPS] == [
