@@ -6,16 +6,23 @@ RecordingFanout``), whose step ``fail_step`` fails for good on its first
 ``fail_runs`` runs, as a remote side that refused the first requests. Every
 run is recorded with its token and idempotency key, as the remote side
 sees them: what ran again after ``order resume`` and under which key.
+Racing resumes of one order run on each database without processes.
 """
 
+import concurrent.futures
 import datetime
 import json
+import threading
 
 from oslo_config import cfg
 
+from tests import config
+from tests import fakes
 from tests.functional import processes
 from tests.functional import receiver as receivers
 from tests.functional import workflows
+from worker import api
+from worker.common import order_actions
 from worker.db import models
 from worker.plugins import base as plugins_base
 from worker import rpc
@@ -25,6 +32,10 @@ TYPE = workflows.TYPE
 CHECKS = workflows.CHECKS
 LATER = ('poll', 'store', 'notify')
 SECRET = 'a-test-secret'
+#: The certificate type's first step.
+REQUEST = 'process_type_order'
+#: Concurrent resumes of one order.
+RACERS = 8
 
 
 def _create(cluster, meta, count=1, order_type=TYPE, callback_url=None):
@@ -212,3 +223,39 @@ def test_failed_orders_are_resumed_in_bulk_by_type_and_limit(
         workflows.wait_status(database, [again], models.ERROR, 30)
     assert workflows.order(database, again).error_reason.startswith(
         'step check_key ')
+
+
+def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
+    orders = api.OrderAPI(database, config.make_conf())
+    order = orders.create('certificate', {}, project_id='p')
+    repositories = database.repositories
+    now = orders.now()
+    with database.session() as session, session.begin():
+        assert repositories.steps.claim(session, order.id, REQUEST, 0, now,
+                                        'w@h', now)
+        assert repositories.steps.finish(session, order.id, REQUEST, 1, now,
+                                         models.STEP_FAILED, last_error='no')
+        assert repositories.orders.fail(session, order.id, now, 'failed')
+        repositories.steps.revoke_open(session, order.id, now, 'failed')
+    # Every racer has read the order ERROR before any of them writes.
+    start = threading.Barrier(RACERS)
+    real = order_actions.resume_order
+
+    def racing(*args, **kwargs):
+        start.wait(timeout=30)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(order_actions, 'resume_order', racing)
+    with fakes.log_lines('worker.api') as lines, \
+            concurrent.futures.ThreadPoolExecutor(RACERS) as pool:
+        returned = list(pool.map(lambda _: orders.resume(order.id),
+                                 range(RACERS)))
+
+    assert {(resumed.id, resumed.status) for resumed in returned} == {
+        (order.id, models.PENDING)}
+    assert len(lines.about('Order %s resumed by' % order.id)) == 1
+    assert len(lines.about('resumed by another request first')) == \
+        RACERS - 1
+    # The step was restarted once: one generation on.
+    with database.reader() as session:
+        step = repositories.steps.for_order(session, order.id)[REQUEST]
+    assert (step.status, step.generation) == (models.STEP_PENDING, 2)
