@@ -7,11 +7,9 @@ import datetime
 from oslo_context import context as context_module
 import pytest
 
-from tests import config
 from tests import fakes
 from worker import api
 from worker.common import order_actions
-from worker.db import memory
 from worker.db import models
 from worker.notifications import events
 from worker import order_types
@@ -42,20 +40,7 @@ def clock():
 
 
 @pytest.fixture
-def database():
-    return memory.InMemoryDatabase()
-
-
-@pytest.fixture
-def client():
-    return fakes.RecordingRPCClient()
-
-
-@pytest.fixture
-def orders(database, client, clock):
-    conf = config.make_conf(**{
-        'notifications.allowed_hosts': ['hooks.example.org'],
-        'notifications.secret': 's'})
+def orders(database, client, clock, conf):
     return api.OrderAPI(database, conf, rpcapi.WorkerAPI(client),
                         now=lambda: clock.now)
 
@@ -105,12 +90,6 @@ def _failed_at_issue(orders, database, clock, **create):
 def _steps(database, order_id):
     with database.reader() as session:
         return database.repositories.steps.for_order(session, order_id)
-
-
-def _retry_rows(database, order_id):
-    with database.reader() as session:
-        return database.repositories.retry_tasks.list_tasks(
-            session, order_id=order_id)
 
 
 def test_the_plan_restarts_every_step_not_done_the_runnable_ones_first():
@@ -168,7 +147,9 @@ def test_resume_runs_the_failed_step_again_and_keeps_the_done_ones(
     # left to cast anything of the old one.
     assert client.casts == [('issue', {
         'order_id': order.id, 'generation': issue.generation})]
-    assert _retry_rows(database, order.id) == []
+    with database.reader() as session:
+        assert database.repositories.retry_tasks.list_tasks(
+            session, order_id=order.id) == []
     assert {step.name: step.status for step in resumed.steps} == dict(
         {name: DONE for name in CHECKS}, issue='QUEUED',
         **{name: WAITING for name in LATER})
