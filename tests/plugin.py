@@ -23,6 +23,7 @@ import signal
 import time
 
 from worker.order_types import fanout
+from worker.plugins import base as results
 from worker.plugins import simple_certificate
 
 LOG_VARIABLE = 'BARBICAN_RETRY_TEST_PLUGIN_LOG'
@@ -82,12 +83,27 @@ def _append(line):
             log.write(json.dumps(line) + '\n')
 
 
+_STEP_NAMES = [step.name for step in fanout.FanoutOrder.steps +
+               (fanout.FanoutOrder.compensation,)]
+
+
+def _runs_of(order_id, step):
+    """How many runs of ``step`` of the order the log has."""
+    path = os.environ.get(LOG_VARIABLE)
+    return sum(call['order'] == order_id and call['step'] == step
+               for call in read_log(path)) if path else 0
+
+
 class RecordingFanout(fanout.FanoutOrder):
     """The fanout order type, every run recorded, one step holdable.
 
     An order whose metadata holds ``"hold_seconds": S`` makes the first
     run (token 1) of its step ``"hold_step"`` (default ``issue``) take S
     seconds: a test kills its worker then, or lets its lease run out.
+    ``"fail_step": STEP, "fail_runs": N`` make the first N runs of STEP
+    fail for good (``Failed``: the order goes to ERROR), as a remote side
+    that refused the first N requests would; the runs are counted in the
+    log, so that they go on counting after the order is resumed.
     Each line has ``order``, ``step``, ``key`` (the idempotency key),
     ``token``, ``started``, ``ended`` and ``result``.
     """
@@ -97,9 +113,9 @@ class RecordingFanout(fanout.FanoutOrder):
         hold_seconds={'type': 'number', 'minimum': 0},
         extend_lease_seconds={'type': 'number', 'exclusiveMinimum': 0},
         kill_worker={'type': 'boolean'},
-        hold_step={'enum': [step.name for step in
-                            fanout.FanoutOrder.steps +
-                            (fanout.FanoutOrder.compensation,)]}))
+        hold_step={'enum': _STEP_NAMES},
+        fail_step={'enum': _STEP_NAMES},
+        fail_runs={'type': 'integer', 'minimum': 0}))
 
     def run(self, step, order):
         """Run ``step``, held if asked, and record it."""
@@ -108,7 +124,12 @@ class RecordingFanout(fanout.FanoutOrder):
             _kill_if_poison(order, step)
             if order.token == 1:
                 _hold(order)
-        result = super().run(step, order)
+        if step == order.meta.get('fail_step') and _runs_of(
+                order.id, step) < int(order.meta.get('fail_runs', 0)):
+            result = results.Failed('%s: refused by the authority (test)'
+                                    % step)
+        else:
+            result = super().run(step, order)
         _append({'order': order.id, 'step': step,
                  'key': order.idempotency_key, 'token': order.token,
                  'started': started, 'ended': time.time(),

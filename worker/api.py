@@ -1,5 +1,5 @@
-"""The public Python API of barbican-retry: create, read, cancel and wait
-for orders.
+"""The public Python API of barbican-retry: create, read, cancel, resume
+and wait for orders.
 
 This is the interface that a service builds on, as nova's API service
 builds on ``nova.compute.api``: an API server creates its long-running
@@ -51,12 +51,12 @@ from worker import rpcapi
 LOG = logging.getLogger(__name__)
 
 __all__ = ['OrderAPI', 'Order', 'StepState', 'OrderTypeInfo',
-           'order_type_infos', 'order_type_info',
+           'order_type_infos', 'order_type_info', 'BulkResume',
            'OrderAPIError', 'OrderNotFound', 'AmbiguousOrderId',
            'UnknownOrderType', 'InvalidMeta', 'InvalidRequest',
            'IdempotencyConflict', 'URLNotAllowed', 'OrderNotCancellable',
-           'Timeout', 'PENDING', 'ACTIVE', 'ERROR', 'CANCELLING',
-           'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
+           'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
+           'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY']
 
 PENDING = models.PENDING
@@ -65,7 +65,8 @@ ERROR = models.ERROR
 CANCELLING = models.CANCELLING
 CANCELLED = models.CANCELLED
 ORDER_STATUSES = models.ORDER_STATUSES
-#: The statuses ``wait`` returns at: an order in one never changes again.
+#: The statuses ``wait`` returns at: an order in one never changes again,
+#: but for an ERROR order that is resumed (``OrderAPI.resume``).
 FINAL_STATUSES = models.TERMINAL_STATUSES
 
 #: The project of the orders created before projects existed (and of the
@@ -78,8 +79,11 @@ MAX_PRIORITY = models.MAX_PRIORITY
 #: The longest project id and idempotency key (their columns).
 MAX_PROJECT_ID_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
-#: The most orders one ``list`` returns.
+#: The most orders one ``list`` or ``resume_many`` handles.
 MAX_LIMIT = 1000
+#: How often ``resume`` tries again when its transaction lost to another
+#: one (a deadlock, a Galera certification failure).
+RESUME_TRIES = 3
 # An error's quote of a client's value, cut short.
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = 300
@@ -138,6 +142,12 @@ class URLNotAllowed(InvalidRequest):
 class OrderNotCancellable(OrderAPIError):
     """The order is ACTIVE or ERROR: it has ended, it cannot be
     cancelled."""
+
+
+class OrderNotResumable(OrderAPIError):
+    """The order is not ERROR (PENDING, CANCELLING, ACTIVE or CANCELLED):
+    only an order that failed can be resumed. The message names its
+    status."""
 
 
 class Timeout(OrderAPIError):
@@ -200,6 +210,17 @@ class Order:
     #: Its steps in the order its type declares them; empty in what
     #: ``list`` returns.
     steps: tuple[StepState, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkResume:
+    """What ``resume_many`` did."""
+
+    #: The orders resumed, as they were right after (PENDING, or further
+    #: on if their workers were quick), in the order they had failed.
+    resumed: tuple[Order, ...]
+    #: ``{order_id: why}`` of the orders it could not resume.
+    failed: dict[str, str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -521,6 +542,104 @@ class OrderAPI:
                                       % (order.id, order.status))
         return self.get(order_id, project_id=project_id)
 
+    def resume(self, order_id, *, project_id=None, context=None):
+        """Put an ERROR order back to PENDING and return it.
+
+        Its DONE steps stay DONE. The step that failed, the steps its
+        failure cancelled and those that never ran run again, from
+        scratch (attempts, failures, polls and crashes start again at 0)
+        and with the same idempotency keys; those whose predecessors are
+        all DONE are cast at once. An ``order.resumed`` event is sent to
+        its callback URLs. An order resumed at the same moment by another
+        caller is returned as it is: exactly one of them resumed it. A
+        resumed order that fails again can be resumed again.
+
+        :param context: the ``oslo_context.context.RequestContext`` of the
+            request that resumes it: who it was (its user and request
+            id) is logged, with the order's own request ids.
+        :raises OrderNotFound: no such order (in ``project_id``).
+        :raises OrderNotResumable: the order is not ERROR.
+        """
+        order = self.get(order_id, project_id=project_id)
+        if order.status != ERROR:
+            raise OrderNotResumable(
+                'order %s is %s: only an ERROR order can be resumed'
+                % (order.id, order.status))
+        tries = 1
+        while True:
+            try:
+                return self._resume(order, context)
+            except db_exception.DBDeadlock:
+                # Another transaction held the order (a concurrent resume
+                # on another Galera node, a delivery of its events).
+                if tries >= RESUME_TRIES:
+                    raise
+            tries += 1
+            order = self.get(order_id, project_id=project_id)
+            if order.status != ERROR:
+                # Only a resume moves an order out of ERROR.
+                return self._resumed_first(order)
+
+    def _resumed_first(self, order):
+        """``order``, which another request resumed first."""
+        LOG.info('Order %s was resumed by another request first', order.id,
+                 context=context_module.for_ids(
+                     context_module.of_order(order)))
+        return order
+
+    def _resume(self, order, context):
+        request = context_module.of_order(order)
+        try:
+            resumed = order_actions.resume_order(
+                self._database, self._worker_api, _workflow(order.type),
+                order.id, self.now(), request=request)
+        except order_actions.NothingToResume as exc:
+            raise OrderNotResumable(str(exc)) from None
+        if resumed is None:
+            return self._resumed_first(self.get(order.id))
+        LOG.info('Order %s resumed by %s (it was ERROR: %s); step(s) %s '
+                 'start again%s', order.id, _who(context), order.error_reason,
+                 ', '.join(step.step for step in resumed.started),
+                 ', then %s' % ', '.join(resumed.waiting)
+                 if resumed.waiting else '',
+                 context=context_module.for_ids(request))
+        return self.get(order.id)
+
+    def resume_many(self, *, order_type=None, since=None, project_id=None,
+                    limit=100, context=None):
+        """Resume up to ``limit`` ERROR orders, those that failed first
+        first; each in a transaction of its own, so that one that cannot
+        be resumed does not stop the others.
+
+        :param order_type: only the orders of this type.
+        :param since: only the orders that went to ERROR at or after this
+            time (a ``datetime``, naive UTC or aware), read from their
+            ``updated_at``.
+        :param project_id: only this project's orders.
+        :returns: a ``BulkResume``.
+        :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, or
+            ``since`` is not a time.
+        """
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidRequest('limit must be an integer from 1 to %d, '
+                                 'not %r' % (MAX_LIMIT, limit))
+        since = _naive_utc(since)
+        with self._database.reader() as session:
+            ids = self._database.repositories.orders.ids_by_update(
+                session, ERROR, limit, since=since, project_id=project_id,
+                order_type=order_type)
+        resumed, failed = [], {}
+        for order_id in ids:
+            try:
+                resumed.append(self.resume(order_id, project_id=project_id,
+                                           context=context))
+            except Exception as exc:
+                LOG.warning('Order %s could not be resumed: %s', order_id,
+                            exc, exc_info=not isinstance(exc,
+                                                         OrderAPIError))
+                failed[order_id] = str(exc)
+        return BulkResume(resumed=tuple(resumed), failed=failed)
+
     def wait(self, order_id, *, timeout, project_id=None):
         """Return the ``Order`` once it is ACTIVE, ERROR or CANCELLED.
 
@@ -555,6 +674,27 @@ def _workflow(order_type):
         return order_types.get(order_type)
     except order_types.UnknownOrderType as exc:
         raise UnknownOrderType(str(exc)) from None
+
+
+def _who(context):
+    """Who a request is, for a log line: its user and request id."""
+    if context is None:
+        return 'a caller without a request context'
+    user = context.user_name or context.user_id
+    return '%s(request %s)' % ('user %s ' % user if user else '',
+                               context.request_id)
+
+
+def _naive_utc(moment):
+    """``moment`` as a naive UTC time, None as None."""
+    if moment is None:
+        return None
+    if not isinstance(moment, datetime.datetime):
+        raise InvalidRequest('since must be a datetime, not %r' % (moment,))
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(
+            tzinfo=None)
+    return moment
 
 
 def _check_meta(workflow, meta):

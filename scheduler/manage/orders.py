@@ -1,7 +1,11 @@
-"""``barbican-retry-manage order …``: create, inspect and cancel orders."""
+"""``barbican-retry-manage order …``: create, inspect, cancel and resume
+orders."""
 
 import argparse
+import datetime
+import getpass
 import json
+import socket
 
 from cliff import columns as cliff_columns
 from cliff import command
@@ -312,3 +316,108 @@ class CancelOrder(_OneOrder, command.Command):
             order.id, 'cancelling: compensation %s started'
             % api.order_type_info(order.type).compensation
             if cancelled.status == api.CANCELLING else 'cancelled'))
+
+
+def error_status(text):
+    """An argparse type: the status of ``order resume --status``, which
+    only ERROR orders have."""
+    if text != api.ERROR:
+        raise argparse.ArgumentTypeError(
+            'only ERROR orders can be resumed, not %s orders' % text)
+    return text
+
+
+def iso_time(text):
+    """An argparse type: an ISO 8601 time, as naive UTC (a time without
+    a zone is UTC)."""
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'must be an ISO 8601 time such as 2026-11-26T08:00:00Z, not %r'
+            % text) from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(
+            tzinfo=None)
+    return moment
+
+
+def resume_limit(text):
+    """An argparse type: how many orders one ``order resume`` resumes."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= api.MAX_LIMIT:
+        raise argparse.ArgumentTypeError(
+            'must be an integer from 1 to %d, not %r' % (api.MAX_LIMIT,
+                                                         text))
+    return value
+
+
+class ResumeOrders(lister.Lister):
+    """Resume an ERROR order, or every ERROR order that matches.
+
+    The order goes back to PENDING: its DONE steps stay DONE, the others
+    run again from their first attempt with the same idempotency keys.
+    Prints what it resumed; exits non-zero if an order could not be
+    resumed (one that is not ERROR, with its status).
+    """
+
+    _failed = False
+
+    def run(self, parsed_args):
+        """Print what was resumed; exit 1 if an order was not."""
+        status = super().run(parsed_args)
+        return 1 if self._failed else status
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        which = parser.add_mutually_exclusive_group(required=True)
+        which.add_argument('order_id', nargs='?',
+                           help='Order id, or a unique prefix of one.')
+        which.add_argument('--status', type=error_status,
+                           help='Resume the orders in this status, those '
+                                'that failed first first: ERROR only.')
+        parser.add_argument('--type', dest='order_type',
+                            help='With --status: only the orders of this '
+                                 'type.')
+        parser.add_argument('--since', type=iso_time, metavar='TIME',
+                            help='With --status: only the orders that went '
+                                 'to ERROR at or after TIME (ISO 8601, UTC '
+                                 'unless it says otherwise).')
+        parser.add_argument('--limit', type=resume_limit, default=None,
+                            help='With --status: at most this many orders '
+                                 '(1 to %d, default 100).' % api.MAX_LIMIT)
+        parser.add_argument('--project',
+                            help='Only the orders of this project.')
+        return parser
+
+    def take_action(self, parsed_args):
+        if parsed_args.order_id is not None and any(
+                value is not None for value in (
+                    parsed_args.order_type, parsed_args.since,
+                    parsed_args.limit)):
+            raise ValueError('--type, --since and --limit select orders '
+                             'by status: they go with --status, not with '
+                             'an order id')
+        orders = order_api(self.app, casts=True)
+        context = context_module.RequestContext(
+            user_name='%s@%s (barbican-retry-manage)' % (
+                getpass.getuser(), socket.gethostname()))
+        columns = ('id', 'type', 'project_id', 'status')
+        if parsed_args.order_id is not None:
+            order = orders.find(parsed_args.order_id,
+                                project_id=parsed_args.project)
+            resumed = orders.resume(order.id, context=context)
+            return columns, [display.row(resumed, columns)]
+        done = orders.resume_many(
+            order_type=parsed_args.order_type, since=parsed_args.since,
+            project_id=parsed_args.project,
+            limit=parsed_args.limit or 100, context=context)
+        for order_id, why in sorted(done.failed.items()):
+            self.app.stderr.write('order %s not resumed: %s\n'
+                                  % (order_id, why))
+        self._failed = bool(done.failed)
+        return columns, [display.row(order, columns)
+                         for order in done.resumed]

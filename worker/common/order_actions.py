@@ -1,4 +1,4 @@
-"""Create and cancel orders, as an API server would.
+"""Create, cancel and resume orders, as an API server would.
 
 Shared by the operator commands, the demo and the benchmarks: the orders
 are committed first, then their first steps are cast. A cast that fails
@@ -153,6 +153,93 @@ def cancel_order(database, worker_api, workflow, order_id, reason, now,
     cast_steps(worker_api, ([step] if step else []) + woken,
                context=context_module.for_ids(request))
     return Cancelled(revoked=tuple(revoked), compensation=step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Restart:
+    """Which steps of an ERROR order run again when it is resumed."""
+
+    #: Runnable at once: every step they come after is DONE.
+    start: tuple[str, ...]
+    #: WAITING until the steps they come after are DONE.
+    wait: tuple[str, ...]
+
+
+def restart_plan(workflow, statuses):
+    """The ``Restart`` of an order whose workflow steps are ``statuses``
+    (``{name: status}``).
+
+    Every step not DONE runs again: the one that failed, those its
+    failure cancelled (parallel ones among them) and those that never
+    ran. Deliveries (``notify:*``) are not workflow steps: they go on as
+    they are. A declared step the order has no row for is left out.
+    """
+    done = {name for name, status in statuses.items()
+            if status == models.STEP_DONE}
+    again = [name for name in workflow.names
+             if name in statuses and name not in done]
+    ready = set(workflow.ready(done, done))
+    return Restart(start=tuple(name for name in again if name in ready),
+                   wait=tuple(name for name in again if name not in ready))
+
+
+class NothingToResume(Exception):
+    """An ERROR order whose workflow steps are all DONE: resuming it would
+    leave it PENDING with nothing to run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Resumed:
+    """What resuming one order did."""
+
+    #: The steps cast to run again.
+    started: tuple[rpcapi.Step, ...]
+    #: The steps WAITING for those.
+    waiting: tuple[str, ...]
+
+
+def resume_order(database, worker_api, workflow, order_id, now,
+                 request=None):
+    """Put an ERROR order back to PENDING and run its unfinished steps
+    again.
+
+    In one transaction, conditional on the order being ERROR: the order
+    is PENDING with no error reason; its DONE steps stay DONE; the others
+    restart from scratch under a new generation (``steps.restart``),
+    those whose predecessors are all DONE PENDING and cast after the
+    commit, the rest WAITING; the retry rows of its workflow are deleted
+    (those of the old generation would have no effect anyway); and an
+    ``order.resumed`` event wakes its deliveries, if it has any. Each
+    step keeps its idempotency key, which depends on the order and the
+    step only.
+
+    :param request: the order's ``worker.context.RequestIds``, which the
+        casts carry.
+    :returns: a ``Resumed``, or None if the order is not ERROR.
+    :raises NothingToResume: every workflow step is DONE (nothing was
+        written).
+    """
+    repositories = database.repositories
+    with database.session() as session, session.begin():
+        if not repositories.orders.resume(session, order_id, now):
+            return None
+        steps = repositories.steps.for_order(session, order_id)
+        plan = restart_plan(workflow, {name: step.status
+                                       for name, step in steps.items()})
+        if not plan.start:
+            # Raised inside the transaction: the move above rolls back.
+            raise NothingToResume('every step of order %s is DONE'
+                                  % order_id)
+        generations = repositories.steps.restart(
+            session, order_id, plan.start, plan.wait, now)
+        repositories.retry_tasks.delete_for_order(session, order_id)
+        woken = events.record(session, repositories, order_id,
+                              events.resumed(), now, request=request)
+    started = tuple(rpcapi.Step(name, order_id, generations[name], request)
+                    for name in plan.start)
+    cast_steps(worker_api, list(started) + woken,
+               context=context_module.for_ids(request))
+    return Resumed(started=started, waiting=plan.wait)
 
 
 def retry_rows_by_step(tasks):

@@ -137,6 +137,16 @@ class Orders(typing.Protocol):
              reason: str) -> bool:
         """Move a PENDING order to ERROR with ``reason``."""
 
+    def resume(self, session: Any, order_id: str, now: Moment) -> bool:
+        """Move an ERROR order back to PENDING, its reason cleared."""
+
+    def ids_by_update(self, session: Any, status: str, limit: int, *,
+                      since: Moment | None = None,
+                      project_id: str | None = None,
+                      order_type: str | None = None) -> list[str]:
+        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``,
+        changed at or after ``since``."""
+
     def cancel(self, session: Any, order_id: str, now: Moment, reason: str,
                compensating: bool) -> bool:
         """Move a PENDING order to CANCELLING or CANCELLED."""
@@ -208,6 +218,13 @@ class Steps(typing.Protocol):
     def revoke_open(self, session: Any, order_id: str, now: Moment,
                     reason: str) -> list[str]:
         """Cancel the open steps of the workflow; their names."""
+
+    def restart(self, session: Any, order_id: str,
+                start: abc.Collection[str], wait: abc.Collection[str],
+                now: Moment) -> dict[str, int]:
+        """Steps of a resumed order run again from scratch, ``start``
+        PENDING and dispatched, ``wait`` WAITING; their new generations.
+        """
 
     def record_delivery(self, session: Any, order_id: str, step: str,
                         token: int, now: Moment, status: str,

@@ -333,6 +333,44 @@ def fail(session: orm.Session, order_id: str, now: Moment,
                  status=models.ERROR, error_reason=reason)
 
 
+def resume(session: orm.Session, order_id: str, now: Moment) -> bool:
+    """Move an ERROR order back to PENDING, its error reason cleared.
+
+    Returns False if the order is not ERROR (or does not exist): of two
+    concurrent resumes, the second waits for the first's row lock and
+    finds it PENDING. The caller restarts its steps in the same
+    transaction (``steps.restart``).
+    """
+    return _move(session, order_id, now, models.ERROR,
+                 status=models.PENDING, error_reason=None)
+
+
+def ids_by_update(session: orm.Session, status: str, limit: int, *,
+                  since: Moment | None = None,
+                  project_id: str | None = None,
+                  order_type: str | None = None) -> list[str]:
+    """Return up to ``limit`` ids of orders in ``status``, in the order
+    they were last changed (``updated_at``, then id).
+
+    :param since: only those changed at or after this moment: for an
+        ERROR order, its move to ERROR (or the delivery of its events
+        that followed, which holds its row).
+
+    Reads ``ix_orders_status_updated_at``: one range of it, however many
+    orders have other statuses.
+    """
+    order = models.Order
+    query = (sa.select(order.id).where(order.status == status)
+             .order_by(order.updated_at, order.id).limit(limit))
+    if since is not None:
+        query = query.where(order.updated_at >= since)
+    if project_id is not None:
+        query = query.where(order.project_id == project_id)
+    if order_type:
+        query = query.where(order.type == order_type)
+    return list(session.scalars(query))
+
+
 def cancel(session: orm.Session, order_id: str, now: Moment, reason: str,
            compensating: bool) -> bool:
     """Move a PENDING order to CANCELLING (``compensating``) or CANCELLED.

@@ -405,6 +405,49 @@ def revoke_open(session: orm.Session, order_id: str, now: Moment,
     return open_steps
 
 
+def restart(session: orm.Session, order_id: str,
+            start: abc.Collection[str], wait: abc.Collection[str],
+            now: Moment) -> dict[str, int]:
+    """Make steps of a resumed order run again from scratch.
+
+    ``start`` become PENDING and count as dispatched at ``now`` (the
+    caller casts them after the commit), ``wait`` become WAITING. Both
+    lose what their runs left (attempts, failures, polls, crashes, error,
+    times, output) and move their generation forward, so that any
+    message, retry row or run of the old generation has no effect. A DONE
+    step is never touched.
+
+    :returns: ``{name: generation}`` of the steps restarted, the new
+        generation each is cast with.
+    """
+    names = sorted(set(start) | set(wait))
+    if not names:
+        return {}
+    for status, group in ((models.STEP_PENDING, start),
+                          (models.STEP_WAITING, wait)):
+        if group:
+            statements.execute(session, (
+                sa.update(_TABLE)
+                .where(_TABLE.c.order_id == order_id,
+                       _TABLE.c.name.in_(sorted(group)),
+                       _TABLE.c.status != models.STEP_DONE)
+                .values(generation=_TABLE.c.generation + 1, status=status,
+                        dispatched_at=(now if status == models.STEP_PENDING
+                                       else None),
+                        updated_at=now, **_RESTARTED)))
+    return {name: generation for name, generation in statements.execute(
+        session, sa.select(_TABLE.c.name, _TABLE.c.generation).where(
+            _TABLE.c.order_id == order_id, _TABLE.c.name.in_(names),
+            _TABLE.c.status != models.STEP_DONE))}
+
+
+# What a restarted step keeps of its runs: nothing.
+_RESTARTED: dict[str, Any] = dict(
+    attempt=0, failures=0, polls=0, crashes=0, last_error=None,
+    started_at=None, finished_at=None, output=None, owner=None,
+    claimed_at=None, lease_expires_at=None)
+
+
 def record_delivery(session: orm.Session, order_id: str, step: str,
                     token: int, now: Moment, status: str, delivered: int,
                     failures: int, last_error: str | None = None,

@@ -2,10 +2,11 @@
 
 Every change of an order's status is an event named after the new
 status; a terminal status is followed by ``order.end``, the last event of
-the order. Order types that ask for it (``step_events``) add an event for
-each step that ends. ``record`` appends events to an order that has
-deliveries and wakes those that had sent everything, so that they send
-the new ones.
+the order until an operator resumes an ERROR order (``order.resumed``:
+its events go on after its ``order.end``). Order types that ask for it
+(``step_events``) add an event for each step that ends. ``record``
+appends events to an order that has deliveries and wakes those that had
+sent everything, so that they send the new ones.
 """
 
 import dataclasses
@@ -20,6 +21,8 @@ CANCELLING = 'order.cancelling'
 ACTIVE = 'order.active'
 ERROR = 'order.error'
 CANCELLED = 'order.cancelled'
+#: An ERROR order was resumed: it is PENDING again.
+RESUMED = 'order.resumed'
 #: The last event of an order, after its terminal status.
 END = 'order.end'
 STEP_DONE = 'step.done'
@@ -48,6 +51,11 @@ def status_changed(status, reason=None):
     if status in models.TERMINAL_STATUSES:
         found.append(Event(END, status))
     return found
+
+
+def resumed():
+    """The events of an ERROR order's move back to PENDING."""
+    return [Event(RESUMED, models.PENDING)]
 
 
 def step_ended(step, status, order_status, error=None):

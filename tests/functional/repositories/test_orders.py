@@ -238,3 +238,52 @@ def test_orders_are_found_by_a_prefix_of_their_id(db):
     assert read(db, repos.orders.ids_starting_with, '%') == []
     assert read(db, repos.orders.ids_starting_with, '_') == []
     assert len(read(db, repos.orders.ids_starting_with, '', limit=5)) == 1
+
+
+@contract
+def test_resume_moves_an_error_order_back_to_pending_once(db):
+    orders = db.repositories.orders
+    failed, active = new_order(db), new_order(db)
+    assert write(db, orders.fail, failed, plus(1), 'broken')
+    assert write(db, orders.complete, active, plus(1), {})
+
+    assert write(db, orders.resume, failed, plus(2))
+    order = read(db, orders.get, failed)
+    assert (order.status, order.error_reason, order.updated_at) == (
+        models.PENDING, None, plus(2))
+    # Only from ERROR: a second resume, or one of another status, moves
+    # nothing.
+    assert not write(db, orders.resume, failed, plus(3))
+    assert not write(db, orders.resume, active, plus(3))
+    assert not write(db, orders.resume, 'missing', plus(3))
+    assert read(db, orders.get, failed).updated_at == plus(2)
+    # Failed again, resumed again.
+    assert write(db, orders.fail, failed, plus(4), 'again')
+    assert write(db, orders.resume, failed, plus(5))
+
+
+@contract
+def test_ids_by_update_lists_an_error_range_first_failed_first(db):
+    orders = db.repositories.orders
+    created = [new_order(db) for _ in range(4)]
+    fanout = new_order(db, type_name='fanout')
+    for seconds, order_id in zip((4, 1, 3, 2), created):
+        assert write(db, orders.fail, order_id, plus(seconds), 'x')
+    assert write(db, orders.fail, fanout, plus(5), 'x')
+    first, second, third, fourth = (created[1], created[3], created[2],
+                                    created[0])
+
+    assert read(db, orders.ids_by_update, models.ERROR, 10) == [
+        first, second, third, fourth, fanout]
+    assert read(db, orders.ids_by_update, models.ERROR, 2) == [first,
+                                                               second]
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                since=plus(3)) == [third, fourth, fanout]
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                order_type='fanout') == [fanout]
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                project_id='another') == []
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                project_id=models.DEFAULT_PROJECT, order_type='certificate',
+                since=plus(2)) == [second, third, fourth]
+    assert read(db, orders.ids_by_update, models.ACTIVE, 10) == []

@@ -399,3 +399,52 @@ def test_take_back_counts_a_crash(db):
     [row] = read(db, steps_repo.owned_by, ['w2@h'], 10)
     assert row.crashes == 1
     assert step_of(db, new_order(db), REQUEST).crashes == 0
+
+
+def _columns(step):
+    """Every column of a step row, to compare rows by value."""
+    return tuple(getattr(step, column.key)
+                 for column in models.OrderStep.__table__.columns)
+
+
+@contract
+def test_restart_runs_steps_again_from_scratch_under_a_new_generation(db):
+    steps_repo = db.repositories.steps
+    order_id = _fanout_running_and_done(db)
+    assert write(db, steps_repo.finish, order_id, ROOTS[0], 1, plus(1),
+                 models.STEP_FAILED, last_error='refused')
+    write(db, steps_repo.revoke_open, order_id, plus(2), 'order failed')
+    before = read(db, steps_repo.for_order, order_id)
+
+    restarted = write(db, steps_repo.restart, order_id,
+                      [ROOTS[0], ROOTS[2], ROOTS[1]], [JOIN, 'poll'],
+                      plus(3))
+
+    # The DONE step is left alone, even when named.
+    assert restarted == {ROOTS[0]: 2, ROOTS[2]: 2, JOIN: 2, 'poll': 2}
+    found = read(db, steps_repo.for_order, order_id)
+    assert _columns(found[ROOTS[1]]) == _columns(before[ROOTS[1]])
+    for name in (ROOTS[0], ROOTS[2]):
+        step = found[name]
+        assert (step.status, step.generation, step.attempt, step.failures,
+                step.polls, step.crashes, step.owner, step.claimed_at,
+                step.lease_expires_at, step.dispatched_at, step.started_at,
+                step.finished_at, step.last_error, step.output,
+                step.updated_at) == (
+            models.STEP_PENDING, restarted[name], 0, 0, 0, 0, None, None,
+            None, plus(3), None, None, None, None, plus(3)), name
+    for name in (JOIN, 'poll'):
+        assert (found[name].status, found[name].generation,
+                found[name].dispatched_at, found[name].finished_at,
+                found[name].last_error) == (
+            models.STEP_WAITING, 2, None, None, None), name
+    # Steps not named are not touched.
+    assert _columns(found['store']) == _columns(before['store'])
+    # A message of the old generation claims nothing; one of the new does.
+    assert not write(db, steps_repo.claim, order_id, ROOTS[0], 1, plus(4),
+                     'w2@h', plus(60))
+    assert write(db, steps_repo.claim, order_id, ROOTS[0], 2, plus(4),
+                 'w2@h', plus(60))
+    claimed = step_of(db, order_id, ROOTS[0])
+    assert (claimed.attempt, claimed.started_at) == (1, plus(4))
+    assert write(db, steps_repo.restart, order_id, [], [], plus(5)) == {}

@@ -8,10 +8,7 @@ from oslo_context import context as context_module
 from oslo_db import exception as db_exception
 import pytest
 
-from tests import config
-from tests import fakes
 from worker import api
-from worker.db import memory
 from worker.db.memory import orders as memory_orders
 from worker.db import models
 from worker import rpcapi
@@ -40,23 +37,6 @@ def clock(monkeypatch):
     monkeypatch.setattr(api.time, 'sleep', clock.sleep)
     monkeypatch.setattr(api.time, 'monotonic', lambda: clock.monotonic)
     return clock
-
-
-@pytest.fixture
-def database():
-    return memory.InMemoryDatabase()
-
-
-@pytest.fixture
-def client():
-    return fakes.RecordingRPCClient()
-
-
-@pytest.fixture
-def conf():
-    return config.make_conf(**{
-        'notifications.allowed_hosts': ['hooks.example.org'],
-        'notifications.secret': 's'})
 
 
 @pytest.fixture

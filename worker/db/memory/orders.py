@@ -221,6 +221,29 @@ class InMemoryOrders(base.Repository):
                           status=models.ERROR, error_reason=reason)
 
     @base.writes
+    def resume(self, session: Session, order_id: str, now: Moment) -> bool:
+        """Move an ERROR order back to PENDING, its error reason cleared.
+        """
+        return self._move(order_id, now, models.ERROR,
+                          status=models.PENDING, error_reason=None)
+
+    @base.reads
+    def ids_by_update(self, session: Session, status: str, limit: int, *,
+                      since: Moment | None = None,
+                      project_id: str | None = None,
+                      order_type: str | None = None) -> list[str]:
+        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``.
+        """
+        found = sorted(
+            (order for order in self._store.orders.values()
+             if order.status == status and
+             (since is None or order.updated_at >= since) and
+             project_id in (None, order.project_id) and
+             (not order_type or order.type == order_type)),
+            key=lambda order: (order.updated_at, order.id))
+        return [order.id for order in found[:limit]]
+
+    @base.writes
     def cancel(self, session: Session, order_id: str, now: Moment,
                reason: str, compensating: bool) -> bool:
         """Move a PENDING order to CANCELLING or CANCELLED."""

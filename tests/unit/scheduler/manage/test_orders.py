@@ -1,6 +1,7 @@
-"""``order create --priority`` and ``order type list``."""
+"""``order create --priority``, ``order type list`` and ``order resume``."""
 
 import argparse
+import datetime
 import io
 import json
 
@@ -73,3 +74,53 @@ def test_order_type_list_has_a_meta_schema_column_in_a_table():
     table = _type_list(table_format.TableFormatter())
     assert 'meta_schema' in table.splitlines()[1]
     assert 'unavailable_attempts, polls ' in table
+
+
+def _resume(*argv):
+    parser = orders.ResumeOrders(None, None).get_parser(
+        'barbican-retry-manage order resume')
+    return parser.parse_args(list(argv))
+
+
+def test_order_resume_takes_an_id_or_the_error_status():
+    assert _resume('abc').order_id == 'abc'
+    parsed = _resume('--status', 'ERROR', '--type', 'fanout', '--since',
+                     '2026-11-26T10:00:00+02:00', '--limit', '1000')
+    assert (parsed.order_id, parsed.status, parsed.order_type,
+            parsed.since, parsed.limit) == (
+        None, 'ERROR', 'fanout', datetime.datetime(2026, 11, 26, 8, 0),
+        1000)
+    assert _resume('--status', 'ERROR', '--since',
+                   '2026-11-26T08:00:00Z').since == datetime.datetime(
+        2026, 11, 26, 8, 0)
+    assert _resume('--status', 'ERROR', '--since',
+                   '2026-11-26 08:00').since == datetime.datetime(
+        2026, 11, 26, 8, 0)
+
+
+@pytest.mark.parametrize('argv, message', [
+    ((), 'one of the arguments order_id --status is required'),
+    (('abc', '--status', 'ERROR'), 'not allowed with argument'),
+    (('--status', 'ACTIVE'), 'argument --status: only ERROR orders can be '
+                             'resumed, not ACTIVE orders'),
+    (('--status', 'ERROR', '--since', 'yesterday'),
+     "argument --since: must be an ISO 8601 time such as "
+     "2026-11-26T08:00:00Z, not 'yesterday'"),
+    (('--status', 'ERROR', '--limit', '1001'),
+     "argument --limit: must be an integer from 1 to 1000, not '1001'"),
+    (('--status', 'ERROR', '--limit', '0'), 'from 1 to 1000'),
+])
+def test_order_resume_refuses_what_cannot_be_right(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        _resume(*argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('option', [('--type', 'fanout'),
+                                    ('--since', '2026-11-26'),
+                                    ('--limit', '5')])
+def test_order_resume_of_one_order_takes_no_selection(option):
+    command = orders.ResumeOrders(None, None)
+    with pytest.raises(ValueError, match='go with --status'):
+        command.take_action(_resume('abc', *option))

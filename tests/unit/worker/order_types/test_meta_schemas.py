@@ -91,6 +91,7 @@ def test_the_recording_fanout_extends_the_fanouts_schema():
     fanout = order_types.get('fanout').meta_schema
     recording = RECORDING_FANOUT.meta_schema
     assert set(recording['properties']) == set(fanout['properties']) | {
-        'hold_seconds', 'hold_step', 'extend_lease_seconds', 'kill_worker'}
+        'hold_seconds', 'hold_step', 'extend_lease_seconds', 'kill_worker',
+        'fail_step', 'fail_runs'}
     assert recording['additionalProperties'] is False
     assert 'hold_seconds' not in fanout['properties']
