@@ -83,6 +83,10 @@ def _held_back(workflow, steps):
 def _terminal(order):
     if order.status == models.ACTIVE:
         return 'ACTIVE: every step is done'
+    if order.status == models.ERROR:
+        return ('ERROR: %s (once the cause is fixed, `order resume %s` runs '
+                'its steps that did not finish again)'
+                % (order.error_reason, order.id))
     return '%s: %s' % (order.status, order.error_reason)
 
 
