@@ -81,9 +81,6 @@ MAX_PROJECT_ID_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 #: The most orders one ``list`` or ``resume_many`` handles.
 MAX_LIMIT = 1000
-#: How often ``resume`` tries again when its transaction lost to another
-#: one (a deadlock, a Galera certification failure).
-RESUME_TRIES = 3
 # An error's quote of a client's value, cut short.
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = 300
@@ -565,29 +562,6 @@ class OrderAPI:
             raise OrderNotResumable(
                 'order %s is %s: only an ERROR order can be resumed'
                 % (order.id, order.status))
-        tries = 1
-        while True:
-            try:
-                return self._resume(order, context)
-            except db_exception.DBDeadlock:
-                # Another transaction held the order (a concurrent resume
-                # on another Galera node, a delivery of its events).
-                if tries >= RESUME_TRIES:
-                    raise
-            tries += 1
-            order = self.get(order_id, project_id=project_id)
-            if order.status != ERROR:
-                # Only a resume moves an order out of ERROR.
-                return self._resumed_first(order)
-
-    def _resumed_first(self, order):
-        """``order``, which another request resumed first."""
-        LOG.info('Order %s was resumed by another request first', order.id,
-                 context=context_module.for_ids(
-                     context_module.of_order(order)))
-        return order
-
-    def _resume(self, order, context):
         request = context_module.of_order(order)
         try:
             resumed = order_actions.resume_order(
@@ -596,7 +570,9 @@ class OrderAPI:
         except order_actions.NothingToResume as exc:
             raise OrderNotResumable(str(exc)) from None
         if resumed is None:
-            return self._resumed_first(self.get(order.id))
+            LOG.info('Order %s was resumed by another request first',
+                     order.id, context=context_module.for_ids(request))
+            return self.get(order.id)
         LOG.info('Order %s resumed by %s (it was ERROR: %s); step(s) %s '
                  'start again%s', order.id, _who(context), order.error_reason,
                  ', '.join(step.step for step in resumed.started),

@@ -14,6 +14,7 @@ from oslo_log import log as logging
 from worker import context as context_module
 from worker.db import models
 from worker.db import orders
+from worker.db import session as db_session
 from worker.notifications import events
 from worker.notifications import subscriptions
 from worker import rpcapi
@@ -215,10 +216,29 @@ def resume_order(database, worker_api, workflow, order_id, now,
 
     :param request: the order's ``worker.context.RequestIds``, which the
         casts carry.
-    :returns: a ``Resumed``, or None if the order is not ERROR.
+    :returns: a ``Resumed``, or None if the order is not ERROR (another
+        request resumed it first).
     :raises NothingToResume: every workflow step is DONE (nothing was
         written).
     """
+    written = _resume_in_a_transaction(database, workflow, order_id, now,
+                                       request)
+    if written is None:
+        return None
+    plan, generations, woken = written
+    started = tuple(rpcapi.Step(name, order_id, generations[name], request)
+                    for name in plan.start)
+    cast_steps(worker_api, list(started) + woken,
+               context=context_module.for_ids(request))
+    return Resumed(started=started, waiting=plan.wait)
+
+
+@db_session.retry_lost_race
+def _resume_in_a_transaction(database, workflow, order_id, now, request):
+    """``resume_order``'s writes: ``(plan, generations, woken)``, or None
+    if the order is not ERROR. Run again whole when it lost a race (a
+    deadlock; on Galera, another node's resume or delivery certified
+    first): the second time, it finds the order PENDING."""
     repositories = database.repositories
     with database.session() as session, session.begin():
         if not repositories.orders.resume(session, order_id, now):
@@ -235,11 +255,7 @@ def resume_order(database, worker_api, workflow, order_id, now,
         repositories.retry_tasks.delete_for_order(session, order_id)
         woken = events.record(session, repositories, order_id,
                               events.resumed(), now, request=request)
-    started = tuple(rpcapi.Step(name, order_id, generations[name], request)
-                    for name in plan.start)
-    cast_steps(worker_api, list(started) + woken,
-               context=context_module.for_ids(request))
-    return Resumed(started=started, waiting=plan.wait)
+    return plan, generations, woken
 
 
 def retry_rows_by_step(tasks):
