@@ -21,6 +21,7 @@ One word per thing, in code, logs and docs:
 
 import datetime
 import hashlib
+import typing
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -91,7 +92,7 @@ def check_priority(priority):
     return priority
 
 
-def check_purgeable(statuses):
+def check_purgeable(statuses: typing.Iterable[str]) -> tuple[str, ...]:
     """Return ``statuses`` as a tuple, each once.
 
     :raises ValueError: one of them is not a finished status (PENDING and

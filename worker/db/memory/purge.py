@@ -2,6 +2,7 @@
 
 import collections.abc as abc
 import datetime
+import typing
 
 from worker.db.memory import base
 from worker.db import models
@@ -34,18 +35,11 @@ class InMemoryPurge(base.Repository):
         """Count the rows of ``order_ids`` per table; ``delete`` them."""
         ids = set(order_ids)
         store = self._store
-        tables = (store.orders, store.steps, store.tasks, store.events,
-                  store.runs)
-        counts = []
-        for table in tables:
-            keys = [key for key, row in table.items()
-                    if (row.id if table is store.orders
-                        else row.order_id) in ids]
-            counts.append(len(keys))
-            if delete:
-                for key in keys:
-                    del table[key]
-        return rows.PurgeCounts(*counts)
+        orders = _of(store.orders, lambda order: order.id in ids, delete)
+        return rows.PurgeCounts(orders, *(
+            _of(table, lambda row: row.order_id in ids, delete)
+            for table in (store.steps, store.tasks, store.events,
+                          store.runs)))
 
     @base.reads
     def select_batch(self, session: Session, statuses: abc.Collection[str],
@@ -70,3 +64,13 @@ class InMemoryPurge(base.Repository):
         """What a purge would delete now, per table."""
         return self._counts(self._finished_before(
             models.check_purgeable(statuses), before), False)
+
+
+def _of(table: dict[typing.Any, typing.Any],
+        belongs: abc.Callable[[typing.Any], bool], delete: bool) -> int:
+    """How many rows of ``table`` belong; ``delete`` them."""
+    keys = [key for key, row in table.items() if belongs(row)]
+    if delete:
+        for key in keys:
+            del table[key]
+    return len(keys)
