@@ -41,6 +41,12 @@ class Current(show.ShowOne):
                 (current, ','.join(heads), current in heads))
 
 
+#: A hundred years: more cannot be subtracted from a date.
+MAX_DAYS = 36500
+#: Orders per transaction at most: a transaction of about 100,000 rows.
+MAX_BATCH_SIZE = 10000
+
+
 def _statuses(text):
     """An argparse type: finished statuses, separated by commas."""
     try:
@@ -50,16 +56,18 @@ def _statuses(text):
         raise argparse.ArgumentTypeError(str(exc))
 
 
-def _at_least(least, kind):
-    """An argparse type: a number of ``kind`` no less than ``least``."""
+def _number(kind, least, most):
+    """An argparse type: a number of ``kind`` from ``least`` to ``most``.
+    """
     def convert(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError('not a number: %r' % text)
-        if not value >= least:
-            raise argparse.ArgumentTypeError('must be at least %s, not %s'
-                                             % (least, text))
+        if not least <= value <= most:
+            raise argparse.ArgumentTypeError('must be at least %s and at '
+                                             'most %s, not %s'
+                                             % (least, most, text))
         return value
     return convert
 
@@ -78,7 +86,7 @@ class Purge(show.ShowOne):
         parser = super().get_parser(prog_name)
         parser.add_argument(
             '--older-than', metavar='DAYS', required=True,
-            type=_at_least(0, float),
+            type=_number(float, 0, MAX_DAYS),
             help='Purge the orders whose last change (updated_at) is '
                  'older than this many days (a fraction of a day too), '
                  'by the database server\'s clock.')
@@ -88,7 +96,7 @@ class Purge(show.ShowOne):
                  '(default: all three).'
                  % ', '.join(models.PURGEABLE_STATUSES))
         parser.add_argument(
-            '--batch-size', type=_at_least(1, int),
+            '--batch-size', type=_number(int, 1, MAX_BATCH_SIZE),
             default=purge.DEFAULT_BATCH_SIZE,
             help='Orders deleted per transaction (default: %d).'
                  % purge.DEFAULT_BATCH_SIZE)

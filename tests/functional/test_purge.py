@@ -120,6 +120,10 @@ def test_db_purge_deletes_old_finished_orders_and_their_rows(
     refused = _purge(cluster, '--older-than', '-1', check=False)
     assert refused.returncode == 2 and 'must be at least 0' in \
         refused.stderr
+    refused = _purge(cluster, '--older-than', '1', '--batch-size', '0',
+                     check=False)
+    assert refused.returncode == 2 and 'must be at least 1' in \
+        refused.stderr
 
 
 def _finished(database, count, days):
