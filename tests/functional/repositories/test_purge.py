@@ -38,19 +38,6 @@ def _add_run(db, order_id):
         connection.execute(sa.insert(models.OrderStepRun.__table__), run)
 
 
-def _resume(db, order_id, at):
-    """Move a finished order back to PENDING, as a resume does."""
-    if db.engine is None:
-        store = db._store
-        store.orders[order_id] = base.replace(
-            store.orders[order_id], status=models.PENDING, updated_at=at)
-        return
-    orders = models.Order.__table__
-    with db.engine.begin() as connection:
-        connection.execute(sa.update(orders).where(orders.c.id == order_id)
-                           .values(status=models.PENDING, updated_at=at))
-
-
 def _order(db, end, at):
     """An order with one row in every child table, then ``end``ed at
     ``at``: its steps (two of its type, a delivery), a retry row, two
@@ -185,7 +172,7 @@ def test_an_order_resumed_after_it_was_chosen_keeps_every_row(db):
     chosen = read(db, purge.select_batch, FINISHED, CUTOFF, 10)
     assert chosen == [resumed, other]
     # Resumed at an old moment still: its status alone keeps it.
-    _resume(db, resumed, plus(12))
+    assert write(db, db.repositories.orders.resume, resumed, plus(12))
 
     assert write(db, purge.delete, chosen, FINISHED, CUTOFF) == ONE
     assert _rows_of(db, resumed) == ONE
