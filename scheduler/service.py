@@ -9,6 +9,7 @@ from scheduler import census
 from scheduler import liveness
 from scheduler import manager
 from scheduler import metrics as scheduler_metrics
+from scheduler import retention
 from worker.common import backend
 from worker.common import clock
 from worker.common import heartbeat
@@ -44,6 +45,9 @@ class SchedulerService(service.Service):
         self._stopping = threading.Event()
         # Held while a pass runs: a reload or a stop waits for its end.
         self._passing = threading.Lock()
+        # Held while a purge runs: a stop waits for its current batch.
+        self._purging = threading.Lock()
+        self._retention = None
         self._database = None
         self._transport = None
         self._manager = None
@@ -87,6 +91,12 @@ class SchedulerService(service.Service):
             holder_name=self._heartbeat.name,
             measure_backlog=self._metrics is not None,
             clock_trusted=lambda: database_clock.trusted)
+        self._retention = retention.Retention(
+            self._conf, self._database, self._heartbeat.name, self._clock,
+            self._stopping)
+        self.tg.add_dynamic_timer_args(
+            self._periodic_purge, initial_delay=self._retention.next_check(),
+            stop_on_exception=False)
         self._start_timer('Retry scheduler started')
 
     def reload(self, conf):
@@ -155,6 +165,18 @@ class SchedulerService(service.Service):
             self._metrics.record_pass(result)
         return result.next_pass_in
 
+    def _periodic_purge(self):
+        """Purge if it is time (``scheduler.retention``); return the wait
+        before the next look."""
+        with self._purging:
+            try:
+                if not self._stopping.is_set():
+                    self._retention.run_once(self._clock())
+            except Exception:
+                LOG.exception('Purge of old orders failed; the next one '
+                              'runs as planned')
+        return self._retention.next_check()
+
     def run_pass_now(self):
         """Run one pass at once (used by the demo and tests)."""
         return self._periodic_pass()
@@ -163,8 +185,9 @@ class SchedulerService(service.Service):
         """Finish or abandon the running pass, release the lock, stop."""
         self._stopping.set()
         # Waits for a running pass: it stops after its current batch and
-        # releases the lock in its own ``finally``.
-        with self._passing:
+        # releases the lock in its own ``finally``; and for a running
+        # purge, which stops after its current batch.
+        with self._passing, self._purging:
             pass
         super().stop(graceful)
         if self._heartbeat is not None:

@@ -361,11 +361,46 @@ def _rows_create_backend(figures, label):
     ]
 
 
+def _rows_purge(result):
+    """Issue 28: rows purged/s; the worker pool beside a purge."""
+    rows = []
+    sqlite = result['rate_sqlite']
+    for figures, label in ((result['rate_postgresql'], 'PostgreSQL'),
+                           (sqlite, 'SQLite')):
+        rows.append(Row(
+            '28. rows purged/s, %s (%d finished orders, %d rows)'
+            % (label, figures['orders'], figures['rows']),
+            '%.0f rows/s (%.0f orders/s)' % (
+                figures['rate'], figures['order_rate']),
+            'kept %d of %d, left %d' % (
+                figures['kept'], figures['expected_kept'], figures['left']),
+            None, 'all old gone, others kept',
+            figures['left'] == 0 and
+            figures['kept'] == figures['expected_kept']))
+    pool = result['pool']
+    with_purge, without = pool['with'], pool['without']
+    ratio = (with_purge['rate'] / without['rate'] if without['rate']
+             else None)
+    rows.append(Row(
+        '28. orders completed/s beside a purge, 2 workers (%d orders)'
+        % with_purge['orders'], '%.1f orders/s' % with_purge['rate'],
+        'no purge: %.1f orders/s' % without['rate'], ratio, '(info)',
+        None))
+    if with_purge.get('purge_seconds'):
+        rows.append(Row(
+            '    the purge meanwhile', '%.0f rows/s (%d orders)' % (
+                with_purge['purged_rows'] / with_purge['purge_seconds'],
+                with_purge['purged_orders']),
+            '%.1fs' % with_purge['purge_seconds'], None, '(info)', None))
+    return rows
+
+
 _ROWS = {
     'dispatch': _rows_dispatch, 'drain': _rows_drain,
     'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
     'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
     'cluster': _rows_cluster, 'create': _rows_create,
+    'purge': _rows_purge,
 }
 
 

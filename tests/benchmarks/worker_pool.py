@@ -27,6 +27,7 @@ the CPUs that the broker, the database and the daemon share with it.
 """
 
 import concurrent.futures
+import contextlib
 import os
 import time
 
@@ -88,9 +89,17 @@ _EVENTS_PER_ORDER = 3
 
 
 def measure(transport_url, count, worker_processes, workdir, log,
-            order_type='certificate', notify=False):
+            order_type='certificate', notify=False, prepare=None,
+            during=None):
     """Complete ``count`` orders of ``order_type`` with ``worker_processes``;
-    figures. ``notify``: each order's events go to a local receiver."""
+    figures. ``notify``: each order's events go to a local receiver.
+
+    :param prepare: called with the new database first (rows that are
+        there before the orders: ``tests.benchmarks.purge``).
+    :param during: called with the database; the context manager it
+        returns is entered at the first cast and left once every order
+        is ACTIVE (work beside the pool's).
+    """
     topic = env.new_topic()
     name = 'pool-%s-%d%s' % (order_type, worker_processes,
                              '-notify' if notify else '')
@@ -104,6 +113,8 @@ def measure(transport_url, count, worker_processes, workdir, log,
         options['notifications'] = {'allowed_hosts': '127.0.0.1',
                                     'secret': _SECRET}
     with env.database('postgresql', workdir) as (url, database):
+        if prepare is not None:
+            prepare(database)
         config = procs.write_config(workdir, name, url, transport_url,
                                     topic, options)
         messages = create_orders(database, workflow, count,
@@ -118,12 +129,14 @@ def measure(transport_url, count, worker_processes, workdir, log,
             first_cast = timeutils.utcnow()
             started = time.monotonic()
             cpu_before = psutil.cpu_times()
-            with concurrent.futures.ThreadPoolExecutor(CAST_THREADS) as pool:
-                list(pool.map(api.run_steps, messages))
-            cast_seconds = time.monotonic() - started
-            done, last = procs.wait_for_status(
-                database, '', count,
-                timeout=60 + count * len(workflow.names) / 20.0)
+            with (during or _nothing)(database):
+                with concurrent.futures.ThreadPoolExecutor(
+                        CAST_THREADS) as pool:
+                    list(pool.map(api.run_steps, messages))
+                cast_seconds = time.monotonic() - started
+                done, last = procs.wait_for_status(
+                    database, '', count,
+                    timeout=60 + count * len(workflow.names) / 20.0)
             events = _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
             busy = _busy_share(cpu_before, psutil.cpu_times())
             pool_figures = watch.stop(steps=done * len(workflow.names))
@@ -146,6 +159,10 @@ def measure(transport_url, count, worker_processes, workdir, log,
         'cpu_busy': busy, 'cpus': len(os.sched_getaffinity(0)),
         **pool_figures,
     }
+
+
+def _nothing(database):
+    return contextlib.nullcontext()
 
 
 def _wait_for_events(receiver, expected, timeout=120):

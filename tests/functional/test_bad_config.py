@@ -8,11 +8,11 @@ import pytest
 from tests.functional import processes
 
 
-def _start(tmp_path, scheduler_options):
+def _start(tmp_path, scheduler_options, group='scheduler'):
     config = tmp_path / 'bad.conf'
     processes.write_config(
         config, 'sqlite:///%s' % (tmp_path / 'x.sqlite'), 'fake://',
-        'unused', {'scheduler': scheduler_options})
+        'unused', {group: scheduler_options})
     return subprocess.run(
         [os.path.join(processes.BIN_DIR, 'barbican-retry'),
          '--config-file', str(config)],
@@ -31,3 +31,10 @@ def test_lock_timeout_shorter_than_a_pass_stops_the_daemon(tmp_path):
                                'max_pass_seconds': '60'})
     assert result.returncode != 0
     assert 'retry_lock_timeout_seconds' in result.stderr
+
+
+@pytest.mark.parametrize('name', ['retention_days', 'purge_interval_seconds'])
+def test_negative_retention_stops_the_daemon(tmp_path, name):
+    result = _start(tmp_path, {name: '-1'}, group='database')
+    assert result.returncode != 0
+    assert name in result.stderr

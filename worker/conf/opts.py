@@ -12,8 +12,8 @@ from worker.conf import simple_certificate
 from worker.conf import worker
 from worker import rpc
 
-_MODULES = (default, worker, simple_certificate, metrics, notifications,
-            order_types)
+_MODULES = (default, database, worker, simple_certificate, metrics,
+            notifications, order_types)
 
 
 def list_opts():

@@ -2,16 +2,16 @@
 
 Both implementations satisfy these: the SQL repositories, modules of
 functions (``worker.db.locks``, ``orders``, ``steps``, ``retry_tasks``,
-``services``, ``notifications``), and the in-memory fake's objects of
-methods (``worker.db.memory``). ``repositories.Repositories`` types its
-fields with them, so that mypy checks each implementation against its
-protocol where the two are put together, and what callers read through
-``database.repositories.X`` is typed.
+``services``, ``notifications``, ``purge``), and the in-memory fake's
+objects of methods (``worker.db.memory``). ``repositories.Repositories``
+types its fields with them, so that mypy checks each implementation
+against its protocol where the two are put together, and what callers
+read through ``database.repositories.X`` is typed.
 
-One module for the six, not one per aggregate: a protocol is the list of
-a repository's signatures, and the repository module itself (next to it
-in ``worker/db``) says what each call does; the six together are the
-contract that ``tests/functional/repositories`` holds the fake to.
+One module for the seven, not one per aggregate: a protocol is the list
+of a repository's signatures, and the repository module itself (next to
+it in ``worker/db``) says what each call does; the seven together are
+the contract that ``tests/functional/repositories`` holds the fake to.
 
 The session is ``typing.Any`` here: the SQL functions take a SQLAlchemy
 ``orm.Session`` and the fake's an in-memory session, and a protocol's
@@ -49,6 +49,12 @@ class Locks(typing.Protocol):
     def renew(self, session: Any, entity: str, owner_token: str,
               now: Moment) -> bool:
         """Extend our own lock; False if we no longer hold it."""
+
+    def take_over(self, session: Any, entity: str, host: str,
+                  owner_token: str, now: Moment,
+                  older_than: Moment) -> bool:
+        """Take the lock if last taken or renewed before ``older_than``.
+        """
 
     def release(self, session: Any, entity: str, owner_token: str) -> bool:
         """Delete our own lock; False if we no longer held it."""
@@ -434,3 +440,22 @@ class Notifications(typing.Protocol):
     def events_of_order(self, session: Any,
                         order_id: str) -> list[rows.Event]:
         """Every event of the order, in sequence."""
+
+
+class Purge(typing.Protocol):
+    """``worker.db.purge``: finished orders and their rows, by age."""
+
+    def select_batch(self, session: Any, statuses: abc.Collection[str],
+                     before: Moment, limit: int) -> list[str]:
+        """Up to ``limit`` ids of orders in ``statuses`` last changed
+        before ``before``, oldest first."""
+
+    def delete(self, session: Any, order_ids: abc.Collection[str],
+               statuses: abc.Collection[str],
+               before: Moment) -> rows.PurgeCounts:
+        """Delete those of ``order_ids`` still in ``statuses`` and old,
+        with their rows in every table; the counts per table."""
+
+    def count(self, session: Any, statuses: abc.Collection[str],
+              before: Moment) -> rows.PurgeCounts:
+        """What a purge would delete now, per table."""

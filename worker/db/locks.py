@@ -47,6 +47,26 @@ def renew(session: orm.Session, entity: str, owner_token: str,
         .execution_options(synchronize_session=False))) == 1
 
 
+def take_over(session: orm.Session, entity: str, host: str,
+              owner_token: str, now: datetime.datetime,
+              older_than: datetime.datetime) -> bool:
+    """Take the lock of ``entity`` from its holder if it was taken (or
+    last renewed) before ``older_than``; returns True if we took it.
+
+    For a lock row that is kept once its work ends, as a record of when
+    it last ran (the purge's): the row's age says when it may run again.
+    Two takers write the same row, so only one of them changes it (on a
+    Galera cluster the other is refused at COMMIT, a deadlock).
+    """
+    return statements.changed(session, (
+        sa.update(models.EntityLock)
+        .where(models.EntityLock.entity_to_lock == entity,
+               models.EntityLock.created_at < older_than)
+        .values(worker_host_name=host, owner_token=owner_token,
+                created_at=now)
+        .execution_options(synchronize_session=False))) == 1
+
+
 def release(session: orm.Session, entity: str, owner_token: str) -> bool:
     """Delete our own lock; returns False if we no longer held it."""
     return statements.changed(session, (

@@ -21,6 +21,7 @@ One word per thing, in code, logs and docs:
 
 import datetime
 import hashlib
+import typing
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -42,6 +43,8 @@ CANCELLED = 'CANCELLED'
 ORDER_STATUSES = (PENDING, ACTIVE, ERROR, CANCELLING, CANCELLED)
 TERMINAL_STATUSES = (ACTIVE, ERROR, CANCELLED)
 UNFINISHED_STATUSES = (PENDING, CANCELLING)
+#: The statuses of the orders a purge may delete: the finished ones.
+PURGEABLE_STATUSES = TERMINAL_STATUSES
 
 # The statuses of one step of an order.
 #: Some step it comes after is not DONE yet.
@@ -56,6 +59,9 @@ STEP_STATUSES = (STEP_WAITING, STEP_PENDING, STEP_DONE, STEP_FAILED,
                  STEP_CANCELLED)
 
 ORDER_RETRY_TASK_LOCK = 'OrderRetryTask'
+#: The lock of the retry daemons' purge (``[database] retention_days``),
+#: kept once a purge ends: its ``created_at`` is when the last one did.
+ORDER_PURGE_LOCK = 'OrderPurge'
 
 #: The project of the orders created before projects existed (migration
 #: 0007), and of those the operator commands create without ``--project``.
@@ -84,6 +90,23 @@ def check_priority(priority):
         raise ValueError('priority must be an integer from %d to %d, not %r'
                          % (MIN_PRIORITY, MAX_PRIORITY, priority))
     return priority
+
+
+def check_purgeable(statuses: typing.Iterable[str]) -> tuple[str, ...]:
+    """Return ``statuses`` as a tuple, each once.
+
+    :raises ValueError: one of them is not a finished status (PENDING and
+        CANCELLING orders are never purged: work on them goes on), or
+        there is none.
+    """
+    checked = tuple(dict.fromkeys(statuses))
+    wrong = [status for status in checked
+             if status not in PURGEABLE_STATUSES]
+    if wrong or not checked:
+        raise ValueError(
+            'only finished orders are purged: statuses among %s, not %s'
+            % (', '.join(PURGEABLE_STATUSES), ', '.join(wrong) or 'none'))
+    return checked
 
 
 class Base(orm.DeclarativeBase):

@@ -3,7 +3,7 @@ another implementation of them.
 
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
-``services``, ``notifications``). A
+``services``, ``notifications``, ``purge``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -25,6 +25,7 @@ from worker.db import interfaces
 from worker.db import locks
 from worker.db import notifications
 from worker.db import orders
+from worker.db import purge
 from worker.db import retry_tasks
 from worker.db import services
 from worker.db import steps
@@ -41,11 +42,12 @@ class Repositories:
     retry_tasks: interfaces.RetryTasks
     services: interfaces.Services
     notifications: interfaces.Notifications
+    purge: interfaces.Purge
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
                    retry_tasks=retry_tasks, services=services,
-                   notifications=notifications)
+                   notifications=notifications, purge=purge)
 
 
 class Session(typing.Protocol):

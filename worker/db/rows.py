@@ -8,6 +8,7 @@ protocols, which each of them satisfies. The attributes are those of the
 models' columns, with their types.
 """
 
+import dataclasses
 import datetime
 import typing
 
@@ -121,3 +122,24 @@ class Event(typing.Protocol):
     step: str | None
     detail: JSON | None
     created_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class PurgeCounts:
+    """Rows a purge deleted (or a dry run would delete), per table
+    (``worker.db.purge``)."""
+
+    orders: int = 0
+    order_steps: int = 0
+    order_retry_tasks: int = 0
+    notification_events: int = 0
+    order_step_runs: int = 0
+
+    def __add__(self, other: 'PurgeCounts') -> 'PurgeCounts':
+        return PurgeCounts(*(mine + theirs for mine, theirs in zip(
+            dataclasses.astuple(self), dataclasses.astuple(other))))
+
+    @property
+    def rows(self) -> int:
+        """Rows of every table together."""
+        return sum(dataclasses.astuple(self))

@@ -23,7 +23,8 @@ PostgreSQL, until it is rolled back.
 behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
-``retry_tasks``, ``services``, ``notifications``), as in ``worker.db``;
+``retry_tasks``, ``services``, ``notifications``, ``purge``), as in
+``worker.db``;
 ``base`` holds the store, its sessions and the records.
 """
 
@@ -31,6 +32,7 @@ from worker.db.memory import base
 from worker.db.memory import locks
 from worker.db.memory import notifications
 from worker.db.memory import orders
+from worker.db.memory import purge
 from worker.db.memory import retry_tasks
 from worker.db.memory import services
 from worker.db.memory import steps
@@ -52,7 +54,8 @@ class InMemoryDatabase:
             steps=steps.InMemorySteps(store),
             retry_tasks=retry_tasks.InMemoryRetryTasks(store),
             services=services.InMemoryServices(store),
-            notifications=notifications.InMemoryNotifications(store))
+            notifications=notifications.InMemoryNotifications(store),
+            purge=purge.InMemoryPurge(store))
 
     def session(self) -> base.InMemorySession:
         """Return a new read-write session."""

@@ -41,6 +41,7 @@ UrlRecord: abc.Callable[..., rows.Url] = _record(models.NotificationUrl)
 EventRecord: abc.Callable[..., rows.Event] = _record(
     models.NotificationEvent)
 ServiceRecord: abc.Callable[..., rows.Service] = _record(models.Service)
+RunRecord: abc.Callable[..., Any] = _record(models.OrderStepRun)
 
 
 def replace(record: _Row, **changes: Any) -> _Row:
@@ -52,7 +53,7 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events')
+           'events', 'runs')
 
 
 class Store:
@@ -74,6 +75,9 @@ class Store:
         self.urls: dict[int, rows.Url] = {}
         self.events: dict[tuple[str, int], rows.Event] = {}
         self.url_ids = itertools.count(1)
+        #: ``{id: RunRecord}``: the runs of steps (``order_step_runs``).
+        self.runs: dict[int, Any] = {}
+        self.run_ids = itertools.count(1)
         self.holder: int | None = None
         self._lock = threading.Lock()
 

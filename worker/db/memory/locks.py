@@ -39,6 +39,20 @@ class InMemoryLocks(base.Repository):
         return True
 
     @base.writes
+    def take_over(self, session: base.InMemorySession, entity: str,
+                  host: str, owner_token: str, now: datetime.datetime,
+                  older_than: datetime.datetime) -> bool:
+        """Take the lock if it was last taken or renewed before
+        ``older_than``; returns True if we took it."""
+        lock = self._store.locks.get(entity)
+        if lock is None or lock.created_at >= older_than:
+            return False
+        self._store.locks[entity] = base.replace(
+            lock, worker_host_name=host, owner_token=owner_token,
+            created_at=now)
+        return True
+
+    @base.writes
     def release(self, session: base.InMemorySession, entity: str,
                 owner_token: str) -> bool:
         """Delete our own lock; returns False if we no longer held it."""
