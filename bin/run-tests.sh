@@ -10,6 +10,10 @@
 #   BARBICAN_RETRY_TEST_NO_SERVICES=1   don't start RabbitMQ/PostgreSQL/MariaDB
 #   BARBICAN_RETRY_KEEP_SERVICES=1      leave the services' dir (logs, data) behind
 #   BARBICAN_RETRY_SKIP_LINT=1          skip the linters (while iterating on tests)
+#   BARBICAN_RETRY_TEST_PROCESSES=N     run the tests in N processes side by
+#                                       side (pytest-xdist; default 3; 0: in
+#                                       this one); the tests marked
+#                                       exclusive run after, one at a time
 #   BARBICAN_RETRY_TEST_GALERA=1        the Galera variant: MariaDB is a 3-node
 #                                       Galera cluster and RabbitMQ a 3-node
 #                                       cluster (tests/functional/cluster.sh);
@@ -121,6 +125,19 @@ for arg in "$@"; do
     fi
 done
 
+# Two rounds: the tests side by side (most wait on timers, not on the
+# CPU), then those that restart or kill a server the others share (marked
+# exclusive), one at a time. A round that selects no test (status 5) is no
+# failure.
+pytest_round() {
+    local status=0
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra --durations=15 \
+        "$@" || status=$?
+    if [ "$status" = 5 ]; then status=0; fi
+    return "$status"
+}
 rc=0
-"$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra --durations=15 "${paths[@]}" "$@" || rc=$?
+pytest_round -n "${BARBICAN_RETRY_TEST_PROCESSES:-3}" -m 'not exclusive' \
+    "${paths[@]}" "$@" || rc=$?
+pytest_round -m exclusive "${paths[@]}" "$@" || rc=$?
 exit $rc

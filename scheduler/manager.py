@@ -14,6 +14,7 @@ the timer only waits for what ``run_once`` returns.
 import dataclasses
 import datetime
 import enum
+import random
 import threading
 import time
 
@@ -84,6 +85,8 @@ class RetryManager:
         ``[DEFAULT] host`` by default.
     :param measure_backlog: count the rows left due after each pass that
         took the lock (``PassResult.backlog``), for the metrics.
+    :param randomness: a ``worker.common.randomness.Uniform``, which
+        spreads the dispatch of crashed steps (``scheduler.recovery``).
     :param clock_trusted: returns False while this daemon's clock is off
         by more than ``[DEFAULT] max_clock_offset_seconds``: its passes
         then cast due rows but take back no step and clear no lock, since
@@ -92,7 +95,8 @@ class RetryManager:
 
     def __init__(self, conf, database, worker_api, stop_event=None,
                  observe_lateness=None, holder_name=None,
-                 measure_backlog=False, clock_trusted=lambda: True):
+                 measure_backlog=False, clock_trusted=lambda: True,
+                 randomness=random):
         name = holder_name or conf.host
         self._conf = conf
         self._clock_trusted = clock_trusted
@@ -100,7 +104,8 @@ class RetryManager:
         self._observe_lateness = observe_lateness
         self._measure_backlog = measure_backlog
         self._lock = pass_lock.PassLock(database, name)
-        self._recovery = recovery.Recovery(conf, database, self._lock)
+        self._recovery = recovery.Recovery(conf, database, self._lock,
+                                           randomness)
         self._dispatcher = dispatch.Dispatcher(
             conf, database, worker_api, self._lock,
             stop_event or threading.Event())

@@ -15,12 +15,22 @@ then casts like any other.
 A lease that ended counts as a failed run, and an owner that died as a
 crash of the step (``order_steps.crashes``): the worker that runs the
 step next applies the step's policy to the first, and fails a step that
-crashed ``[worker] max_step_crashes`` times (a poison step) instead of
-running it again (``worker.steps.workflow``).
+crashed ``[worker] max_step_crashes`` times in a row (a poison step)
+instead of running it again (``worker.steps.workflow``).
+
+Every step that was running on a process that died counts a crash, the
+poison step's and its innocent neighbours' alike. A run that ends (any
+result) clears its step's crashes, so a neighbour that runs once to its
+end elsewhere starts again at 0. What keeps a neighbour from dying beside
+the poison step again and again is that they are not dispatched again
+together: a crashed step's retry row is due at a random moment within
+``report_interval`` per crash, so the steps of one dead process reach
+the workers at different moments, mostly in different passes.
 """
 
 import dataclasses
 import datetime
+import random
 
 from oslo_log import log as logging
 
@@ -50,8 +60,9 @@ class Recovery:
     often than that finds nothing new.
     """
 
-    def __init__(self, conf, database, pass_lock):
+    def __init__(self, conf, database, pass_lock, randomness=random):
         self._conf = conf
+        self._randomness = randomness
         self._database = database
         self._repositories = database.repositories
         self._pass_lock = pass_lock
@@ -146,8 +157,9 @@ class Recovery:
         return lost
 
     def _take_back(self, session, lost, now, priority, ids):
-        """Give a lost step a new token and a retry row due ``now``, of
-        its order's ``priority`` and request ``ids``.
+        """Give a lost step a new token and a retry row due ``now`` (a
+        crashed one a moment later: ``_spread``), of its order's
+        ``priority`` and request ``ids``.
 
         Returns why it was lost, or None if it was not taken back (it
         moved on meanwhile; an order gone took its steps with it).
@@ -164,13 +176,21 @@ class Recovery:
         args, kwargs = rpcapi.retry_arguments(rpcapi.Step(
             row.step, row.order_id, row.generation + 1, ids))
         self._repositories.retry_tasks.add(
-            session, row.order_id, row.step, now, args=args,
-            kwargs=kwargs, retry_count=failures, now=now,
+            session, row.order_id, row.step,
+            now + self._spread(row.crashes + 1 if crashed else 0),
+            args=args, kwargs=kwargs, retry_count=failures, now=now,
             priority=priority)
         if crashed:
             return ('its owner %s stopped heartbeating while running it '
                     '(crash %d of this step)' % (row.owner, row.crashes + 1))
         return lease_ended or 'no worker took up its dispatch'
+
+    def _spread(self, crashes):
+        """How long after now a step that crashed ``crashes`` times in a
+        row is dispatched again: at random, within ``report_interval``
+        per crash (0 for a step that did not crash)."""
+        return datetime.timedelta(seconds=self._randomness.uniform(
+            0, self._conf.report_interval * crashes))
 
 
 def _ids(origin):

@@ -134,3 +134,15 @@ def lose_races(monkeypatch, repository, name, times):
             raise db_exc.DBDeadlock()
         return result
     monkeypatch.setattr(repository, name, losing)
+
+
+class Extreme:
+    """A ``worker.common.randomness.Uniform`` that always draws one end of
+    the range: the lowest (no jitter, no spread) or the highest."""
+
+    def __init__(self, highest=False):
+        self._highest = highest
+
+    def uniform(self, a, b):
+        """``b`` if drawing the highest, else ``a``."""
+        return b if self._highest else a

@@ -169,10 +169,19 @@ def database_counts(database, order_ids, meant_to_fail):
                    if statuses.get(i) in models.TERMINAL_STATUSES)
     stuck = sum(1 for i in order_ids
                 if statuses.get(i) in (models.PENDING, models.CANCELLING))
-    lost = sum(1 for i in order_ids
-               if i not in statuses or
-               (statuses[i] == models.ERROR) != (i in meant_to_fail))
+    lost = [i for i in order_ids
+            if i not in statuses or
+            (statuses[i] == models.ERROR) != (i in meant_to_fail)]
     return terminal, stuck, lost, leftovers
+
+
+def error_reasons(database, order_ids):
+    """``{order_id: error_reason}`` of those of ``order_ids`` in ERROR."""
+    with database.session() as session:
+        return dict(session.execute(
+            sa.select(models.Order.id, models.Order.error_reason)
+            .where(models.Order.id.in_(list(order_ids)),
+                   models.Order.status == models.ERROR)).all())
 
 
 def uncontained_poison(database, order_ids, max_crashes):

@@ -18,6 +18,9 @@ import pytest
 from tests.chaos import run
 from tests.chaos import services as chaos_services
 
+# Each run restarts and kills the broker and the database server.
+pytestmark = pytest.mark.exclusive
+
 
 # One run per database, each under 2 minutes, to keep CI well under its
 # budget: PostgreSQL's runs the fan-out type, on quorum queues.

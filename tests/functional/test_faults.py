@@ -161,6 +161,7 @@ def _retry_rows(database):
 
 
 @pytest.mark.parametrize('backend', ['postgresql'])
+@pytest.mark.exclusive
 def test_broker_outage_of_a_minute_loses_nothing(deployment, database,
                                                  broker_control):
     stop_broker, start_broker = broker_control
@@ -209,6 +210,7 @@ def test_broker_outage_of_a_minute_loses_nothing(deployment, database,
 
 
 @pytest.mark.parametrize('backend', ['postgresql'])
+@pytest.mark.exclusive
 def test_queued_casts_survive_a_broker_restart(deployment, database,
                                                broker_control):
     stop_broker, start_broker = broker_control
@@ -236,6 +238,7 @@ def postgresql_control():
 
 
 @pytest.mark.parametrize('backend', ['postgresql'])
+@pytest.mark.exclusive
 def test_database_outage_of_a_minute_is_survived(deployment, database,
                                                  postgresql_control):
     stop_db, start_db = postgresql_control

@@ -42,8 +42,10 @@ def _conf():
 
 def _pass(database, now):
     client = fakes.RecordingRPCClient()
+    # Crashed steps dispatched again at once, not spread.
     result = scheduler_manager.RetryManager(
-        _conf(), database, rpcapi.WorkerAPI(client)).run_once(now)
+        _conf(), database, rpcapi.WorkerAPI(client),
+        randomness=fakes.Extreme()).run_once(now)
     return result, client.casts
 
 

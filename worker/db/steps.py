@@ -292,6 +292,11 @@ def extend_lease(session: orm.Session, order_id: str, step: str,
 _RELEASED: dict[str, None] = {'owner': None, 'claimed_at': None,
                               'lease_expires_at': None,
                               'dispatched_at': None}
+# A run that retried or finished its step ran to its end: the crashes
+# counted before (``take_back``) are behind the step, which ``[worker]
+# max_step_crashes`` fails only when its processes died that many times
+# in a row.
+_ENDED: dict[str, Any] = dict(_RELEASED, crashes=0)
 
 
 def retry(session: orm.Session, order_id: str, step: str, token: int,
@@ -312,7 +317,7 @@ def retry_many(session: orm.Session, retries: abc.Iterable[Retry],
     """
     return _fenced_updates(session, [
         (order_id, step, token, dict(failures=failures, polls=polls,
-                                     last_error=last_error, **_RELEASED))
+                                     last_error=last_error, **_ENDED))
         for order_id, step, token, failures, polls, last_error in retries],
         now)
 
@@ -336,8 +341,10 @@ def finish_many(session: orm.Session, finishes: abc.Iterable[Finish],
     """
     updates = []
     for order_id, step, token, status, output, last_error in finishes:
-        values: dict[str, Any] = dict(status=status, finished_at=now,
-                                      **_RELEASED)
+        # A step that failed keeps its crashes: a poison step's tell why.
+        values: dict[str, Any] = dict(
+            status=status, finished_at=now,
+            **(_ENDED if status == models.STEP_DONE else _RELEASED))
         if output is not None:
             values['output'] = output
         if last_error is not None:

@@ -399,6 +399,10 @@ def test_take_back_counts_a_crash(db):
     [row] = read(db, steps_repo.owned_by, ['w2@h'], 10)
     assert row.crashes == 1
     assert step_of(db, new_order(db), REQUEST).crashes == 0
+    # A run that writes its result ran to its end: the crashes in a row
+    # are over.
+    assert write(db, steps_repo.retry, order_id, REQUEST, 3, plus(7), 0, 1)
+    assert step_of(db, order_id, REQUEST).crashes == 0
 
 
 def _columns(step):

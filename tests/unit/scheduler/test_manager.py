@@ -88,12 +88,15 @@ def _waiting(repos, session, priority=0):
 
 def _manager(database, conf=None, client=None, **kwargs):
     client = client or fakes.RecordingRPCClient()
+    # Crashed steps are dispatched again at once unless a test asks for
+    # the spread (scheduler.recovery).
+    kwargs.setdefault('randomness', fakes.Extreme())
     return manager.RetryManager(conf or _conf(), database,
                                 rpcapi.WorkerAPI(client), **kwargs), client
 
 
-def _run(database, conf=None, client=None, now=NOW):
-    retry_manager, client = _manager(database, conf, client)
+def _run(database, conf=None, client=None, now=NOW, **kwargs):
+    retry_manager, client = _manager(database, conf, client, **kwargs)
     return retry_manager.run_once(now), client
 
 
@@ -206,19 +209,28 @@ def _claimed(database, owner, at, lease_seconds=86400):
     return _write(database, make)
 
 
-def test_a_step_of_a_dead_owner_is_taken_back_and_cast_at_once(database):
+def test_a_step_of_a_dead_owner_is_taken_back_as_a_crash_and_cast_soon(
+        database):
     _heartbeat(database, '5@live', NOW)
     _heartbeat(database, '6@dead', NOW - _seconds(61))
     kept = _claimed(database, '5@live', NOW - _seconds(3600))
     lost = _claimed(database, '6@dead', NOW - _seconds(120))
+    interval = _conf().report_interval
 
-    result, client = _run(database)
+    result, client = _run(database, randomness=fakes.Extreme(highest=True))
 
     assert result.recovered == 1 and result.dead_services == ['6@dead']
+    step = _step(database, lost, REQUEST)
+    assert (step.owner, step.generation, step.failures, step.crashes) == (
+        None, 2, 0, 1)
+    # Cast at a random moment within report_interval (per crash): the
+    # steps of one dead process do not all reach the workers together.
+    assert client.casts == []
+    [row] = _rows(database)
+    assert row.retry_at == NOW + _seconds(interval)
+    _, client = _run(database, client=client, now=NOW + _seconds(interval))
     # Its new token is in the cast; the old one (1) is stale.
     assert client.casts == [(REQUEST, {'order_id': lost, 'generation': 2})]
-    step = _step(database, lost, REQUEST)
-    assert (step.owner, step.generation, step.failures) == (None, 2, 0)
     # A step whose owner is alive is not taken while its lease lasts,
     # however long it runs.
     assert _step(database, kept, REQUEST).owner == '5@live'

@@ -365,7 +365,9 @@ def test_a_step_whose_worker_died_max_step_crashes_times_is_not_run_again(
     state = _state(database, order_id)
     assert len(plugin.views) == int(runs)
     if runs:
+        # It ran to its end: the deaths in a row are over.
         assert state.order.status == models.PENDING
+        assert state.steps[REQUEST].crashes == 0
         return
     assert state.order.status == models.ERROR
     assert state.order.error_reason == (

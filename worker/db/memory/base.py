@@ -251,6 +251,8 @@ def insert_steps(store: Store, order_id: str, names: abc.Iterable[str],
 RELEASED: dict[str, None] = {'owner': None, 'claimed_at': None,
                              'lease_expires_at': None,
                              'dispatched_at': None}
+# A run's result: its step's crashes in a row end (``steps._ENDED``).
+ENDED: dict[str, typing.Any] = dict(RELEASED, crashes=0)
 OPEN = (models.STEP_WAITING, models.STEP_PENDING)
 
 

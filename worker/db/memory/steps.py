@@ -88,7 +88,7 @@ class InMemorySteps(base.Repository):
         """
         return self._fenced_update(order_id, step, token, now,
                                    failures=failures, polls=polls,
-                                   last_error=last_error, **base.RELEASED)
+                                   last_error=last_error, **base.ENDED)
 
     def retry_many(self, session: Session,
                    retries: abc.Iterable[steps.Retry], now: Moment) -> int:
@@ -103,8 +103,9 @@ class InMemorySteps(base.Repository):
                now: Moment, status: str, output: rows.JSON | None = None,
                last_error: str | None = None) -> bool:
         """End the step DONE (with its ``output``) or FAILED."""
-        values: dict[str, Any] = dict(status=status, finished_at=now,
-                                      **base.RELEASED)
+        values: dict[str, Any] = dict(
+            status=status, finished_at=now,
+            **(base.ENDED if status == models.STEP_DONE else base.RELEASED))
         if output is not None:
             values['output'] = base.to_json(output)
         if last_error is not None:
