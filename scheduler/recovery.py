@@ -10,7 +10,8 @@ it (a hung call on a live worker). Each one found gets a new generation
 priority and with its request ids, which the same pass then casts like
 any other. A lease that
 ended counts as a failed run: the worker that runs the step next applies
-the step's policy to it.
+the step's policy to it. A step taken back from its owner ends that
+owner's run: its row in the order's history is ``taken back``, with why.
 """
 
 import dataclasses
@@ -20,6 +21,8 @@ from oslo_log import log as logging
 
 from scheduler import liveness
 from worker import context
+from worker.db import models
+from worker.db import rows
 from worker.db import session as db_session
 from worker import rpcapi
 
@@ -117,6 +120,8 @@ class Recovery:
                                       origin.priority if origin else 0, ids)
                 if why is not None:
                     taken.append((found[0], why, ids))
+            repositories.history.add_many(session,
+                                          _runs_ended(taken, cutoffs.now))
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
         return taken, dead, len(lost) < limit
@@ -161,6 +166,16 @@ class Recovery:
         return lease_ended or (
             'its owner %s stopped heartbeating' % row.owner
             if row.owner else 'no worker took up its dispatch')
+
+
+def _runs_ended(taken, now):
+    """The history rows (``taken back``) of the runs that the steps
+    ``taken`` had: those that had an owner (a lost dispatch had no run).
+    """
+    return [rows.EndedRun(
+        row.order_id, row.step, row.generation, row.attempt, row.owner,
+        row.claimed_at, now, models.RUN_TAKEN_BACK, why)
+        for row, why, _ in taken if row.owner is not None]
 
 
 def _ids(origin):

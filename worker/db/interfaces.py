@@ -2,15 +2,15 @@
 
 Both implementations satisfy these: the SQL repositories, modules of
 functions (``worker.db.locks``, ``orders``, ``steps``, ``retry_tasks``,
-``services``, ``notifications``), and the in-memory fake's objects of
-methods (``worker.db.memory``). ``repositories.Repositories`` types its
-fields with them, so that mypy checks each implementation against its
-protocol where the two are put together, and what callers read through
-``database.repositories.X`` is typed.
+``history``, ``services``, ``notifications``), and the in-memory fake's
+objects of methods (``worker.db.memory``). ``repositories.Repositories``
+types its fields with them, so that mypy checks each implementation
+against its protocol where the two are put together, and what callers
+read through ``database.repositories.X`` is typed.
 
-One module for the six, not one per aggregate: a protocol is the list of
+One module for the seven, not one per aggregate: a protocol is the list of
 a repository's signatures, and the repository module itself (next to it
-in ``worker/db``) says what each call does; the six together are the
+in ``worker/db``) says what each call does; the seven together are the
 contract that ``tests/functional/repositories`` holds the fake to.
 
 The session is ``typing.Any`` here: the SQL functions take a SQLAlchemy
@@ -309,6 +309,17 @@ class RetryTasks(typing.Protocol):
     def list_tasks(self, session: Any, parked: bool | None = None,
                    order_id: str | None = None) -> list[rows.RetryTask]:
         """Retry rows by retry_at, filtered on the arguments."""
+
+
+class History(typing.Protocol):
+    """``worker.db.history``: the runs of an order's steps."""
+
+    def add_many(self, session: Any,
+                 runs: abc.Collection[rows.EndedRun]) -> None:
+        """Add a row for each run, its error cut short."""
+
+    def for_order(self, session: Any, order_id: str) -> list[rows.StepRun]:
+        """The order's runs, oldest first."""
 
 
 class Services(typing.Protocol):

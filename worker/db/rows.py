@@ -6,6 +6,9 @@ records with the same attributes (``worker.db.memory.base``). Code that
 reads rows through ``database.repositories`` is typed against these
 protocols, which each of them satisfies. The attributes are those of the
 models' columns, with their types.
+
+A row that callers of every side hand a repository to insert is a named
+tuple here (``EndedRun``).
 """
 
 import datetime
@@ -68,6 +71,41 @@ class RetryTask(typing.Protocol):
     parked: bool
     park_reason: str | None
     created_at: datetime.datetime
+
+
+class StepRun(typing.Protocol):
+    """A row of ``order_step_runs`` (``models.OrderStepRun``)."""
+
+    id: int
+    order_id: str
+    step: str
+    generation: int
+    attempt: int
+    worker: str | None
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime
+    result: str
+    error: str | None
+
+
+class EndedRun(typing.NamedTuple):
+    """A run that ended, as ``history.add_many`` takes it: the columns of
+    its ``order_step_runs`` row but its id."""
+
+    order_id: str
+    step: str
+    #: The token the run held.
+    generation: int
+    #: Its step's ``attempt`` after its claim.
+    attempt: int
+    #: The process that claimed it (``pid@host``).
+    worker: str | None
+    #: When it was claimed.
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime
+    #: One of ``models.RUN_RESULTS``.
+    result: str
+    error: str | None = None
 
 
 class Lock(typing.Protocol):

@@ -41,6 +41,8 @@ UrlRecord: abc.Callable[..., rows.Url] = _record(models.NotificationUrl)
 EventRecord: abc.Callable[..., rows.Event] = _record(
     models.NotificationEvent)
 ServiceRecord: abc.Callable[..., rows.Service] = _record(models.Service)
+StepRunRecord: abc.Callable[..., rows.StepRun] = _record(
+    models.OrderStepRun)
 
 
 def replace(record: _Row, **changes: Any) -> _Row:
@@ -52,7 +54,7 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events')
+           'events', 'runs')
 
 
 class Store:
@@ -74,6 +76,9 @@ class Store:
         self.urls: dict[int, rows.Url] = {}
         self.events: dict[tuple[str, int], rows.Event] = {}
         self.url_ids = itertools.count(1)
+        #: ``{id: StepRunRecord}``.
+        self.runs: dict[int, rows.StepRun] = {}
+        self.run_ids = itertools.count(1)
         self.holder: int | None = None
         self._lock = threading.Lock()
 
@@ -237,7 +242,8 @@ def insert_steps(store: Store, order_id: str, names: abc.Iterable[str],
         store.steps[order_id, name] = StepRecord(
             order_id=order_id, name=name,
             status=models.STEP_PENDING if root else models.STEP_WAITING,
-            generation=0, attempt=0, failures=0, polls=0, owner=None,
+            generation=0, attempt=0, failures=0, polls=0, crashes=0,
+            owner=None,
             claimed_at=None, lease_expires_at=None,
             dispatched_at=now if root else None, started_at=None,
             finished_at=None, last_error=None, output=None, updated_at=now)
