@@ -172,7 +172,7 @@ def _runs_ended(taken, now):
     """The history rows (``taken back``) of the runs that the steps
     ``taken`` had: those that had an owner (a lost dispatch had no run).
     """
-    return [rows.EndedRun(
+    return [rows.StepRun(
         row.order_id, row.step, row.generation, row.attempt, row.owner,
         row.claimed_at, now, models.RUN_TAKEN_BACK, why)
         for row, why, _ in taken if row.owner is not None]

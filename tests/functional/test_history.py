@@ -92,27 +92,3 @@ def test_a_worker_killed_in_a_step_leaves_a_run_taken_back(
     for step in STEPS:
         if step != 'issue':
             assert [run['result'] for run in _of(runs, step)] == ['done']
-
-
-def test_a_run_past_its_lease_is_taken_back_then_superseded(
-        deployment, database):
-    cluster = deployment(workflows.options(
-        {workflows.step_group('issue'): {'timeout_seconds': 1.5}}))
-    workers, _ = workflows.start(cluster)
-    [order_id] = workflows.create(cluster, meta={'hold_seconds': 5})
-    owner = workflows.wait_running(database, order_id, 'issue')
-    workflows.wait_status(database, [order_id], models.ACTIVE, 30)
-    workers.wait_for_log('Step issue of order %s moved past token 1 while '
-                         'it ran; its result was discarded' % order_id,
-                         timeout=15)
-
-    runs = _of(_history(cluster, order_id), 'issue')
-
-    # The retry daemon took the step back at the end of its lease; a
-    # second run did it; the first ended later, its result discarded.
-    assert [(run['attempt'], run['worker'], run['result'], run['error'])
-            for run in runs] == [
-        (1, owner, 'taken back', 'its lease ended on %s' % owner),
-        (2, owner, 'done', None),
-        (1, owner, 'superseded', None)]
-    assert runs[2]['started_at'] == runs[0]['started_at']

@@ -30,7 +30,7 @@ def bounded(error: str | None) -> str | None:
 
 
 def add_many(session: orm.Session,
-             runs: abc.Collection[rows.EndedRun]) -> None:
+             runs: abc.Collection[rows.StepRun]) -> None:
     """Add a row for each of ``runs``, its error cut to
     ``models.RUN_ERROR_LENGTH`` characters.
 
@@ -40,19 +40,19 @@ def add_many(session: orm.Session,
     """
     if runs:
         statements.execute(session, _INSERT, [
-            dict(run._asdict(), error=bounded(run.error)) for run in runs])
+            dict(zip(_COLUMNS, run._replace(error=bounded(run.error))))
+            for run in runs])
 
 
+#: The columns of a ``rows.StepRun`` but its id, which the database gives.
+_COLUMNS = rows.StepRun._fields[:-1]
 _INSERT = sa.insert(_TABLE)
-
-#: A row read back: named tuples of the table's columns.
-_row: abc.Callable[[abc.Iterable[typing.Any]], rows.StepRun] = \
-    statements.named_rows('StepRunRow', _TABLE)
+_SELECT = sa.select(*(_TABLE.c[name] for name in rows.StepRun._fields))
 
 
 def for_order(session: orm.Session, order_id: str) -> list[rows.StepRun]:
     """The runs of the order's steps, oldest first (by id: the order they
     were written in)."""
-    return [_row(row) for row in statements.execute(session, (
-        sa.select(*_TABLE.c).where(_TABLE.c.order_id == order_id)
+    return [rows.StepRun(*row) for row in statements.execute(session, (
+        _SELECT.where(_TABLE.c.order_id == order_id)
         .order_by(_TABLE.c.id)))]

@@ -315,7 +315,7 @@ class History(typing.Protocol):
     """``worker.db.history``: the runs of an order's steps."""
 
     def add_many(self, session: Any,
-                 runs: abc.Collection[rows.EndedRun]) -> None:
+                 runs: abc.Collection[rows.StepRun]) -> None:
         """Add a row for each run, its error cut short."""
 
     def for_order(self, session: Any, order_id: str) -> list[rows.StepRun]:

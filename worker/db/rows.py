@@ -7,8 +7,8 @@ reads rows through ``database.repositories`` is typed against these
 protocols, which each of them satisfies. The attributes are those of the
 models' columns, with their types.
 
-A row that callers of every side hand a repository to insert is a named
-tuple here (``EndedRun``).
+A row that callers of every side hand a repository to insert, and that
+it returns, is a named tuple here (``StepRun``).
 """
 
 import datetime
@@ -73,24 +73,10 @@ class RetryTask(typing.Protocol):
     created_at: datetime.datetime
 
 
-class StepRun(typing.Protocol):
-    """A row of ``order_step_runs`` (``models.OrderStepRun``)."""
-
-    id: int
-    order_id: str
-    step: str
-    generation: int
-    attempt: int
-    worker: str | None
-    started_at: datetime.datetime | None
-    finished_at: datetime.datetime
-    result: str
-    error: str | None
-
-
-class EndedRun(typing.NamedTuple):
-    """A run that ended, as ``history.add_many`` takes it: the columns of
-    its ``order_step_runs`` row but its id."""
+class StepRun(typing.NamedTuple):
+    """A row of ``order_step_runs`` (``models.OrderStepRun``): a run of a
+    step that ended. ``history.add_many`` takes them without their ``id``
+    (None), ``history.for_order`` returns them with it."""
 
     order_id: str
     step: str
@@ -106,6 +92,7 @@ class EndedRun(typing.NamedTuple):
     #: One of ``models.RUN_RESULTS``.
     result: str
     error: str | None = None
+    id: int | None = None
 
 
 class Lock(typing.Protocol):

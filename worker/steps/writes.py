@@ -289,7 +289,7 @@ class RecordRun(_Batched):
     def write_many(session: typing.Any, repositories: Repos,
                    writes: abc.Sequence[typing.Any], now: Moment) -> int:
         """Execute several in one INSERT."""
-        repositories.history.add_many(session, [rows.EndedRun(
+        repositories.history.add_many(session, [rows.StepRun(
             w.order_id, w.step, w.token, w.attempt, w.worker, w.started_at,
             now, w.result, w.error) for w in writes])
         return 0

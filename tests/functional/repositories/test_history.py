@@ -19,8 +19,8 @@ from worker.db import rows
 
 def _run(order_id, step=REQUEST, generation=1, result=models.RUN_DONE,
          error=None, finished_at=plus(1)):
-    return rows.EndedRun(order_id, step, generation, generation, '7@h',
-                         NOW, finished_at, result, error)
+    return rows.StepRun(order_id, step, generation, generation, '7@h',
+                        NOW, finished_at, result, error)
 
 
 def _columns(run):
@@ -41,8 +41,8 @@ def test_an_orders_runs_come_back_oldest_first_and_alone(db):
     write(db, history.add_many, [
         _run(order_id, generation=2, result=models.RUN_TAKEN_BACK,
              finished_at=NOW),
-        rows.EndedRun(order_id, CHECK, 1, 1, None, None, plus(2),
-                      models.RUN_SUPERSEDED)])
+        rows.StepRun(order_id, CHECK, 1, 1, None, None, plus(2),
+                     models.RUN_SUPERSEDED)])
     write(db, history.add_many, [])
 
     found = read(db, history.for_order, order_id)

@@ -324,12 +324,12 @@ def test_history_lists_the_runs_of_an_orders_steps_oldest_first(
     later = NOW + datetime.timedelta(seconds=5)
     with database.session() as session, session.begin():
         database.repositories.history.add_many(session, [
-            rows.EndedRun(order.id, 'process_type_order', 1, 1, '1@a', NOW,
-                          later, models.RUN_RETRY, 'E' * 2000),
-            rows.EndedRun(other.id, 'process_type_order', 1, 1, '1@a', NOW,
-                          later, models.RUN_DONE),
-            rows.EndedRun(order.id, 'process_type_order', 2, 2, '2@b', later,
-                          later, models.RUN_DONE)])
+            rows.StepRun(order.id, 'process_type_order', 1, 1, '1@a', NOW,
+                         later, models.RUN_RETRY, 'E' * 2000),
+            rows.StepRun(other.id, 'process_type_order', 1, 1, '1@a', NOW,
+                         later, models.RUN_DONE),
+            rows.StepRun(order.id, 'process_type_order', 2, 2, '2@b', later,
+                         later, models.RUN_DONE)])
 
     runs = orders.history(order.id[:12])
 

@@ -14,15 +14,14 @@ class InMemoryHistory(base.Repository):
 
     @base.writes
     def add_many(self, session: Session,
-                 runs: abc.Collection[rows.EndedRun]) -> None:
+                 runs: abc.Collection[rows.StepRun]) -> None:
         """Add a row for each run, its error cut short."""
         if any(run.order_id not in self._store.orders for run in runs):
             raise base.missing_order('order_step_runs')
         for run in runs:
-            record = base.StepRunRecord(
-                id=next(self._store.run_ids),
-                **dict(run._asdict(), error=history.bounded(run.error)))
-            self._store.runs[record.id] = record
+            run_id = next(self._store.run_ids)
+            self._store.runs[run_id] = run._replace(
+                id=run_id, error=history.bounded(run.error))
 
     @base.reads
     def for_order(self, session: Session,
