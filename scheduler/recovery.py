@@ -26,6 +26,9 @@ the poison step again and again is that they are not dispatched again
 together: a crashed step's retry row is due at a random moment within
 ``report_interval`` per crash, so the steps of one dead process reach
 the workers at different moments, mostly in different passes.
+
+A step taken back from its owner ends that owner's run: its row in the
+order's history is ``taken back``, with why.
 """
 
 import dataclasses
@@ -36,6 +39,8 @@ from oslo_log import log as logging
 
 from scheduler import liveness
 from worker import context
+from worker.db import models
+from worker.db import rows
 from worker.db import session as db_session
 from worker import rpcapi
 
@@ -134,6 +139,8 @@ class Recovery:
                                       origin.priority if origin else 0, ids)
                 if why is not None:
                     taken.append((found[0], why, ids))
+            repositories.history.add_many(session,
+                                          _runs_ended(taken, cutoffs.now))
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
         return taken, dead, len(lost) < limit
@@ -191,6 +198,16 @@ class Recovery:
         per crash (0 for a step that did not crash)."""
         return datetime.timedelta(seconds=self._randomness.uniform(
             0, self._conf.report_interval * crashes))
+
+
+def _runs_ended(taken, now):
+    """The history rows (``taken back``) of the runs that the steps
+    ``taken`` had: those that had an owner (a lost dispatch had no run).
+    """
+    return [rows.StepRun(
+        row.order_id, row.step, row.generation, row.attempt, row.owner,
+        row.claimed_at, now, models.RUN_TAKEN_BACK, why)
+        for row, why, _ in taken if row.owner is not None]
 
 
 def _ids(origin):

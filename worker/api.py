@@ -50,7 +50,7 @@ from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ['OrderAPI', 'Order', 'StepState', 'OrderTypeInfo',
+__all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'order_type_infos', 'order_type_info', 'BulkResume',
            'OrderAPIError', 'OrderNotFound', 'AmbiguousOrderId',
            'UnknownOrderType', 'InvalidMeta', 'InvalidRequest',
@@ -181,6 +181,31 @@ class StepState:
     last_error: str | None
     #: Times the process running it died (``[worker] max_step_crashes``).
     crashes: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class StepRun:
+    """One run of a step of an order that ended, as ``order history -f
+    json`` shows it (with ``generation`` besides). Times are naive UTC.
+    """
+
+    step: str
+    #: The step's runs so far when this one was claimed, this one
+    #: included: 1 for its first run.
+    attempt: int
+    #: The process that ran it (``pid@host``).
+    worker: str | None
+    #: When it was claimed, and when it ended (its result written, or
+    #: its step taken back).
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime
+    #: ``done``, ``retry``, ``failed``, ``taken back`` or ``superseded``
+    #: (doc/operations.md says what each means).
+    result: str
+    #: Its error, at most 1,000 characters; None if it had none.
+    error: str | None
+    #: The token it held: each run of a step holds a greater one.
+    generation: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -462,19 +487,39 @@ class OrderAPI:
         :raises OrderNotFound: no order's id starts so.
         :raises AmbiguousOrderId: several do.
         """
+        with self._database.reader() as session:
+            found = self._full_id(session, order_id, project_id)
+        return self.get(found, project_id=project_id)
+
+    def _full_id(self, session, order_id, project_id):
+        """The id of the one order (of ``project_id``) whose id is or
+        starts with ``order_id``; raises as ``find`` does."""
         if not isinstance(order_id, str) or not order_id:
             raise OrderNotFound('no order %r' % (order_id,))
-        with self._database.reader() as session:
-            found = self._database.repositories.orders.ids_starting_with(
-                session, order_id, project_id)
+        found = self._database.repositories.orders.ids_starting_with(
+            session, order_id, project_id)
         if order_id in found or len(found) == 1:
-            return self.get(order_id if order_id in found else found[0],
-                            project_id=project_id)
+            return order_id if order_id in found else found[0]
         if not found:
             raise OrderNotFound('no order %s' % order_id)
         raise AmbiguousOrderId('%s starts the ids of several orders (%s, '
                                '...); give more of the id'
                                % (order_id, ', '.join(found)))
+
+    def history(self, order_id, *, project_id=None):
+        """The runs of the order's steps that ended (``StepRun``), oldest
+        first: every run of every step, its deliveries' too. A run still
+        going has none yet (its step's ``owner`` tells).
+
+        :param order_id: an order id, or a prefix of one (as ``find``).
+        :raises OrderNotFound: no such order (in ``project_id``).
+        :raises AmbiguousOrderId: the prefix starts several ids.
+        """
+        repositories = self._database.repositories
+        with self._database.reader() as session:
+            rows = repositories.history.for_order(
+                session, self._full_id(session, order_id, project_id))
+        return tuple(_step_run(row) for row in rows)
 
     def list(self, *, project_id=None, status=None, order_type=None,
              limit=100, marker=None):
@@ -723,6 +768,13 @@ def _order(row, steps):
         request_id=row.request_id, global_request_id=row.global_request_id,
         error_reason=row.error_reason, created_at=row.created_at,
         updated_at=row.updated_at, steps=tuple(steps))
+
+
+def _step_run(row):
+    return StepRun(step=row.step, attempt=row.attempt, worker=row.worker,
+                   started_at=row.started_at, finished_at=row.finished_at,
+                   result=row.result, error=row.error,
+                   generation=row.generation)
 
 
 def _new_steps(workflow, deliveries):

@@ -1,5 +1,5 @@
 """``barbican-retry-manage order …``: create, inspect, cancel and resume
-orders."""
+orders, and show their history."""
 
 import argparse
 import datetime
@@ -27,6 +27,11 @@ ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error', 'crashes')
+
+#: The columns of ``order history``: those of ``api.StepRun`` an operator
+#: reads.
+RUN_COLUMNS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
+               'result', 'error')
 
 
 class StepsColumn(cliff_columns.FormattableColumn):
@@ -194,6 +199,19 @@ class ShowOrder(_OneOrder, show.ShowOne):
         columns = ORDER_COLUMNS + ('steps',)
         return columns, display.row(order, ORDER_COLUMNS) + (
             StepsColumn(describe_steps(order.steps)),)
+
+
+class OrderHistory(_OneOrder, lister.Lister):
+    """List every run of the order's steps that ended, newest last.
+
+    One row a run: its step, attempt, worker (``pid@host``), when it was
+    claimed and when it ended, its result (``done``, ``retry``,
+    ``failed``, ``taken back``, ``superseded``) and its error.
+    """
+
+    def take_action(self, parsed_args):
+        runs = order_api(self.app).history(parsed_args.order_id)
+        return RUN_COLUMNS, [display.row(run, RUN_COLUMNS) for run in runs]
 
 
 class ExplainOrder(_OneOrder, show.ShowOne):

@@ -157,7 +157,15 @@ def test_the_example_of_the_api_guide_runs_as_printed(deployment, tmp_path):
     assert lines[2] == 'refused: $.unavailable_attempts type'
     assert lines[3] == 'not found in another project'
     assert lines[4].startswith('ACTIVE [')
-    assert lines[5].startswith(order_id)
+    # The order's history, one line a run, then the project's one order.
+    history = [line.split(' ', 4) for line in lines[5:-1]]
+    assert [run[:2] + run[3:4] for run in history
+            if run[0] == 'process_type_order'] == [
+        ['process_type_order', '1', 'retry'],
+        ['process_type_order', '2', 'done']]
+    assert {run[0] for run in history} == {'process_type_order',
+                                           'check_certificate_status'}
+    assert lines[-1].startswith(order_id)
     shown = json.loads(processes.manage(
         cluster.config, 'order', 'show', order_id[:8], '-f', 'json',
         env=cluster.env).stdout)

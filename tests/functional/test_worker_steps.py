@@ -294,5 +294,12 @@ def test_a_batch_of_results_costs_a_few_statements_not_a_few_per_result(
                                             CHECK: (0, models.STEP_PENDING)}
             assert order_steps[REQUEST].output == {'serial': order_id}
             assert order.status == models.PENDING and retries == []
+            # Each run's row in its order's history: in the batch's one
+            # INSERT of them.
+            with database.reader() as session:
+                [run] = database.repositories.history.for_order(session,
+                                                                order_id)
+            assert (run.step, run.attempt, run.result) == (
+                REQUEST, 1, models.RUN_DONE)
 
     assert sent[12] == sent[2], sent

@@ -115,6 +115,15 @@ def test_a_step_past_its_lease_on_a_live_worker_is_run_again(
     row = workflows.step_rows(database, order_id)['issue']
     assert (row.status, row.attempt, row.failures) == (
         models.STEP_DONE, 2, 1)
+    # The order's history (doc/operations.md, "order history"): the first
+    # run taken back at the end of its lease, the second done, the first
+    # ended later, its result discarded.
+    assert [(run['attempt'], run['worker'], run['result'], run['error'])
+            for run in cluster.manage_json('order', 'history', order_id)
+            if run['step'] == 'issue'] == [
+        (1, owner, 'taken back', 'its lease ended on %s' % owner),
+        (2, owner, 'done', None),
+        (1, owner, 'superseded', None)]
 
 
 def test_one_idempotency_key_per_step_while_workers_are_killed(

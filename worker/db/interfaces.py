@@ -2,7 +2,8 @@
 
 Both implementations satisfy these: the SQL repositories, modules of
 functions (``worker.db.locks``, ``orders``, ``steps``, ``retry_tasks``,
-``services``, ``notifications``, ``purge``), and the in-memory fake's
+``history``, ``services``, ``notifications``, ``purge``), and the in-memory
+fake's
 objects of methods (``worker.db.memory``). ``repositories.Repositories``
 types its fields with them, so that mypy checks each implementation
 against its protocol where the two are put together, and what callers
@@ -337,6 +338,17 @@ class RetryTasks(typing.Protocol):
     def list_tasks(self, session: Any, parked: bool | None = None,
                    order_id: str | None = None) -> list[rows.RetryTask]:
         """Retry rows by retry_at, filtered on the arguments."""
+
+
+class History(typing.Protocol):
+    """``worker.db.history``: the runs of an order's steps."""
+
+    def add_many(self, session: Any,
+                 runs: abc.Collection[rows.StepRun]) -> None:
+        """Add a row for each run, its error cut short."""
+
+    def for_order(self, session: Any, order_id: str) -> list[rows.StepRun]:
+        """The order's runs, oldest first."""
 
 
 class Services(typing.Protocol):

@@ -3,7 +3,7 @@ another implementation of them.
 
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
-``services``, ``notifications``, ``purge``). A
+``history``, ``services``, ``notifications``, ``purge``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -21,6 +21,7 @@ import dataclasses
 import types
 import typing
 
+from worker.db import history
 from worker.db import interfaces
 from worker.db import locks
 from worker.db import notifications
@@ -40,14 +41,16 @@ class Repositories:
     orders: interfaces.Orders
     steps: interfaces.Steps
     retry_tasks: interfaces.RetryTasks
+    history: interfaces.History
     services: interfaces.Services
     notifications: interfaces.Notifications
     purge: interfaces.Purge
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
-                   retry_tasks=retry_tasks, services=services,
-                   notifications=notifications, purge=purge)
+                   retry_tasks=retry_tasks, history=history,
+                   services=services, notifications=notifications,
+                   purge=purge)
 
 
 class Session(typing.Protocol):

@@ -6,6 +6,9 @@ records with the same attributes (``worker.db.memory.base``). Code that
 reads rows through ``database.repositories`` is typed against these
 protocols, which each of them satisfies. The attributes are those of the
 models' columns, with their types.
+
+A row that callers of every side hand a repository to insert, and that
+it returns, is a named tuple here (``StepRun``).
 """
 
 import dataclasses
@@ -70,6 +73,28 @@ class RetryTask(typing.Protocol):
     parked: bool
     park_reason: str | None
     created_at: datetime.datetime
+
+
+class StepRun(typing.NamedTuple):
+    """A row of ``order_step_runs`` (``models.OrderStepRun``): a run of a
+    step that ended. ``history.add_many`` takes them without their ``id``
+    (None), ``history.for_order`` returns them with it."""
+
+    order_id: str
+    step: str
+    #: The token the run held.
+    generation: int
+    #: Its step's ``attempt`` after its claim.
+    attempt: int
+    #: The process that claimed it (``pid@host``).
+    worker: str | None
+    #: When it was claimed.
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime
+    #: One of ``models.RUN_RESULTS``.
+    result: str
+    error: str | None = None
+    id: int | None = None
 
 
 class Lock(typing.Protocol):

@@ -60,6 +60,10 @@ class RecoveryRow(typing.NamedTuple):
     owner: str | None
     #: Times the processes running it died (``models.OrderStep.crashes``).
     crashes: int
+    #: When its run was claimed, and its ``attempt`` then: the run's row
+    #: in the history if it is taken back.
+    claimed_at: Moment | None
+    attempt: int
 
 
 def create(session: orm.Session, order_id: str, names: abc.Iterable[str],
@@ -529,7 +533,8 @@ def _without_retry_row() -> sa.ColumnElement[bool]:
 
 #: The SELECT of a ``RecoveryRow``'s columns, its WHERE to add.
 _RECOVERY = sa.select(_TABLE.c.order_id, _TABLE.c.name, _TABLE.c.generation,
-                      _TABLE.c.failures, _TABLE.c.owner, _TABLE.c.crashes)
+                      _TABLE.c.failures, _TABLE.c.owner, _TABLE.c.crashes,
+                      _TABLE.c.claimed_at, _TABLE.c.attempt)
 
 
 def _recovery(session: orm.Session,

@@ -12,6 +12,11 @@ are written together by kind; the others one at a time, each decided
 just before its writes. A result whose step or order moved on costs only
 itself: it is discarded, and if it had written already, the batch is
 written again without it.
+
+Every result leaves its run's row in its order's history
+(``writes.RecordRun``), a discarded one a ``superseded`` row: the rows of
+the results written one at a time, or discarded, go in the batch's one
+INSERT of them.
 """
 
 import collections
@@ -20,6 +25,7 @@ import threading
 
 from oslo_log import log as logging
 
+from worker.db import models
 from worker.steps import runs
 from worker.steps import transactions
 from worker.steps import writes
@@ -55,7 +61,7 @@ class Applier:
         """Write the results ``items`` in one transaction
         (``GroupCommit``); log and count them, cast the steps they made
         ready."""
-        undone = set()
+        undone = {}
         batched = True
         while True:
             try:
@@ -63,8 +69,9 @@ class Applier:
                 break
             except _Undo as undo:
                 # One result wrote, then found its step or order moved
-                # on: the batch is written again without it.
-                undone.add(undo.index)
+                # on: the batch is written again without it, with its
+                # superseded row.
+                undone[undo.index] = undo.recorded
             except writes.Moved:
                 # A step or order of the batch moved on: written again one
                 # result at a time, which finds the result superseded.
@@ -126,12 +133,16 @@ class Applier:
         the only one of its order in the batch, are written together by
         kind, after the others. A result found superseded is decided again
         if the transaction runs again (the race it lost was maybe with a
-        rolled-back write); one in ``undone`` is skipped.
+        rolled-back write); one in ``undone`` (``{index: its superseded
+        history rows}``) is skipped.
 
         :raises writes.Moved: a batched result was superseded.
         """
         now = self._clock()
         decided = [None] * len(items)
+        # The history rows of the results not written in the batch: in
+        # the batch's INSERT of them, not one INSERT a result.
+        recorded = [row for rows in undone.values() for row in rows]
         # In the order of their orders and steps, so that two processes
         # writing results of the same orders lock them in the same order.
         indexes = sorted((index for index in range(len(items))
@@ -152,25 +163,46 @@ class Applier:
                     batch.append(index)
                     decided[index] = decision
                 else:
-                    decided[index] = self._write_one(session, index,
-                                                     decision, now)
+                    decided[index] = self._write_one(
+                        session, index, run, decision, now, recorded)
             writes.write_batch(session, self._repositories,
-                               [decided[index].writes for index in batch],
+                               [decided[index].writes for index in batch] +
+                               [self._of_orders_kept(session, recorded)],
                                now)
         return decided
 
-    def _write_one(self, session, index, decision, now):
-        """Execute one result's writes: its decision, with the steps its
-        writes woke among its casts, or None if superseded."""
+    def _of_orders_kept(self, session, recorded):
+        """The history rows ``recorded`` but the superseded ones of
+        orders gone: a run can outlive its order (a zombie's, past a
+        ``db purge``), and its row would belong to no order. Superseded
+        results are rare: one primary-key read for each."""
+        orders = self._repositories.orders
+        return [row for row in recorded
+                if row.result != models.RUN_SUPERSEDED or
+                orders.status_of(session, row.order_id) is not None]
+
+    def _write_one(self, session, index, run, decision, now, recorded):
+        """Execute one result's writes but its history row, which it adds
+        to ``recorded`` (as ``superseded`` if it was): its decision, with
+        the steps its writes woke among its casts, or None if superseded.
+        """
         if decision is None:
+            recorded.append(writes.RecordRun.of(run,
+                                                models.RUN_SUPERSEDED))
             return None
+        rows = [write for write in decision.writes
+                if isinstance(write, writes.RecordRun)]
+        superseded = [row.superseded() for row in rows]
         try:
-            woken = writes.write_one(session, self._repositories,
-                                     decision.writes, now)
+            woken = writes.write_one(session, self._repositories, [
+                write for write in decision.writes
+                if not isinstance(write, writes.RecordRun)], now)
         except writes.Undone:
-            raise _Undo(index)
+            raise _Undo(index, superseded)
         if woken is None:
+            recorded.extend(superseded)
             return None
+        recorded.extend(rows)
         if woken:
             decision = dataclasses.replace(decision,
                                            casts=decision.casts + woken)
@@ -194,8 +226,9 @@ class Applier:
 
 class _Undo(Exception):
     """Roll the batch back: the result at ``index`` was superseded after a
-    write."""
+    write; ``recorded`` are its history rows as superseded."""
 
-    def __init__(self, index):
+    def __init__(self, index, recorded):
         super().__init__(index)
         self.index = index
+        self.recorded = recorded

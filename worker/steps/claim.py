@@ -135,7 +135,8 @@ class Claimer:
             subscribed=any(map(models.is_delivery, rows)),
             step_events=workflow is not None and
             self._kinds.workflow_step.step_events(workflow),
-            claimed_at=now, project_id=order.project_id,
+            claimed_at=now, attempt=row.attempt + 1, worker=self._owner,
+            project_id=order.project_id,
             request=context.of_order(order), crashes=row.crashes)
         if not kind.runs_workflow or not workflow.has_step(step.step):
             return run, None

@@ -16,6 +16,11 @@ written under the order's row lock, which every writer of events holds:
   ``max_consecutive_failures`` in a row its URL becomes unavailable and
   the delivery WAITING, its events kept;
 - its URL is unavailable: WAITING, until ``notification url enable``.
+
+Each run leaves a row in its order's history (``writes.RecordRun``):
+``done`` when the delivery is DONE, ``retry`` otherwise, with the error
+it keeps (a failed request's, or why its URL is unavailable) or none
+(more events to send, or its URL available again: it goes on at once).
 """
 
 import dataclasses
@@ -293,7 +298,10 @@ class _Decider:
     def _record(self, result, status, failures, last_error=None,
                 dispatched=False):
         """The writes of the run's new state: the fenced write of its row,
-        and the delete of a retry row it may have left."""
+        the delete of a retry row it may have left, and the run's row in
+        its order's history: ``done`` if the delivery is DONE, else
+        ``retry`` with the error it keeps (none when it goes on at once).
+        """
         run = self._run
         recorded = (RecordDelivery(
             run.order_id, run.step, run.token, status, result.delivered,
@@ -303,4 +311,6 @@ class _Decider:
             # deleted by its pass): a waiting delivery keeps none, a retry
             # adds its own. Otherwise there is none to delete.
             recorded += (writes.DeleteRetryRows(run.order_id, run.step),)
-        return recorded
+        return recorded + (writes.RecordRun.of(
+            run, models.RUN_DONE if status == models.STEP_DONE
+            else models.RUN_RETRY, last_error),)

@@ -8,7 +8,9 @@ the order's lock: ``needs_order`` tells the caller when to take that lock
 and read them first (``orders.lock_live``, ``steps.for_order``), so that
 the results of parallel steps of one order are decided one after the
 other and exactly one of them sees every step DONE. Every write is
-conditional on the run's token or on the order's status; the steps made
+conditional on the run's token or on the order's status, but the last:
+the run's row in its order's history (``writes.RecordRun``: ``done``,
+``retry`` or ``failed``), written only with the others. The steps made
 ready are cast by the caller after the commit.
 """
 
@@ -139,11 +141,12 @@ class _Decider:
         finished: tuple[typing.Any, ...] = (
             writes.FinishStep.done(run, output),
             writes.DeleteRetryRows(run.order_id, run.step))
+        recorded = (writes.RecordRun.of(run, models.RUN_DONE),)
         if run.compensating:
             return runs.Decision(
                 runs.CANCELLED, 'compensation %s done, CANCELLED' % run.step,
                 finished + (writes.EndCancel(run.order_id),) +
-                self._events(models.STEP_DONE, models.CANCELLED))
+                self._events(models.STEP_DONE, models.CANCELLED) + recorded)
         # Alone, no other step ran since this one was claimed: the steps
         # as read then are the steps now, save this one.
         steps = dict(self._steps if self._steps is not None else run.steps)
@@ -157,7 +160,7 @@ class _Decider:
             return runs.Decision(
                 runs.ACTIVE, 'step %s done, ACTIVE' % run.step,
                 finished + (writes.CompleteOrder(run.order_id, meta),) +
-                self._events(models.STEP_DONE, models.ACTIVE))
+                self._events(models.STEP_DONE, models.ACTIVE) + recorded)
         started = {name for name, step in steps.items()
                    if step.status != models.STEP_WAITING}
         ready = tuple(workflow.ready(done, started))
@@ -173,10 +176,10 @@ class _Decider:
                 finished + tuple(
                     writes.AddRetryRow.of(run, name, steps[name].generation,
                                           retry_at, 0)
-                    for name in ready))
+                    for name in ready) + recorded)
         return runs.Decision(
             runs.DONE, 'step %s done; %s start now'
-            % (run.step, ', '.join(ready) or 'nothing'), finished,
+            % (run.step, ', '.join(ready) or 'nothing'), finished + recorded,
             tuple(rpcapi.Step(name, run.order_id, steps[name].generation,
                               run.request)
                   for name in ready))
@@ -216,7 +219,8 @@ class _Decider:
             (writes.RetryStep.of(run, failures, polls, last_error),
              writes.DeleteRetryRows(run.order_id, run.step),
              writes.AddRetryRow.of(run, run.step, run.token, retry_at,
-                                   failures)))
+                                   failures),
+             writes.RecordRun.of(run, models.RUN_RETRY, last_error)))
 
     def _give_up(self, what: str, as_given: bool = False) -> runs.Decision:
         run = self._run
@@ -224,13 +228,14 @@ class _Decider:
                                  'failed after %d attempt(s): %s'
                                  % (run.failures + 1, what))
         failed = writes.FinishStep.failed(run, what)
+        recorded = writes.RecordRun.of(run, models.RUN_FAILED, what)
         if run.compensating:
             failure = 'compensation %s' % reason
             return runs.Decision(
                 runs.CANCELLED, 'CANCELLED; compensation %s' % reason,
                 (failed, writes.EndCancel(run.order_id, failure)) +
                 self._events(models.STEP_FAILED, models.CANCELLED,
-                             reason=failure, error=what))
+                             reason=failure, error=what) + (recorded,))
         # The order is over: the steps still running elsewhere lose their
         # claims, the ones waiting never start.
         return runs.Decision(
@@ -240,4 +245,4 @@ class _Decider:
                          error=what) +
             (writes.RevokeOpen(run.order_id,
                                'order failed at step %s' % run.step),
-             writes.DeleteRetryRows(run.order_id)))
+             writes.DeleteRetryRows(run.order_id), recorded))

@@ -100,6 +100,11 @@ class Run:
     #: When this run was claimed; its lease ends ``policy.timeout_seconds``
     #: later.
     claimed_at: datetime.datetime | None = None
+    #: The step's ``attempt`` as this run's claim set it (its runs so
+    #: far, this one included), and the process that claimed it
+    #: (``pid@host``): the run's row in its order's history.
+    attempt: int = 0
+    worker: str | None = None
     #: The project that owns the order, which its events name.
     project_id: str = models.DEFAULT_PROJECT
     #: The request ids of the order, as read at the claim; None if it has

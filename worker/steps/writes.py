@@ -28,6 +28,7 @@ import typing
 from worker import context as context_module
 from worker.db import models
 from worker.db import repositories as repositories_module
+from worker.db import rows
 from worker.notifications import events as events_module
 from worker import rpcapi
 from worker.steps import runs
@@ -253,6 +254,48 @@ class StartSteps(_Batched):
 
 
 @dataclasses.dataclass(frozen=True)
+class RecordRun(_Batched):
+    """Add the run's row to its order's history (``order_step_runs``),
+    its ``finished_at`` the write's ``now``.
+
+    Listed after a result's fenced writes, and not fenced itself: it is
+    written only with them. A result found superseded gets its
+    ``superseded`` row instead, from the applier
+    (``worker.steps.apply``).
+    """
+
+    order_id: str
+    step: str
+    token: int
+    attempt: int
+    worker: str | None
+    started_at: Moment | None
+    result: str
+    error: str | None = None
+
+    @classmethod
+    def of(cls, run: runs.Run, result: str,
+           error: str | None = None) -> typing.Self:
+        """The run ended with ``result`` (one of ``models.RUN_RESULTS``)
+        and ``error``."""
+        return cls(run.order_id, run.step, run.token, run.attempt,
+                   run.worker, run.claimed_at, result, error)
+
+    def superseded(self) -> typing.Self:
+        """The same run, its result found superseded."""
+        return dataclasses.replace(self, result=models.RUN_SUPERSEDED)
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
+        """Execute several in one INSERT."""
+        repositories.history.add_many(session, [rows.StepRun(
+            w.order_id, w.step, w.token, w.attempt, w.worker, w.started_at,
+            now, w.result, w.error) for w in writes])
+        return 0
+
+
+@dataclasses.dataclass(frozen=True)
 class FailOrder(Single):
     """Move a live order to ERROR with ``reason``."""
 
@@ -323,9 +366,10 @@ class RecordEvents(Single):
 
 
 #: The kinds a batch writes, in this order: the fenced writes first, then
-#: a retry's delete of its step's row before the row it adds.
+#: a retry's delete of its step's row before the row it adds; the runs'
+#: rows last, once every fence held.
 _BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, DeleteRetryRows,
-                AddRetryRow, StartSteps)
+                AddRetryRow, StartSteps, RecordRun)
 
 
 def batched(writes: abc.Iterable[typing.Any]) -> bool:

@@ -10,7 +10,6 @@ from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import write
-from worker.db.memory import base
 from worker.db import models
 from worker.db import rows
 from worker.notifications import events
@@ -22,20 +21,9 @@ CUTOFF = plus(50)
 
 
 def _add_run(db, order_id):
-    """A row of the order's history (``order_step_runs``).
-
-    Written here directly: the purge only deletes them.
-    """
-    run = dict(order_id=order_id, step=REQUEST, generation=1, attempt=1,
-               worker='1@h', started_at=NOW, finished_at=plus(1),
-               result=models.RUN_DONE, error=None)
-    if db.engine is None:
-        store = db._store
-        run_id = next(store.run_ids)
-        store.runs[run_id] = base.RunRecord(id=run_id, **run)
-        return
-    with db.engine.begin() as connection:
-        connection.execute(sa.insert(models.OrderStepRun.__table__), run)
+    """A row of the order's history (``order_step_runs``)."""
+    write(db, db.repositories.history.add_many, [rows.StepRun(
+        order_id, REQUEST, 1, 1, '1@h', NOW, plus(1), models.RUN_DONE)])
 
 
 def _order(db, end, at):

@@ -282,6 +282,38 @@ def test_each_parallel_step_of_an_order_is_taken_back(database):
         for name in ('check_caa', 'check_domains', 'check_key')]
 
 
+def test_a_run_taken_back_from_its_owner_ends_in_its_orders_history(
+        database):
+    _heartbeat(database, '5@live', NOW)
+    _heartbeat(database, '6@dead', NOW - _seconds(61))
+    dead = _claimed(database, '6@dead', NOW - _seconds(120))
+    hung = _claimed(database, '5@live', NOW - _seconds(120),
+                    lease_seconds=60)
+    never_claimed = _write(database, lambda repos, session: repos.orders
+                           .create(session, CERTIFICATE, {},
+                                   NOW - _seconds(3600)).id)
+
+    result, _ = _run(database)
+
+    assert result.recovered == 3
+
+    def history(order_id):
+        return [(run.step, run.generation, run.attempt, run.worker,
+                 run.started_at, run.finished_at, run.result, run.error)
+                for run in _read(database, lambda repos, session:
+                                 repos.history.for_order(session, order_id))]
+    claimed_at = NOW - _seconds(120)
+    assert history(dead) == [
+        (REQUEST, 1, 1, '6@dead', claimed_at, NOW, models.RUN_TAKEN_BACK,
+         'its owner 6@dead stopped heartbeating while running it (crash 1 '
+         'of this step)')]
+    assert history(hung) == [
+        (REQUEST, 1, 1, '5@live', claimed_at, NOW, models.RUN_TAKEN_BACK,
+         'its lease ended on 5@live')]
+    # A dispatch that no worker took up had no run.
+    assert history(never_claimed) == []
+
+
 def test_recovery_looks_once_per_report_interval(database):
     retry_manager, client = _manager(database)
     assert retry_manager.run_once(NOW).idle      # looked: nothing lost

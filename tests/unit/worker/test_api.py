@@ -11,6 +11,7 @@ import pytest
 from worker import api
 from worker.db.memory import orders as memory_orders
 from worker.db import models
+from worker.db import rows
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
@@ -294,6 +295,39 @@ def test_find_takes_a_unique_prefix(orders, monkeypatch):
     assert orders.find('abc', project_id=PROJECT).id == first.id
     with pytest.raises(api.OrderNotFound):
         orders.find('fff')
+
+
+def test_history_lists_the_runs_of_an_orders_steps_oldest_first(
+        orders, database):
+    order = orders.create('certificate', {}, project_id=PROJECT)
+    other = orders.create('certificate', {}, project_id=PROJECT)
+    later = NOW + datetime.timedelta(seconds=5)
+    with database.session() as session, session.begin():
+        database.repositories.history.add_many(session, [
+            rows.StepRun(order.id, 'process_type_order', 1, 1, '1@a', NOW,
+                         later, models.RUN_RETRY, 'E' * 2000),
+            rows.StepRun(other.id, 'process_type_order', 1, 1, '1@a', NOW,
+                         later, models.RUN_DONE),
+            rows.StepRun(order.id, 'process_type_order', 2, 2, '2@b', later,
+                         later, models.RUN_DONE)])
+
+    runs = orders.history(order.id[:12])
+
+    assert runs == orders.history(order.id, project_id=PROJECT)
+    first, second = runs
+    assert isinstance(first, api.StepRun)
+    assert (first.step, first.attempt, first.worker, first.started_at,
+            first.finished_at, first.result, first.generation) == (
+        'process_type_order', 1, '1@a', NOW, later, 'retry', 1)
+    assert len(first.error) == models.RUN_ERROR_LENGTH
+    assert (second.attempt, second.worker, second.result,
+            second.error) == (2, '2@b', 'done', None)
+    assert orders.history(orders.create('fanout', {},
+                                        project_id=PROJECT).id) == ()
+    with pytest.raises(api.OrderNotFound):
+        orders.history(order.id, project_id=OTHER)
+    with pytest.raises(api.OrderNotFound):
+        orders.history('no-such-order')
 
 
 def test_cancel_cancels_a_pending_order_once(orders, database):

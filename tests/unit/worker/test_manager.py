@@ -205,6 +205,17 @@ def _statuses(state):
     return {name: step.status for name, step in state.steps.items()}
 
 
+def _history(database, order_id):
+    """The order's history: ``(step, attempt, worker, result, error)`` of
+    each run, oldest first; every run started and ended at ``NOW``."""
+    with database.reader() as session, session.begin():
+        runs = database.repositories.history.for_order(session, order_id)
+    assert all((run.started_at, run.finished_at) == (NOW, NOW)
+               for run in runs)
+    return [(run.step, run.attempt, run.worker, run.result, run.error)
+            for run in runs]
+
+
 # The certificate order type, over a scripted plugin.
 
 def test_completed_makes_the_order_active_and_merges_its_meta(
@@ -242,6 +253,9 @@ def test_completed_makes_the_order_active_and_merges_its_meta(
     assert _statuses(state) == {REQUEST: models.STEP_DONE,
                                 CHECK: models.STEP_DONE}
     assert worker.observed == ['done', 'active']
+    assert _history(database, order_id) == [
+        (REQUEST, 1, OWNER, models.RUN_DONE, None),
+        (CHECK, 1, OWNER, models.RUN_DONE, None)]
 
 
 def test_a_stale_or_duplicate_message_runs_nothing(database, use_plugin):
@@ -333,6 +347,12 @@ def test_an_unavailable_remote_backs_off_then_fails_the_order(
     # Exponential with equal jitter: half fixed, half random, capped.
     assert 1 <= delays[0] <= 2 and 2 <= delays[1] <= 4
     assert worker.observed == ['retry', 'retry', 'error']
+    down = 'remote service unavailable: CA down'
+    assert _history(database, order_id) == [
+        (REQUEST, 1, OWNER, models.RUN_RETRY, down),
+        (REQUEST, 2, OWNER, models.RUN_RETRY, down),
+        (REQUEST, 3, OWNER, models.RUN_FAILED,
+         'gave up after 3 attempts; last error: ' + down)]
 
 
 def _crash(database, order_id, times):
@@ -439,6 +459,8 @@ def test_a_result_overtaken_while_the_step_ran_is_discarded(database,
     assert state.steps[CHECK].status == models.STEP_WAITING
     assert state.retries == [] and worker.client.casts == []
     assert worker.observed == ['superseded']
+    assert _history(database, order_id) == [
+        (REQUEST, 1, OWNER, models.RUN_SUPERSEDED, None)]
 
 
 def test_run_steps_drops_malformed_and_stale_steps_and_runs_the_rest(
@@ -556,6 +578,8 @@ def test_a_result_the_database_refused_is_written_once_it_answers(
         models.STEP_DONE
     assert worker.observed == ['done']
     assert len(worker.client.casts) == 1
+    assert _history(database, order_id) == [
+        (REQUEST, 1, OWNER, models.RUN_DONE, None)]
 
 
 def test_claims_and_results_that_lose_a_race_are_run_again(
@@ -579,6 +603,8 @@ def test_claims_and_results_that_lose_a_race_are_run_again(
     assert worker.observed == ['done']
     assert worker.client.casts == [(CHECK, {'order_id': order_id,
                                             'generation': 0})]
+    assert _history(database, order_id) == [
+        (REQUEST, 1, OWNER, models.RUN_DONE, None)]
 
 
 # The fanout order type: steps in parallel.
@@ -661,6 +687,11 @@ def test_a_result_after_the_order_was_cancelled_is_discarded(
         models.CANCELLED, 'operator')
     assert state.steps['revoke'].output == {'revoked': False}
     assert worker.observed == ['superseded', 'cancelled']
+    # The check's result was decided under the order's lock, and found
+    # it no longer live.
+    assert _history(database, order_id) == [
+        (ROOTS[0], 1, OWNER, models.RUN_SUPERSEDED, None),
+        ('revoke', 1, OWNER, models.RUN_DONE, None)]
 
 
 # Step policies, on a small order type of this module.
@@ -865,6 +896,10 @@ def test_a_result_superseded_after_a_write_costs_only_itself(database,
         models.STEP_PENDING, OWNER)
     assert sorted(worker.observed[-3:]) == ['active', 'active',
                                             'superseded']
+    # Its run is in its history all the same, written with the others'.
+    assert [_history(database, order_id)[-1] for order_id in order_ids] == [
+        (CHECK, 1, OWNER, result, None) for result in (
+            models.RUN_DONE, models.RUN_SUPERSEDED, models.RUN_DONE)]
 
 
 def test_a_batch_of_several_kinds_of_result_writes_each_as_alone(
@@ -902,6 +937,13 @@ def test_a_batch_of_several_kinds_of_result_writes_each_as_alone(
     assert [state.steps[name].status for name in ROOTS[:2]] == [
         models.STEP_DONE] * 2
     assert sorted(worker.observed[-5:]) == ['done'] * 3 + ['error', 'retry']
+    assert [_history(database, order_id) for order_id in (
+        done, polled, failed)] == [
+        [(REQUEST, 1, OWNER, models.RUN_DONE, None)],
+        [(REQUEST, 1, OWNER, models.RUN_RETRY, None)],
+        [(REQUEST, 1, OWNER, models.RUN_FAILED, 'refused')]]
+    assert sorted(_history(database, fanout)) == sorted(
+        (name, 1, OWNER, models.RUN_DONE, None) for name in ROOTS[:2])
 
 
 def test_ready_steps_of_a_batch_go_out_in_one_message(database,

@@ -23,12 +23,13 @@ PostgreSQL, until it is rolled back.
 behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
-``retry_tasks``, ``services``, ``notifications``, ``purge``), as in
-``worker.db``;
-``base`` holds the store, its sessions and the records.
+``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``),
+as in ``worker.db``; ``base`` holds the store, its sessions and the
+records.
 """
 
 from worker.db.memory import base
+from worker.db.memory import history
 from worker.db.memory import locks
 from worker.db.memory import notifications
 from worker.db.memory import orders
@@ -53,6 +54,7 @@ class InMemoryDatabase:
             orders=orders.InMemoryOrders(store),
             steps=steps.InMemorySteps(store),
             retry_tasks=retry_tasks.InMemoryRetryTasks(store),
+            history=history.InMemoryHistory(store),
             services=services.InMemoryServices(store),
             notifications=notifications.InMemoryNotifications(store),
             purge=purge.InMemoryPurge(store))

@@ -41,7 +41,6 @@ UrlRecord: abc.Callable[..., rows.Url] = _record(models.NotificationUrl)
 EventRecord: abc.Callable[..., rows.Event] = _record(
     models.NotificationEvent)
 ServiceRecord: abc.Callable[..., rows.Service] = _record(models.Service)
-RunRecord: abc.Callable[..., Any] = _record(models.OrderStepRun)
 
 
 def replace(record: _Row, **changes: Any) -> _Row:
@@ -75,8 +74,8 @@ class Store:
         self.urls: dict[int, rows.Url] = {}
         self.events: dict[tuple[str, int], rows.Event] = {}
         self.url_ids = itertools.count(1)
-        #: ``{id: RunRecord}``: the runs of steps (``order_step_runs``).
-        self.runs: dict[int, Any] = {}
+        #: ``{id: rows.StepRun}``.
+        self.runs: dict[int, rows.StepRun] = {}
         self.run_ids = itertools.count(1)
         self.holder: int | None = None
         self._lock = threading.Lock()

@@ -221,7 +221,8 @@ class InMemorySteps(base.Repository):
     @staticmethod
     def _recovery(step: rows.Step) -> steps.RecoveryRow:
         return steps.RecoveryRow(step.order_id, step.name, step.generation,
-                                 step.failures, step.owner, step.crashes)
+                                 step.failures, step.owner, step.crashes,
+                                 step.claimed_at, step.attempt)
 
     @base.reads
     def lost_dispatches(self, session: Session, dispatched_before: Moment,

@@ -121,6 +121,15 @@ def _retries(database, order_id):
             session, order_id=order_id)
 
 
+def _history(database, order_id, step=DELIVERY):
+    """``(attempt, result, error)`` of each run of the order's ``step``,
+    oldest first."""
+    with database.reader() as session:
+        runs = database.repositories.history.for_order(session, order_id)
+    return [(run.attempt, run.result, run.error) for run in runs
+            if run.step == step]
+
+
 def _run_order(worker, order_id):
     """Run the order's two steps; the deliveries they wake are cast."""
     worker.run(REQUEST, order_id, 0)
@@ -180,6 +189,9 @@ def test_events_written_while_a_delivery_runs_are_sent_by_it_next(
     worker.deliver()
     assert sender.sequences() == [1, 2, 3]
     assert _step(database, order_id, DELIVERY).status == models.STEP_DONE
+    # Released with more to send, as a poll: no error.
+    assert _history(database, order_id) == [
+        (1, models.RUN_RETRY, None), (2, models.RUN_DONE, None)]
 
 
 def test_a_failed_request_is_retried_after_a_back_off_and_goes_on(
@@ -209,6 +221,12 @@ def test_a_failed_request_is_retried_after_a_back_off_and_goes_on(
     assert (step.status, step.failures) == (models.STEP_DONE, 0)
     assert _url(database).failures == 0
     assert worker.observed == ['retry', 'retry', 'delivered']
+    runs = _history(database, order_id)
+    assert [run[:2] for run in runs] == [
+        (1, models.RUN_RETRY), (2, models.RUN_RETRY), (3, models.RUN_DONE)]
+    assert runs[0][2].startswith('HTTP 500: nope (event 1')
+    assert runs[1][2].startswith('HTTP 503: later (event 1')
+    assert runs[2][2] is None
 
 
 def test_a_url_failing_too_often_becomes_unavailable_and_others_go_on(
@@ -240,6 +258,13 @@ def test_a_url_failing_too_often_becomes_unavailable_and_others_go_on(
                                                              10)
     assert sorted(order for order, _ in waiting) == sorted([order_id,
                                                             second])
+    # Waiting for its URL is a release for a later run (an enable), with
+    # the error that made the URL unavailable, or why it waits.
+    assert [run[1] for run in _history(database, order_id)] == [
+        models.RUN_RETRY] * 2
+    assert _history(database, order_id)[1][2].startswith('HTTP 500: b')
+    assert _history(database, second) == [
+        (1, models.RUN_RETRY, 'URL %s is unavailable' % URL)]
 
 
 def test_an_order_without_subscribers_writes_no_event(database):
@@ -303,6 +328,8 @@ def test_a_delivery_taken_back_while_it_ran_has_no_effect(database):
     assert (step.status, step.generation, step.output) == (
         models.STEP_PENDING, 2, None)
     assert worker.observed == ['superseded']
+    assert _history(database, order_id) == [
+        (1, models.RUN_SUPERSEDED, None)]
 
 
 def test_the_events_of_a_status_change(database):

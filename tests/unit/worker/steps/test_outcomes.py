@@ -25,11 +25,11 @@ def _row(status, generation=0, output=None):
 
 
 def _run(step, steps, token=1, **facts):
-    return runs.Run(
+    return runs.Run(**dict(dict(
         order_id=ORDER, step=step, token=token, kind=None, failures=0,
         polls=0, started_at=NOW, last_error=None, order_created_at=NOW,
         order_meta={'cn': 'a'}, order_priority=3, workflow=FANOUT,
-        policy=policy.StepPolicy(), steps=steps, claimed_at=NOW, **facts)
+        policy=policy.StepPolicy(), steps=steps, claimed_at=NOW), **facts))
 
 
 def _at(poll_status):
@@ -54,7 +54,8 @@ def test_a_step_done_in_sequence_starts_the_next_ones_in_a_batch():
         writes.FinishStep(ORDER, 'poll', 1, models.STEP_DONE,
                           output={'serial': 'x'}),
         writes.DeleteRetryRows(ORDER, 'poll'),
-        writes.StartSteps(ORDER, ('store', 'notify'), True))
+        writes.StartSteps(ORDER, ('store', 'notify'), True),
+        writes.RecordRun.of(run, models.RUN_DONE))
     assert decision.casts == (rpcapi.Step('store', ORDER, 2),
                               rpcapi.Step('notify', ORDER, 5))
     assert writes.batched(decision.writes)
@@ -71,7 +72,8 @@ def test_a_step_done_with_a_delay_starts_the_next_ones_by_retry_rows():
     assert decision.writes[2:] == (
         writes.StartSteps(ORDER, ('store', 'notify'), False),
         writes.AddRetryRow(ORDER, 'store', 2, later, 0, 3),
-        writes.AddRetryRow(ORDER, 'notify', 5, later, 0, 3))
+        writes.AddRetryRow(ORDER, 'notify', 5, later, 0, 3),
+        writes.RecordRun.of(run, models.RUN_DONE))
 
 
 def test_the_last_parallel_step_is_decided_on_the_steps_read_under_lock():
@@ -101,7 +103,7 @@ def test_a_retry_replaces_its_steps_row():
     decision = outcomes.decide(run, base.RemoteUnavailable('down', 30), NOW)
 
     assert decision.kind == runs.RETRY
-    retry, delete, add = decision.writes
+    retry, delete, add, _ = decision.writes
     assert retry == writes.RetryStep(ORDER, 'poll', 1, 1, 0,
                                      'remote service unavailable: down')
     assert delete == writes.DeleteRetryRows(ORDER, 'poll')
@@ -118,8 +120,8 @@ def test_a_failed_order_is_written_one_at_a_time():
     assert decision.kind == runs.ERROR
     assert [type(write) for write in decision.writes] == [
         writes.FinishStep, writes.FailOrder, writes.RevokeOpen,
-        writes.DeleteRetryRows]
-    assert decision.writes[-1] == writes.DeleteRetryRows(ORDER)
+        writes.DeleteRetryRows, writes.RecordRun]
+    assert decision.writes[-2] == writes.DeleteRetryRows(ORDER)
     assert not writes.batched(decision.writes)
 
 
@@ -135,4 +137,74 @@ def test_a_subscribed_order_records_its_events_after_its_move():
                 if isinstance(write, writes.RecordEvents)]
     assert [event.event for event in record.events] == [
         'order.error', 'order.end']
+    assert not writes.batched(decision.writes)
+
+
+def _recorded(decision):
+    """The decision's history row: its last write, and its only one."""
+    recorded = [write for write in decision.writes
+                if isinstance(write, writes.RecordRun)]
+    assert recorded == [decision.writes[-1]]
+    return recorded[0]
+
+
+def _claimed(steps=None, **facts):
+    """The third run of ``poll``, claimed by ``77@host`` with token 4."""
+    return _run('poll', steps or _at(models.STEP_PENDING), token=4,
+                attempt=3, worker='77@host', **facts)
+
+
+def test_every_result_records_its_run_with_its_result_and_error():
+    run = _claimed(failures=1,
+                   policy=policy.StepPolicy(retry_on=('ValueError',)))
+    cases = [
+        (base.Completed(), runs.DONE, models.RUN_DONE, None),
+        (base.RemoteUnavailable('down', 30), runs.RETRY, models.RUN_RETRY,
+         'remote service unavailable: down'),
+        (runs.StepError('ValueError: bad', ('ValueError', 'Exception')),
+         runs.RETRY, models.RUN_RETRY, 'ValueError: bad'),
+        (runs.StepError('KeyError: k', ('KeyError', 'Exception')),
+         runs.ERROR, models.RUN_FAILED, 'KeyError: k'),
+        (base.RetryLater(5), runs.RETRY, models.RUN_RETRY, None),
+        (base.Failed('refused'), runs.ERROR, models.RUN_FAILED, 'refused'),
+        (policy.GiveUp('gave up after 3 attempts; last error: x'),
+         runs.ERROR, models.RUN_FAILED,
+         'gave up after 3 attempts; last error: x'),
+    ]
+    for result, kind, recorded, error in cases:
+        decision = outcomes.decide(run, result, NOW)
+
+        assert decision.kind == kind, result
+        assert _recorded(decision) == writes.RecordRun(
+            ORDER, 'poll', 4, 3, '77@host', NOW, recorded, error), result
+
+
+def test_the_last_step_and_a_compensation_record_their_runs_too():
+    last = _claimed(_at(models.STEP_DONE) | {
+        'store': _row(models.STEP_DONE), 'notify': _row(models.STEP_DONE),
+        'poll': _row(models.STEP_PENDING)})
+    compensation = _run('revoke', {}, token=2, attempt=1, worker='w')
+
+    ended = outcomes.decide(last, base.Completed(), NOW)
+    compensated = outcomes.decide(compensation, base.Completed(), NOW)
+    failed = outcomes.decide(compensation, base.Failed('no'), NOW)
+
+    assert ended.kind == runs.ACTIVE
+    assert _recorded(ended).result == models.RUN_DONE
+    assert (compensated.kind, _recorded(compensated).result) == (
+        runs.CANCELLED, models.RUN_DONE)
+    assert (failed.kind, _recorded(failed).result,
+            _recorded(failed).error) == (runs.CANCELLED, models.RUN_FAILED,
+                                         'no')
+
+
+def test_a_policy_that_runs_out_records_a_failed_run():
+    run = _claimed(failures=2, policy=policy.StepPolicy(max_attempts=3))
+
+    decision = outcomes.decide(run, base.RemoteUnavailable('down'), NOW)
+
+    assert decision.kind == runs.ERROR
+    recorded = _recorded(decision)
+    assert (recorded.result, recorded.attempt) == (models.RUN_FAILED, 3)
+    assert 'down' in recorded.error
     assert not writes.batched(decision.writes)
