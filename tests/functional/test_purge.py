@@ -165,7 +165,8 @@ def test_retry_daemons_purge_old_orders_one_at_a_time(deployment, database):
                        2 * interval, 'the next purge')
     waited = (datetime.datetime.utcnow() - ended).total_seconds()
     assert waited >= interval, waited
-    assert _purges(daemons) == 2
+    # Its line is logged once the purge has ended.
+    processes.wait_for(lambda: _purges(daemons) == 2, 10, 'its log line')
     assert _rows(database, ORDERS, young) == 1
     assert 'Purged 5 orders' in ''.join(daemon.log() for daemon in daemons)
     for daemon in daemons:
