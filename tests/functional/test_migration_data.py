@@ -324,7 +324,9 @@ def _check_0004_schema(engine, backend):
         'ix_order_retry_tasks_order_id': ['order_id'],
         'ix_order_retry_tasks_due': ['parked', 'retry_at', 'id'],
         'ix_order_retry_tasks_priority_due': ['parked', 'priority',
-                                              'retry_at', 'id']}
+                                              'retry_at', 'id'],
+        # 0009's, upgraded to head.
+        'ix_order_retry_tasks_waiting_for': ['waiting_for', 'id']}
     [foreign_key] = inspector.get_foreign_keys('order_retry_tasks')
     assert (foreign_key['referred_table'], foreign_key['options']) == (
         'orders', {'ondelete': 'CASCADE'})

@@ -142,6 +142,8 @@ class Order(Base):
         # The finished orders older than a moment, oldest first, a batch
         # at a time (``db purge``).
         sa.Index('ix_orders_status_updated_at', 'status', 'updated_at'),
+        # The PENDING orders of one type (``[order_type:T] max_pending``).
+        sa.Index('ix_orders_type_status', 'type', 'status'),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
@@ -170,6 +172,13 @@ class Order(Base):
     request_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     global_request_id: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(64))
+    #: When its first steps run (their retry rows are due then); None
+    #: for at once.
+    not_before: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    #: The ``Schedule`` that created it, if one did.
+    schedule_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36), index=True)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
@@ -313,6 +322,8 @@ class OrderRetryTask(Base):
         # The due batch reads each priority level by retry_at, id: "parked
         # = false AND priority = p AND retry_at <= now" is one range of
         # this index, read only as far as the batch needs.
+        # The oldest row waiting for a resource key's slot.
+        sa.Index('ix_order_retry_tasks_waiting_for', 'waiting_for', 'id'),
         sa.Index('ix_order_retry_tasks_priority_due', 'parked', 'priority',
                  'retry_at', 'id'),
         # Without it SQLite gives a new row the highest id plus one, the
@@ -334,7 +345,87 @@ class OrderRetryTask(Base):
         sa.SmallInteger, default=0, server_default='0')
     parked: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
     park_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    #: The resource key whose slot the step waits for (its run could not
+    #: take one), or None: a step that frees a slot of the key wakes the
+    #: oldest row waiting for it, before its ``retry_at``.
+    waiting_for: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class ResourceSlot(Base):
+    """One slot of a resource key, held by one run of a step.
+
+    A step that uses resources (``worker.order_types.base.Step.
+    resources``, and the implicit keys of ``max_running``) is claimed only
+    if it takes a slot of each, in the claim's transaction; at most
+    ``[resource:PREFIX] capacity`` slots of a key exist (``slot`` from 0),
+    and ``(key, slot)`` is the primary key, so two claims cannot take the
+    same slot. The holder is the run: ``(order_id, step, generation)``
+    with the run's token; the run's result, or the recovery that takes the
+    step back, deletes the row by that token, so a stale run cannot free
+    a slot it no longer holds.
+    """
+
+    __tablename__ = 'resource_slots'
+    __table_args__ = (
+        sa.Index('ix_resource_slots_order_id_step', 'order_id', 'step'),
+    )
+
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                             primary_key=True)
+    slot: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    order_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'))
+    step: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    generation: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    taken_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class ResourceStart(Base):
+    """One of the N starts per period of a resource key with a ``rate``.
+
+    A key whose rate is N per period has rows ``slot`` 0 to N-1, each
+    holding when it was last used; a start takes a row last used at least
+    a period ago (a conditional UPDATE), so no period of that length ever
+    holds more than N starts, across every worker and host. When none is
+    free, the step is retried when the oldest becomes free.
+    """
+
+    __tablename__ = 'resource_starts'
+
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                             primary_key=True)
+    slot: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    started_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class Schedule(Base):
+    """Orders created on a schedule: every ``every_seconds``, or at the
+    times of the cron expression ``cron`` (UTC), one of the two.
+
+    The retry daemons create the order of each tick (``next_tick_at``)
+    with the idempotency key ``schedule:<id>:<tick>`` in the schedule's
+    project: whichever daemons see the tick, it makes one order.
+    """
+
+    __tablename__ = 'schedules'
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    meta: orm.Mapped[dict] = orm.mapped_column(sa.JSON, default=dict)
+    priority: orm.Mapped[int] = orm.mapped_column(
+        sa.SmallInteger, default=0, server_default='0')
+    every_seconds: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    cron: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    #: The next tick to create an order for.
+    next_tick_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp, index=True)
+    last_tick_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    last_order_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
 
 class EntityLock(Base):

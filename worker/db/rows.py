@@ -33,6 +33,8 @@ class Order(typing.Protocol):
     request_hash: str | None
     request_id: str | None
     global_request_id: str | None
+    not_before: datetime.datetime | None
+    schedule_id: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
 
@@ -72,6 +74,7 @@ class RetryTask(typing.Protocol):
     priority: int
     parked: bool
     park_reason: str | None
+    waiting_for: str | None
     created_at: datetime.datetime
 
 

@@ -22,10 +22,17 @@ _Row = typing.TypeVar('_Row')
 
 
 def _record(model: type[models.Base]) -> abc.Callable[..., Any]:
-    """A dataclass with the columns of ``model``, in their order."""
+    """A dataclass with the columns of ``model``, in their order.
+
+    A nullable column may be left out (None): a column added by a later
+    migration changes no caller that does not use it.
+    """
     return dataclasses.make_dataclass(
         model.__name__ + 'Record',
-        [column.key for column in model.__table__.columns],
+        [(column.key, typing.Any, dataclasses.field(default=None,
+                                                    kw_only=True))
+         if column.nullable else column.key
+         for column in model.__table__.columns],
         namespace={'__doc__': 'A row of ``%s``.' % model.__tablename__,
                    '__module__': __name__})
 
