@@ -13,19 +13,21 @@ from worker.conf import default
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
+from worker.conf import resources
 from worker.conf import simple_certificate
 from worker.conf import worker
 
 LOG = logging.getLogger(__name__)
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types)
+            notifications, order_types, resources)
 
 
 def validate(conf):
     """Check what spans options; raises ValueError naming them."""
     default.validate(conf)
     notifications.validate(conf)
+    resources.validate(conf)
 
 
 def register_opts(conf):
@@ -66,6 +68,7 @@ def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
     if log_to_stderr:
         conf.set_default('use_stderr', True)
     conf(argv, project='barbican-retry', prog=prog)
+    resources.register_found(conf)
     try:
         check_values(conf)
         validate(conf)
@@ -97,6 +100,7 @@ def refuse_invalid_reloads(conf, argv, prog, extra_register=(), checks=()):
         logging.register_options(candidate)
         try:
             candidate(argv, project='barbican-retry', prog=prog)
+            resources.register_found(candidate)
             check_values(candidate)
             validate(candidate)
             for check in checks:
@@ -105,6 +109,9 @@ def refuse_invalid_reloads(conf, argv, prog, extra_register=(), checks=()):
             LOG.error('Configuration reload refused, the running '
                       'configuration stays in force: %s', exc)
             return {}
-        return mutate()
+        changed = mutate()
+        # A [resource:PREFIX] group new in the files.
+        resources.register_found(conf)
+        return changed
 
     conf.mutate_config_files = checked_mutate

@@ -8,12 +8,13 @@ from worker.conf import default
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
+from worker.conf import resources
 from worker.conf import simple_certificate
 from worker.conf import worker
 from worker import rpc
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types)
+            notifications, order_types, resources)
 
 
 def list_opts():

@@ -95,6 +95,23 @@ def _type_opts():
                          'of each step that ends (step.done, step.failed), '
                          'besides its status changes. Unset: as the order '
                          'type declares.'),
+        cfg.IntOpt('max_running', min=1, max=1000000,
+                   help='How many steps of orders of this type may run at '
+                        'once, across every worker and host; a step over '
+                        'the bound waits for one to end, as for a resource '
+                        'slot. Unset: as the order type declares (no '
+                        'bound by default).'),
+        cfg.IntOpt('max_pending', min=1, max=100000000,
+                   help='How many orders of this type may be PENDING at '
+                        'once: creating one more is refused '
+                        '(worker.api.TooManyPendingOrders) and writes '
+                        'nothing. Unset: no bound.'),
+        cfg.StrOpt('topic',
+                   help='The RPC topic the steps of this type are cast to, '
+                        'served by workers started with that topic '
+                        '(barbican-worker --topic), so that slow types '
+                        'cannot hold the step threads of fast ones. '
+                        'Unset: [worker] topic.'),
     ]
 
 
