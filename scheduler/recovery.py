@@ -29,8 +29,17 @@ the workers at different moments, mostly in different passes.
 
 A step taken back from its owner ends that owner's run: its row in the
 order's history is ``taken back``, with why.
+
+A step taken back frees the resource slots its run held (by the old
+token), and so does the sweep of each recovery: a slot whose holder no
+longer runs (its step cancelled or resumed meanwhile, its run's result
+written by a worker that died before it could free it) is deleted. For
+each slot freed, the oldest step waiting for its key
+(``order_retry_tasks.waiting_for``) is made due now, and cast by the same
+pass.
 """
 
+import collections
 import dataclasses
 import datetime
 import random
@@ -88,8 +97,9 @@ class Recovery:
         if not self.due(cutoffs.now):
             return False
         if self._lost(session, cutoffs, 1) or \
-                self._repositories.services.any_dead(session,
-                                                     cutoffs.alive_since):
+                self._repositories.services.any_dead(
+                    session, cutoffs.alive_since) or \
+                self._repositories.resources.orphans(session, 1):
             return True
         self._done_at = cutoffs.now
         return False
@@ -141,9 +151,25 @@ class Recovery:
                     taken.append((found[0], why, ids))
             repositories.history.add_many(session,
                                           _runs_ended(taken, cutoffs.now))
+            self._free_slots(session, taken, cutoffs.now, limit)
             dead = repositories.services.delete_dead(session,
                                                      cutoffs.alive_since)
         return taken, dead, len(lost) < limit
+
+    def _free_slots(self, session, taken, now, limit):
+        """Free the slots of the runs ``taken`` back, and up to ``limit``
+        whose holder no longer runs; make as many waiting steps due now.
+        """
+        store = self._repositories.resources
+        freed = collections.Counter(store.release(session, [
+            (row.order_id, row.step, row.generation)
+            for row, _, _ in taken]))
+        freed.update(store.sweep(session, limit))
+        if freed:
+            woken = store.make_due(session, freed, now)
+            LOG.info('Freed %d resource slot(s) of runs that ended '
+                     'without freeing them; %d waiting step(s) due now',
+                     sum(freed.values()), woken)
 
     def _lost(self, session, cutoffs, limit):
         """Steps whose dispatch, owner or lease was lost, up to ``limit``

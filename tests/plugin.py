@@ -1,8 +1,10 @@
-"""A certificate plugin and an order type for tests: recorded and slowed.
+"""A certificate plugin and order types for tests: recorded and slowed.
 
 They are registered for test processes only (see
 ``tests/functional/processes.py: plugin_environment``): the certificate
-plugin ``recording`` and the order type ``recording_fanout`` (the fanout
+plugin ``recording``, the order type ``remote_call`` (``RemoteCall``: one
+step that calls a fake remote service under a resource key) and the order
+type ``recording_fanout`` (the fanout
 workflow, each call recorded with its step's idempotency key, as a remote
 service counting distinct keys would see them). Every call appends one
 JSON line to the file named by ``BARBICAN_RETRY_TEST_PLUGIN_LOG``: the
@@ -21,10 +23,14 @@ import json
 import os
 import signal
 import time
+import urllib.parse
+import urllib.request
 
+from worker.order_types import base
 from worker.order_types import fanout
 from worker.plugins import base as results
 from worker.plugins import simple_certificate
+from worker import policy
 
 LOG_VARIABLE = 'BARBICAN_RETRY_TEST_PLUGIN_LOG'
 
@@ -143,3 +149,35 @@ def read_log(path):
         return []
     with open(path) as log:
         return [json.loads(line) for line in log if line.strip()]
+
+
+class RemoteCall(base.OrderType):
+    """An order type of one step, ``call``, that calls a remote service
+    (``tests/functional/remote.py``) and uses the resource key its order
+    names.
+
+    Its metadata: ``url`` (the service), ``key`` (the resource key, and
+    what the service counts calls by) and ``hold_seconds`` (how long each
+    call takes at the service).
+    """
+
+    meta_schema = {
+        'type': 'object',
+        'properties': {'url': {'type': 'string'},
+                       'key': {'type': 'string'},
+                       'hold_seconds': {'type': 'number', 'minimum': 0}},
+        'required': ['url', 'key']}
+    steps = (base.Step('call', resources=lambda order: (order.meta['key'],),
+                       policy=policy.StepPolicy(
+                           retry_on=('*',), backoff_base_seconds=0.2,
+                           backoff_max_seconds=1, max_attempts=5)),)
+
+    def call(self, order):
+        """Call the service once with the order's key; done."""
+        query = urllib.parse.urlencode({
+            'key': order.meta['key'], 'order': order.id,
+            'hold': order.meta.get('hold_seconds', 0)})
+        with urllib.request.urlopen('%s?%s' % (order.meta['url'], query),
+                                    timeout=30) as response:
+            response.read()
+        return results.Completed()

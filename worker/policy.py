@@ -48,6 +48,9 @@ class StepPolicy:
         since its first run; 0 for no deadline.
     :param max_polls: how many times the step may ask to be polled again
         (``RetryLater``) before the order goes to ERROR; 0 for no limit.
+    :param max_running: how many runs of this step (of every order of its
+        type) may go on at once, across every worker and host; 0 for no
+        bound (``worker.steps.flow``).
     """
 
     retry_on: tuple[str, ...] = ()
@@ -60,6 +63,7 @@ class StepPolicy:
     timeout_seconds: float = 600.0
     deadline_seconds: float = 0.0
     max_polls: int = 10000
+    max_running: int = 0
 
     def __post_init__(self) -> None:
         for name in ('retry_on', 'never_retry'):
@@ -67,7 +71,7 @@ class StepPolicy:
                 raise ValueError('%s must be a tuple of exception class '
                                  'names, not a string' % name)
         for name in ('backoff_base_seconds', 'backoff_max_seconds',
-                     'deadline_seconds', 'max_polls'):
+                     'deadline_seconds', 'max_polls', 'max_running'):
             if getattr(self, name) < 0:
                 raise ValueError('%s must not be negative' % name)
         if self.backoff not in BACKOFFS:

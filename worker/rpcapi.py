@@ -112,29 +112,36 @@ class WorkerAPI:
 
     def parse_retry(self, retry_task: str, retry_args: str,
                     retry_kwargs: str) -> Step:
-        """Validate a retry row; return the ``Step`` it names.
+        """Validate a retry row; return the ``Step`` it names
+        (``parse_retry``)."""
+        return parse_retry(retry_task, retry_args, retry_kwargs)
 
-        :param retry_task: the step's name.
-        :param retry_args: the row's JSON text of a list.
-        :param retry_kwargs: the row's JSON text of an object.
-        :raises InvalidRetry: the row can never be cast.
-        """
-        args = _decode(retry_args, list, 'retry_args')
-        kwargs = _decode(retry_kwargs, dict, 'retry_kwargs')
-        try:
-            bound = _STEP_ARGUMENTS.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InvalidRetry('arguments do not fit a step: %s' % exc)
-        found = bound.arguments
-        ids = (found.get('request_id'), found.get('global_request_id'))
-        if not (isinstance(found['order_id'], str) and
-                rpc.is_generation(found['generation']) and
-                all(value is None or isinstance(value, str)
-                    for value in ids)):
-            raise InvalidRetry('arguments of %s have the wrong types: %r'
-                               % (retry_task, found))
-        return Step(retry_task, found['order_id'], found['generation'],
-                    context_module.RequestIds(*ids) if any(ids) else None)
+
+def parse_retry(retry_task: str, retry_args: str,
+                retry_kwargs: str) -> Step:
+    """Validate a retry row; return the ``Step`` it names.
+
+    :param retry_task: the step's name.
+    :param retry_args: the row's JSON text of a list.
+    :param retry_kwargs: the row's JSON text of an object.
+    :raises InvalidRetry: the row can never be cast.
+    """
+    args = _decode(retry_args, list, 'retry_args')
+    kwargs = _decode(retry_kwargs, dict, 'retry_kwargs')
+    try:
+        bound = _STEP_ARGUMENTS.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise InvalidRetry('arguments do not fit a step: %s' % exc)
+    found = bound.arguments
+    ids = (found.get('request_id'), found.get('global_request_id'))
+    if not (isinstance(found['order_id'], str) and
+            rpc.is_generation(found['generation']) and
+            all(value is None or isinstance(value, str)
+                for value in ids)):
+        raise InvalidRetry('arguments of %s have the wrong types: %r'
+                           % (retry_task, found))
+    return Step(retry_task, found['order_id'], found['generation'],
+                context_module.RequestIds(*ids) if any(ids) else None)
 
 
 def steps_context(steps: collections.abc.Iterable[Step],

@@ -79,6 +79,12 @@ def _policy_opts():
                    help='Times the step may ask to be polled again before '
                         'the order goes to ERROR; 0 for no limit '
                         '(default %d).%s' % (defaults.max_polls, unset)),
+        cfg.IntOpt('max_running', min=0, max=1000000, mutable=True,
+                   help='How many runs of this step (of every order of '
+                        'its type) may go on at once, across every worker '
+                        'and host; a run over the bound waits for one to '
+                        'end, as for a resource slot. 0 for no bound.' +
+                        unset),
     ]
 
 
@@ -180,6 +186,14 @@ def step_events(conf, workflow):
     """True if orders of ``workflow``'s type notify each step's end."""
     value = conf[type_group(workflow.type_name)].step_events
     return workflow.step_events if value is None else value
+
+
+def max_running(conf, workflow):
+    """How many steps of orders of ``workflow``'s type may run at once
+    (0 for no bound): ``[order_type:T] max_running``, else as the type
+    declares."""
+    value = conf[type_group(workflow.type_name)].max_running
+    return workflow.max_running if value is None else value
 
 
 def order_deadline_seconds(conf, workflow):

@@ -70,6 +70,14 @@ worker_opts = [
                       'the lease can still write its result, so a run '
                       'about to finish is not run twice. Read by '
                       'barbican-retry.'),
+    cfg.FloatOpt('resource_recheck_seconds',
+                 default=30.0, min=0.1, max=3600.0,
+                 help='A step that could not take a slot of one of its '
+                      'resource keys (or a max_running bound) waits for '
+                      'a step of that key to end and wake it; it is '
+                      'cast again after this long anyway, in case the '
+                      'wake was missed (a slot freed while its wait was '
+                      'being written).'),
 ]
 
 

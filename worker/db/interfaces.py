@@ -25,6 +25,7 @@ import datetime
 import typing
 
 from worker.db import orders
+from worker.db import resources
 from worker.db import retry_tasks
 from worker.db import rows
 from worker.db import steps
@@ -281,7 +282,7 @@ class RetryTasks(typing.Protocol):
             retry_at: Moment, args: abc.Iterable[Any] = (),
             kwargs: abc.Mapping[str, Any] | None = None,
             retry_count: int = 0, now: Moment | None = None,
-            priority: int = 0) -> int:
+            priority: int = 0, waiting_for: str | None = None) -> int:
         """Insert a retry row; its id."""
 
     def add_many(self, session: Any,
@@ -338,6 +339,60 @@ class RetryTasks(typing.Protocol):
     def list_tasks(self, session: Any, parked: bool | None = None,
                    order_id: str | None = None) -> list[rows.RetryTask]:
         """Retry rows by retry_at, filtered on the arguments."""
+
+
+class Resources(typing.Protocol):
+    """``worker.db.resources``: resource slots, rate starts, waits."""
+
+    def held(self, session: Any,
+             keys: abc.Collection[str]) -> dict[str, set[int]]:
+        """``{key: {slot, ...}}`` held now."""
+
+    def take(self, session: Any, key: str, slot: int,
+             holder: resources.Holder, now: Moment) -> bool:
+        """Take a slot for a run; False if another run holds it."""
+
+    def give_back(self, session: Any,
+                  slots: abc.Collection[resources.Slot]) -> None:
+        """Delete slots taken in this transaction."""
+
+    def release(self, session: Any, holders: abc.Collection[
+            resources.Holder]) -> dict[str, int]:
+        """Free the slots of these runs; ``{key: freed}``."""
+
+    def orphans(self, session: Any, limit: int) -> list[resources.Slot]:
+        """Slots whose holder no longer runs."""
+
+    def sweep(self, session: Any, limit: int) -> dict[str, int]:
+        """Free slots whose holder no longer runs; ``{key: freed}``."""
+
+    def undispatch(self, session: Any,
+                   steps: abc.Collection[resources.Holder],
+                   now: Moment) -> int:
+        """Mark unowned PENDING steps not in flight; how many."""
+
+    def waiting(self, session: Any, key: str,
+                limit: int) -> list[retry_tasks.DueTask]:
+        """The oldest retry rows waiting for a slot of ``key``."""
+
+    def make_due(self, session: Any, freed: abc.Mapping[str, int],
+                 now: Moment) -> int:
+        """Make the oldest rows waiting for the keys freed due now."""
+
+    def starts(self, session: Any, key: str) -> dict[int, Moment]:
+        """``{slot: started_at}`` of a key's start rows."""
+
+    def add_starts(self, session: Any, key: str,
+                   slots: abc.Collection[int]) -> None:
+        """Make start rows of a key, last used long ago."""
+
+    def take_start(self, session: Any, key: str, slot: int, now: Moment,
+                   free_before: Moment) -> bool:
+        """Use a start row last used at or before ``free_before``."""
+
+    def give_back_start(self, session: Any, key: str, slot: int,
+                        now: Moment, started_at: Moment) -> None:
+        """Undo ``take_start`` of this transaction."""
 
 
 class History(typing.Protocol):

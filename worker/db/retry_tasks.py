@@ -52,18 +52,22 @@ class DueTask:
 def add(session: orm.Session, order_id: str, retry_task: str,
         retry_at: Moment, args: abc.Iterable[Any] = (),
         kwargs: abc.Mapping[str, Any] | None = None, retry_count: int = 0,
-        now: Moment | None = None, priority: int = 0) -> int:
+        now: Moment | None = None, priority: int = 0,
+        waiting_for: str | None = None) -> int:
     """Insert a retry row for ``order_id``; returns its id.
 
     :param priority: the order's (``Order.priority``), copied so that the
         due query orders rows without reading their orders.
+    :param waiting_for: the resource key whose slot the step waits for:
+        a run that frees one casts the row before ``retry_at``
+        (``worker.steps.flow``).
     :raises ValueError: ``priority`` is not a priority.
     """
     # A Core insert: on the worker's hot path, no ORM object to build,
     # flush and keep in the session.
     result = statements.execute(session, sa.insert(_TABLE).values(
         _row(order_id, retry_task, retry_at, args, kwargs, retry_count, now,
-             priority)))
+             priority, waiting_for)))
     # One row inserted: it has a key.
     key = typing.cast('sa.Row[int]', result.inserted_primary_key)
     return key[0]
@@ -72,14 +76,15 @@ def add(session: orm.Session, order_id: str, retry_task: str,
 def _row(order_id: str, retry_task: str, retry_at: Moment,
          args: abc.Iterable[Any] = (),
          kwargs: abc.Mapping[str, Any] | None = None, retry_count: int = 0,
-         now: Moment | None = None, priority: int = 0) -> dict[str, Any]:
+         now: Moment | None = None, priority: int = 0,
+         waiting_for: str | None = None) -> dict[str, Any]:
     """The columns of a new retry row, from ``add``'s arguments."""
     return dict(order_id=order_id, retry_task=retry_task, retry_at=retry_at,
                 retry_args=json.dumps(list(args)),
                 retry_kwargs=json.dumps(dict(kwargs or {})),
                 retry_count=retry_count,
                 priority=models.check_priority(priority), parked=False,
-                created_at=now or retry_at)
+                created_at=now or retry_at, waiting_for=waiting_for)
 
 
 def add_many(session: orm.Session,

@@ -10,7 +10,8 @@ name runs it. Example::
             base.Step('check_key'),
             base.Step('check_domain'),
             base.Step('issue', after=('check_key', 'check_domain'),
-                      policy=policy.StepPolicy(max_attempts=5)),
+                      policy=policy.StepPolicy(max_attempts=5),
+                      resources=lambda order: ('ca:' + order.meta['ca'],)),
         )
         compensation = base.Step('revoke')
 
@@ -51,11 +52,22 @@ class Step:
     :param after: the steps that must be DONE before this one runs.
     :param policy: how the step is retried and timed out; operators may
         override it (``[step:TYPE.STEP]``).
+    :param resources: the resource keys a run of the step uses, or None:
+        called with the order (its ``id``, ``type`` and ``meta``, the
+        order's metadata with the outputs of its DONE steps merged in, as
+        its ``OrderView``'s), it returns an iterable of keys such as
+        ``ca:letsencrypt``. The step is claimed only when it can take a
+        slot of each (``[resource:PREFIX] capacity``) and, for a key with
+        a ``rate``, a start (``worker.steps.flow``). A callable that
+        raises or returns a key that is not a string of 1 to 255
+        characters fails the step, as its policy decides on a give-up.
     """
 
     name: str
     after: tuple[str, ...] = ()
     policy: policy_module.StepPolicy = policy_module.StepPolicy()
+    resources: typing.Callable[[typing.Any], typing.Iterable[str]] | \
+        None = None
 
 
 class OrderType:
@@ -66,6 +78,9 @@ class OrderType:
         cancelled (its ``after`` is ignored), or None.
     :cvar deadline_seconds: an order still PENDING this long after it was
         created goes to ERROR at its next step; 0 for no deadline.
+    :cvar max_running: how many steps of orders of this type may run at
+        once, across every worker and host (``[order_type:T]
+        max_running`` overrides it); 0 for no bound.
     :cvar step_events: besides its status changes, an order of this type
         notifies its subscribers of each step that ends (``step.done``,
         ``step.failed``; ``worker.notifications``).
@@ -82,6 +97,7 @@ class OrderType:
     steps: typing.ClassVar[tuple[Step, ...]] = ()
     compensation: typing.ClassVar[Step | None] = None
     deadline_seconds: typing.ClassVar[float] = 0.0
+    max_running: typing.ClassVar[int] = 0
     step_events: typing.ClassVar[bool] = False
     option_group: typing.ClassVar[str | None] = None
     options: typing.ClassVar[tuple[typing.Any, ...]] = ()
@@ -120,6 +136,7 @@ class Workflow:
     compensation: Step | None
     deadline_seconds: float
     step_events: bool = False
+    max_running: int = 0
     # Out of the hash, which a dict cannot have; still compared.
     meta_schema: dict[str, typing.Any] | None = dataclasses.field(
         default=None, hash=False)
@@ -225,10 +242,15 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
     problem = meta_module.schema_problem(type_class.meta_schema)
     if problem:
         refuse(problem)
+    max_running = type_class.max_running
+    if not isinstance(max_running, int) or max_running < 0:
+        refuse('max_running must be an integer, 0 or more, not %r'
+               % (max_running,))
     return Workflow(type_name=type_name, type_class=type_class, steps=steps,
                     compensation=type_class.compensation,
                     deadline_seconds=float(type_class.deadline_seconds),
                     step_events=bool(type_class.step_events),
+                    max_running=max_running,
                     meta_schema=type_class.meta_schema)
 
 
@@ -247,6 +269,9 @@ def _step_problem(type_class: type[OrderType], step: object,
             isinstance(before, str) for before in step.after):
         return ('step %s: after must be a tuple of step names, not %r'
                 % (step.name, step.after))
+    if step.resources is not None and not callable(step.resources):
+        return ('step %s: resources must be a callable of the order, not '
+                '%r' % (step.name, step.resources))
     if step.name in seen:
         return 'step %s is declared twice' % step.name
     if not callable(getattr(type_class, step.name, None)):

@@ -26,6 +26,7 @@ import threading
 from oslo_log import log as logging
 
 from worker.db import models
+from worker.steps import flow
 from worker.steps import runs
 from worker.steps import transactions
 from worker.steps import writes
@@ -65,7 +66,8 @@ class Applier:
         batched = True
         while True:
             try:
-                decided = self._write_results(items, undone, batched)
+                decided, woken = self._write_results(items, undone,
+                                                     batched)
                 break
             except _Undo as undo:
                 # One result wrote, then found its step or order moved
@@ -91,7 +93,10 @@ class Applier:
                      run.token, decision.description, context=run.context)
             self._observe_result(decision.kind)
             casts.extend(decision.casts)
-        self._cast(casts)
+        if woken:
+            LOG.debug('Woke %d step(s) waiting for the resource slots the '
+                      'results freed', len(woken))
+        self._cast(casts + woken)
         return [None] * len(items)
 
     def keep(self, run, result):
@@ -127,7 +132,9 @@ class Applier:
     @transactions.retried
     def _write_results(self, items, undone, batched):
         """Per item, its ``runs.Decision`` as written, or None
-        (superseded).
+        (superseded); and the steps woken by the resource slots the runs
+        freed (``flow.release``: every run's result frees its slots,
+        a superseded one's too).
 
         ``batched``: the results whose writes are all ``batched``, each
         the only one of its order in the batch, are written together by
@@ -169,7 +176,9 @@ class Applier:
                                [decided[index].writes for index in batch] +
                                [self._of_orders_kept(session, recorded)],
                                now)
-        return decided
+            woken = flow.release(session, self._repositories,
+                                 [run for run, _ in items], now)
+        return decided, woken
 
     def _of_orders_kept(self, session, recorded):
         """The history rows ``recorded`` but the superseded ones of

@@ -7,6 +7,10 @@ overtaken by later work) claims nothing and is dropped. The claims of
 the steps that reach the database while a batch is being written go
 together in the next one (``worker.steps.group_commit``), each still
 fenced on its own generation.
+
+A step that needs resource keys (``worker.steps.flow``) is claimed only
+if it takes a slot of each, in the same transaction; one that cannot is
+not claimed, and waits without counting as a failure.
 """
 
 import datetime
@@ -19,6 +23,7 @@ from worker import context
 from worker.db import models
 from worker import order_types
 from worker.plugins import base
+from worker.steps import flow
 from worker.steps import leases
 from worker.steps import runs
 from worker.steps import transactions
@@ -44,6 +49,7 @@ class Claimer:
         self._clock = clock
         self._observe_result = observe_result
         self._leases = leases.Leases(database, owner, clock)
+        self._limits = kinds.limits
 
     def claim_batch(self, steps):
         """Claim ``steps`` in one transaction (``GroupCommit``).
@@ -51,7 +57,12 @@ class Claimer:
         :returns: per step, ``(Run, OrderView)``, or None if it was not
             claimed. A delivery's view is None.
         """
-        claimed, dropped = self._claim_in_a_transaction(steps)
+        claimed, dropped, waiting = self._claim_in_a_transaction(steps)
+        for step, refusal in waiting:
+            LOG.info('Step %s of order %s waits: %s', step.step,
+                     step.order_id, _waits_for(refusal),
+                     context=context.for_ids(step.request))
+            self._observe_result(runs.WAITING)
         for step, row in dropped:
             # Logged after the transaction: a retried one logs once.
             # In the thread that writes the batch, whose current context
@@ -72,19 +83,54 @@ class Claimer:
             found = self._repositories.orders.with_steps_many(
                 session, {step.order_id for step in steps})
             wanted, dropped = self._wanted(steps, found)
-            claimed = self._repositories.steps.claim_many(session, [
-                (steps[index].order_id, steps[index].step,
-                 steps[index].generation, now + _seconds(facts.policy))
-                for index, facts in wanted.items()],
-                now, self._owner) if wanted else set()
+            refused = self._limit(session, steps, wanted, now)
+            claims = [(steps[index].order_id, steps[index].step,
+                       steps[index].generation, now + _seconds(facts.policy))
+                      for index, facts in wanted.items()
+                      if index not in refused]
+            claimed = self._repositories.steps.claim_many(
+                session, claims, now, self._owner) if claims else set()
+            if refused or any(facts.taken for facts in wanted.values()):
+                self._settle(session, steps, wanted, claimed, refused, now)
         answers = [None] * len(steps)
+        waiting = []
         for index, facts in wanted.items():
             step = steps[index]
-            if (step.order_id, step.step) in claimed:
+            if index in refused:
+                waiting.append((step, refused[index]))
+            elif (step.order_id, step.step) in claimed:
                 answers[index] = self._claimed(step, now, facts)
             else:
                 dropped.append((step, facts.rows[step.step]))
-        return answers, dropped
+        return answers, dropped, waiting
+
+    def _limit(self, session, steps, wanted, now):
+        """Take the slots and starts of the steps of ``wanted`` that need
+        keys; ``{index: flow.Refusal}`` of those that could not."""
+        limited = {index: ((steps[index].order_id, steps[index].step,
+                            steps[index].generation + 1), facts.need)
+                   for index, facts in wanted.items()
+                   if facts.need is not None and facts.need.keys}
+        if not limited:
+            return {}
+        taken, refused = flow.take(session, self._repositories, limited,
+                                   now, self._limits.recheck_seconds)
+        for index, took in taken.items():
+            wanted[index].taken.append(took)
+        return refused
+
+    def _settle(self, session, steps, wanted, claimed, refused, now):
+        """Give back what the steps not claimed took (a duplicate beaten
+        by another claim), and make the refused ones wait."""
+        for index, facts in wanted.items():
+            step = steps[index]
+            if facts.taken and index not in refused and \
+                    (step.order_id, step.step) not in claimed:
+                flow.undo(session, self._repositories, facts.taken[0], now)
+        if refused:
+            flow.park(session, self._repositories, [
+                (steps[index], wanted[index].order.priority, refusal)
+                for index, refusal in refused.items()], now)
 
     def _wanted(self, steps, found):
         """The steps of the batch to claim, by index, with what their runs
@@ -115,8 +161,11 @@ class Claimer:
                     continue
                 # A delivery needs no order type.
                 workflow = None
-            wanted[index] = _Wanted(order, rows, kind, workflow,
-                                    kind.policy(workflow, step.step))
+            policy = kind.policy(workflow, step.step)
+            need = self._limits.need(workflow, step.step, policy, order,
+                                     rows) if kind.runs_workflow else None
+            wanted[index] = _Wanted(order, rows, kind, workflow, policy,
+                                    need, [])
             taken.add(key)
         return wanted, dropped
 
@@ -137,7 +186,10 @@ class Claimer:
             self._kinds.workflow_step.step_events(workflow),
             claimed_at=now, attempt=row.attempt + 1, worker=self._owner,
             project_id=order.project_id,
-            request=context.of_order(order), crashes=row.crashes)
+            request=context.of_order(order), crashes=row.crashes,
+            resources=(tuple(key.name for key in facts.need.keys)
+                       if facts.need is not None else ()),
+            resource_error=facts.need.error if facts.need else None)
         if not kind.runs_workflow or not workflow.has_step(step.step):
             return run, None
         return run, _view(order, workflow, rows, run,
@@ -153,6 +205,11 @@ class _Wanted(typing.NamedTuple):
     kind: runs.StepKind
     workflow: typing.Any
     policy: typing.Any
+    #: The keys its run needs (``flow.Need``), or None.
+    need: flow.Need | None
+    #: What it took of them in this transaction (``flow.Taken``): none or
+    #: one.
+    taken: list[flow.Taken]
 
 
 def _view(order, workflow, steps, run, lease_extender):
@@ -162,13 +219,10 @@ def _view(order, workflow, steps, run, lease_extender):
     Its metadata is the order's with the outputs of its DONE steps merged
     in, in declaration order.
     """
-    meta = dict(order.meta or {})
-    for name in workflow.names:
-        if name in steps and steps[name].status == models.STEP_DONE:
-            meta.update(steps[name].output or {})
     row = steps[run.step]
     return base.OrderView(
-        id=order.id, type=order.type, meta=types.MappingProxyType(meta),
+        id=order.id, type=order.type,
+        meta=flow.meta_of(order, workflow, steps),
         attempt=row.failures, token=run.token, polls=row.polls,
         step=run.step,
         idempotency_key=base.idempotency_key(order.id, run.step),
@@ -179,6 +233,13 @@ def _view(order, workflow, steps, run, lease_extender):
 
 def _seconds(step_policy):
     return datetime.timedelta(seconds=step_policy.timeout_seconds)
+
+
+def _waits_for(refusal):
+    """What a step refused by ``flow.take`` waits for, for the log."""
+    if refusal.waiting_for is None:
+        return 'over its rate, again at %s' % refusal.retry_at.isoformat()
+    return 'no slot of %s free' % refusal.waiting_for
 
 
 def _describe(row):

@@ -18,6 +18,7 @@ import typing
 from worker.db import models
 from worker.db import repositories
 from worker.steps import delivery
+from worker.steps import flow
 from worker.steps import runs
 from worker.steps import workflow
 
@@ -39,6 +40,8 @@ class Kinds:
         self.workflow_step = workflow.WorkflowStepKind(conf, clock)
         self.delivery: runs.StepKind = delivery.DeliveryKind(
             conf, database, sender, clock, observe_delivery)
+        #: The resource keys of workflow steps (a delivery needs none).
+        self.limits = flow.Limits(conf)
 
     def of(self, step: str) -> runs.StepKind:
         """The kind of ``step``."""

@@ -36,10 +36,13 @@ PAUSED = 'paused'
 #: because its step moved on while it ran.
 STALE = 'stale'
 SUPERSEDED = 'superseded'
+#: A step not claimed because a resource slot or start was not free: it
+#: waits (``worker.steps.flow``).
+WAITING = 'waiting'
 
 #: Every label of the worker's step metric.
 ALL = (DONE, ACTIVE, ERROR, RETRY, CANCELLED, STALE, SUPERSEDED, DELIVERED,
-       PAUSED)
+       PAUSED, WAITING)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +115,11 @@ class Run:
     request: context_module.RequestIds | None = None
     #: Times a process died while running the step, before this run.
     crashes: int = 0
+    #: The resource keys whose slots the run holds (its token holds
+    #: them), freed with its result (``worker.steps.flow``).
+    resources: tuple[str, ...] = ()
+    #: Why the step's resource keys could not be named: the run fails.
+    resource_error: str | None = None
 
     @property
     def context(self) -> oslo_context.RequestContext | None:

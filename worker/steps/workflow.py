@@ -93,6 +93,8 @@ class WorkflowStepKind:
         if view is None:
             return policy_module.GiveUp(
                 'is not a step of order type %s' % run.workflow.type_name)
+        if run.resource_error is not None:
+            return policy_module.GiveUp(run.resource_error)
         now = self._clock()
         deadline = type_options.order_deadline_seconds(self._conf,
                                                        run.workflow)

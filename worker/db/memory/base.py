@@ -59,7 +59,7 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events', 'runs')
+           'events', 'runs', 'slots', 'starts')
 
 
 class Store:
@@ -84,6 +84,10 @@ class Store:
         #: ``{id: rows.StepRun}``.
         self.runs: dict[int, rows.StepRun] = {}
         self.run_ids = itertools.count(1)
+        #: ``{(key, slot): (order_id, step, generation)}``, and
+        #: ``{(key, slot): started_at}``.
+        self.slots: dict[tuple[str, int], tuple[str, str, int]] = {}
+        self.starts: dict[tuple[str, int], datetime.datetime] = {}
         self.holder: int | None = None
         self._lock = threading.Lock()
 

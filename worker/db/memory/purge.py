@@ -36,6 +36,8 @@ class InMemoryPurge(base.Repository):
         ids = set(order_ids)
         store = self._store
         orders = _of(store.orders, lambda order: order.id in ids, delete)
+        # Their slots go with them (the foreign key's CASCADE).
+        _of(store.slots, lambda holder: holder[0] in ids, delete)
         return rows.PurgeCounts(orders, *(
             _of(table, lambda row: row.order_id in ids, delete)
             for table in (store.steps, store.tasks, store.events,

@@ -29,7 +29,7 @@ class InMemoryRetryTasks(base.Repository):
             retry_at: Moment, args: abc.Iterable[Any] = (),
             kwargs: abc.Mapping[str, Any] | None = None,
             retry_count: int = 0, now: Moment | None = None,
-            priority: int = 0) -> int:
+            priority: int = 0, waiting_for: str | None = None) -> int:
         """Insert a retry row for ``order_id``; returns its id."""
         models.check_priority(priority)
         if order_id not in self._store.orders:
@@ -40,7 +40,8 @@ class InMemoryRetryTasks(base.Repository):
             retry_args=json.dumps(list(args)),
             retry_kwargs=json.dumps(dict(kwargs or {})),
             retry_count=retry_count, priority=priority, parked=False,
-            park_reason=None, created_at=now or retry_at)
+            park_reason=None, created_at=now or retry_at,
+            waiting_for=waiting_for)
         self._store.tasks[task.id] = task
         return task.id
 
