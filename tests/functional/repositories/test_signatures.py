@@ -28,7 +28,7 @@ def _but_the_session(function):
 
 @pytest.mark.parametrize('aggregate', ('locks', 'orders', 'steps',
                                        'retry_tasks', 'services',
-                                       'notifications'))
+                                       'notifications', 'resources'))
 def test_fake_has_every_sql_function_with_its_signature(aggregate):
     sql = _public_functions(getattr(repositories.SQL, aggregate))
     fake = getattr(memory.InMemoryDatabase().repositories, aggregate)
