@@ -615,3 +615,38 @@ def test_a_row_set_aside_is_logged_with_its_request_ids(database, records):
     [ctxt] = [ctxt for message, _, ctxt, _ in records
               if 'set aside:' in message]
     assert ctxt.request_id == 'req-a'
+
+
+def test_a_step_taken_back_frees_its_slots_and_wakes_a_waiting_step(
+        database):
+    _heartbeat(database, '5@live', NOW)
+    hung = _claimed(database, '5@live', NOW - _seconds(120),
+                    lease_seconds=60)
+    waiting = _write(database, lambda repos, session: repos.orders.create(
+        session, CERTIFICATE, {}, NOW).id)
+    # An orphan: its holder's step (generation 0, never claimed) does
+    # not run.
+    orphan_holder = _write(database, lambda repos, session:
+                           repos.orders.create(session, CERTIFICATE, {},
+                                               NOW).id)
+
+    def hold(repos, session):
+        repos.resources.take(session, 'ca:x', 0, (hung, REQUEST, 1), NOW)
+        repos.resources.take(session, 'ca:y', 0,
+                             (orphan_holder, REQUEST, 1), NOW)
+        repos.retry_tasks.add(session, waiting, REQUEST,
+                              NOW + _seconds(30), args=[waiting],
+                              kwargs={'generation': 0}, now=NOW,
+                              waiting_for='ca:x')
+    _write(database, hold)
+
+    result, client = _run(database)
+
+    assert result.recovered == 1
+    assert _read(database, lambda repos, session: repos.resources.held(
+        session, ['ca:x', 'ca:y'])) == {'ca:x': set(), 'ca:y': set()}
+    # The waiting step was made due and cast by the same pass, before its
+    # recheck.
+    assert sorted(client.casts, key=str) == sorted([
+        (REQUEST, {'order_id': hung, 'generation': 2}),
+        (REQUEST, {'order_id': waiting, 'generation': 0})], key=str)
