@@ -109,6 +109,10 @@ def _step_reason(step, retry, live, daemons_alive, cutoffs, conf):
         if retry.parked:
             return ('has a parked retry row (%d), cast only once requeued: '
                     '%s' % (retry.id, retry.park_reason))
+        if retry.waiting_for is not None:
+            return ('waits for a free slot of resource %s: the run that '
+                    'frees one wakes it (else it is cast again at %s)'
+                    % (retry.waiting_for, _at(retry.retry_at)))
         if retry.retry_at > cutoffs.now:
             why = step.last_error or ('polling' if step.attempt
                                       else 'its first run')

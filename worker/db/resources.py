@@ -109,7 +109,7 @@ def _delete_counting(session: orm.Session,
         return {}
     # By key and slot, as read: a slot freed and taken again meanwhile by
     # another run is that run's.
-    deleted = collections.Counter()
+    deleted: collections.Counter[str] = collections.Counter()
     for key, slot in slots:
         if statements.execute(session, sa.delete(_SLOTS).where(
                 _SLOTS.c.key == key, _SLOTS.c.slot == slot,
@@ -175,11 +175,13 @@ def waiting(session: orm.Session, key: str,
             limit: int) -> list[retry_tasks.DueTask]:
     """The ``limit`` oldest retry rows waiting for a slot of ``key``
     (``ix_order_retry_tasks_waiting_for``), parked or not."""
-    return [retry_tasks.DueTask(*row, True) for row in statements.execute(
+    return [retry_tasks.DueTask(*row) for row in statements.execute(
         session, sa.select(
             _TASKS.c.id, _TASKS.c.order_id, _TASKS.c.retry_task,
             _TASKS.c.retry_at, _TASKS.c.retry_args, _TASKS.c.retry_kwargs,
-            _TASKS.c.retry_count, _TASKS.c.priority)
+            _TASKS.c.retry_count, _TASKS.c.priority,
+            # The step of a waiting row exists: its order is there.
+            sa.true())
         .where(_TASKS.c.waiting_for == key, _TASKS.c.parked == sa.false())
         .order_by(_TASKS.c.id).limit(limit))]
 

@@ -34,7 +34,8 @@ class InMemoryResources(base.Repository):
             raise base.missing_order('resource_slots')
         if (key, slot) in self._store.slots:
             return False
-        self._store.slots[key, slot] = tuple(holder)
+        order_id, step, generation = holder
+        self._store.slots[key, slot] = (order_id, step, generation)
         return True
 
     @base.writes

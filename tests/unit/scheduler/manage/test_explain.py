@@ -50,6 +50,7 @@ class RetryRow:
     retry_at: datetime.datetime
     parked: bool = False
     park_reason: str | None = None
+    waiting_for: str | None = None
 
 
 @dataclasses.dataclass
@@ -206,6 +207,15 @@ def test_a_step_waiting_for_a_retry_says_when_and_why(db, conf):
     assert 'check_caa' in sentence
     assert 'retry at %s' % _text(retry_at) in sentence
     assert 'DNS server unavailable' in sentence
+
+
+def test_a_step_waiting_for_a_resource_slot_names_its_key(db, conf):
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(7, ORDER_ID, 'check_caa', _at(30),
+                               waiting_for='ca:letsencrypt'))
+    sentence = _explain(db, conf).sentence
+    assert 'waits for a free slot of resource ca:letsencrypt' in sentence
+    assert _text(_at(30)) in sentence
 
 
 def test_a_poll_waiting_for_its_retry_says_polling(db, conf):
