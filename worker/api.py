@@ -181,6 +181,9 @@ class StepState:
     last_error: str | None
     #: Times the process running it died (``[worker] max_step_crashes``).
     crashes: int = 0
+    #: The resource key whose free slot the step waits for
+    #: (doc/flow-control.md), or None.
+    waiting_for: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -811,5 +814,6 @@ def _step_states(order_type, rows, retries):
             started_at=row.started_at, finished_at=row.finished_at,
             next_retry_at=(retry.retry_at if retry and not retry.parked
                            else None),
-            last_error=row.last_error, crashes=row.crashes))
+            last_error=row.last_error, crashes=row.crashes,
+            waiting_for=retry.waiting_for if retry else None))
     return states

@@ -26,7 +26,8 @@ ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'global_request_id', 'created_at', 'updated_at')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
-               'finished_at', 'next_retry_at', 'last_error', 'crashes')
+               'finished_at', 'next_retry_at', 'last_error', 'crashes',
+               'waiting_for')
 
 #: The columns of ``order history``: those of ``api.StepRun`` an operator
 #: reads.
@@ -40,11 +41,13 @@ class StepsColumn(cliff_columns.FormattableColumn):
     def human_readable(self):
         """One line per step."""
         return '\n'.join(
-            '%s: %s%s%s' % (
+            '%s: %s%s%s%s' % (
                 step['name'], step['status'],
                 ' (after %s)' % ', '.join(step['after'])
                 if step['after'] else '',
-                ', attempt %d' % step['attempt'] if step['attempt'] else '')
+                ', attempt %d' % step['attempt'] if step['attempt'] else '',
+                ', waits for a slot of %s' % step['waiting_for']
+                if step.get('waiting_for') else '')
             for step in self._value)
 
     def machine_readable(self):

@@ -2,9 +2,10 @@
 
 The test order type ``remote_call`` (``tests/plugin.py: RemoteCall``)
 calls it once per step run: ``GET /?key=K&order=O&hold=S`` answers after
-S seconds. The service records, per key, how many calls were in flight at
-once at most, and when each call came in, as a remote side that enforces
-a limit per key would see them.
+S seconds (held longer while the test holds its key). The service
+records, per key, how many calls were in flight at once at most, and when
+each call came in, as a remote side that enforces a limit per key would
+see them.
 """
 
 import collections
@@ -38,7 +39,22 @@ class RemoteService:
         self.calls = collections.defaultdict(list)
         #: ``{key: time.time() of the end of its last call}``.
         self.last_end = {}
+        #: ``{key: Event}``: the calls of a key held until it is set.
+        self._gates = {}
         self._server = None
+
+    def hold(self, key):
+        """Hold every call of ``key`` until ``release(key)`` (or 60 s)."""
+        self._gates[key] = threading.Event()
+
+    def release(self, key):
+        """Let the calls of ``key`` held, and the next ones, through."""
+        self._gates.pop(key).set()
+
+    def in_flight(self, key):
+        """How many calls of ``key`` are in flight now."""
+        with self._lock:
+            return self._in_flight[key]
 
     def __enter__(self):
         service = self
@@ -70,14 +86,10 @@ class RemoteService:
             self._in_flight[key] += 1
             self.most[key] = max(self.most[key], self._in_flight[key])
             self.calls[key].append((time.time(), order))
+            gate = self._gates.get(key)
+        if gate is not None:
+            gate.wait(60)
         time.sleep(hold)
         with self._lock:
             self._in_flight[key] -= 1
             self.last_end[key] = time.time()
-
-    def per_second(self, key):
-        """How many calls of ``key`` came in each whole second after the
-        first, in order."""
-        times = sorted(at for at, _ in self.calls[key])
-        counts = collections.Counter(int(at - times[0]) for at in times)
-        return [counts[second] for second in range(max(counts) + 1)]

@@ -8,11 +8,13 @@ The service counts the calls of each key in flight at once, as a
 certificate authority that allows N at once would.
 """
 
+from tests.functional import processes
 from tests.functional import remote
 from tests.functional import workflows
 from worker.db import history
 from worker.db import models
 from worker.db import resources
+from worker.db import retry_tasks
 
 TYPE = 'remote_call'
 
@@ -38,6 +40,12 @@ def _claimed_at(database, order_ids):
                       if run.result == models.RUN_DONE)
 
 
+def _waiting_for(database, key):
+    with database.session() as session:
+        return [row for row in retry_tasks.list_tasks(session)
+                if row.waiting_for == key]
+
+
 def _slots_left(database):
     with database.session() as session:
         return resources.orphans(session, 1000) + [
@@ -52,19 +60,25 @@ def test_a_key_never_has_more_runs_than_its_capacity_and_others_go_on(
     cluster = deployment(_options({'resource:ca': {'capacity': 3}}))
     with remote.RemoteService() as service:
         workflows.start(cluster, count=2)
-        busy = _create(cluster, service, 'ca:one', 60, 0.15)
-        other = _create(cluster, service, 'ca:two', 5, 0.15)
-        workflows.wait_status(database, busy + other, models.ACTIVE, 60)
+        # The first key's calls hang until released: its 3 slots stay
+        # held, and its other steps wait.
+        service.hold('ca:one')
+        busy = _create(cluster, service, 'ca:one', 60, 0.1)
+        processes.wait_for(lambda: len(_waiting_for(database, 'ca:one')) ==
+                           57, 30, '57 steps waiting for a slot of ca:one')
+        assert service.in_flight('ca:one') == 3
+        # Another key's orders are not held back by them.
+        other = _create(cluster, service, 'ca:two', 5, 0.1)
+        workflows.wait_status(database, other, models.ACTIVE, 30)
+        assert service.in_flight('ca:one') == 3
+        service.release('ca:one')
+        workflows.wait_status(database, busy, models.ACTIVE, 60)
 
         # 64 step threads in each of 2 workers: only the slots held
         # them back.
         assert service.most['ca:one'] == 3
         assert len(service.calls['ca:one']) == 60
-        # The other key's orders, created after the 60, did not wait for
-        # them: they were done well before the first key's queue was.
-        last_other = max(at for at, _ in service.calls['ca:two'])
-        assert last_other < service.last_end['ca:one'] - 1.0, (
-            last_other, service.last_end['ca:one'])
+        assert service.most['ca:two'] <= 3
     # Every slot was freed with its run's result.
     assert _slots_left(database) == []
 
@@ -90,6 +104,13 @@ def test_a_rate_and_max_running_hold_across_workers(deployment, database):
         assert (sixth - first).total_seconds() >= 1.0, claimed
     arrived = sorted(at for at, _ in service.calls['rated:x'])
     for first, sixth in zip(arrived, arrived[5:]):
-        assert sixth - first >= 0.8, arrived
-    assert max(service.per_second('rated:x')) <= 5 + 1
+        # A call arrives a moment after its claim: a margin for the
+        # machine's load.
+        assert sixth - first >= 0.5, arrived
+    # The same, second by second from the first start.
+    first = claimed[0]
+    per_second = [0] * (int((claimed[-1] - first).total_seconds()) + 1)
+    for at in claimed:
+        per_second[int((at - first).total_seconds())] += 1
+    assert max(per_second) == 5, per_second
     assert _slots_left(database) == []

@@ -319,7 +319,8 @@ def test_order_show_and_explain_say_what_each_step_does(
     assert [step['name'] for step in shown['steps']] == list(STEPS)
     assert all(set(step) == {
         'name', 'after', 'status', 'attempt', 'owner', 'started_at',
-        'finished_at', 'next_retry_at', 'last_error', 'crashes'}
+        'finished_at', 'next_retry_at', 'last_error', 'crashes',
+        'waiting_for'}
         for step in shown['steps'])
     steps = {step['name']: step for step in shown['steps']}
     assert [steps[name]['after'] for name in STEPS] == [
