@@ -1,0 +1,94 @@
+"""Topics per order type: a slow type cannot starve the others.
+
+Two barbican-worker pools over a real RabbitMQ and each database: one on
+``[worker] topic``, one started with ``--topic`` for the test type
+``sleeping`` (``tests/plugin.py: SleepingOrder``), whose
+``[order_type:sleeping] topic`` it is. Each pool runs two steps at once
+(``executor_thread_pool_size``). Which process ran a step is read from
+its order's history (``order_step_runs.worker``, ``pid@host``).
+"""
+
+from tests.functional import processes
+from tests.functional import workflows
+from worker.db import history
+from worker.db import models
+
+SLOW = 'sleeping'
+FAST = 'fanout'
+
+
+def _start(deployment):
+    """The two pools and the retry daemon, serving; ``(cluster, fast
+    pool's pid, slow pool's pid, retry daemon)``."""
+    slow_topic = processes.new_topic()
+    cluster = deployment(workflows.options({
+        'DEFAULT': {'executor_thread_pool_size': 2},
+        'order_type:%s' % SLOW: {'topic': slow_topic},
+        'fanout': {'poll_interval_seconds': 0.2}}))
+    fast = cluster.start('barbican-worker', 'worker')
+    slow = cluster.start('barbican-worker', 'worker-slow',
+                         args=['--topic', slow_topic])
+    retry = cluster.start('barbican-retry', 'retry')
+    fast.wait_for_log('serving topic %s (order types: certificate, fanout, '
+                      'recording_fanout)' % cluster.topic)
+    slow.wait_for_log('serving topic %s (order types: %s)'
+                      % (slow_topic, SLOW))
+    retry.wait_for_log('Retry scheduler started')
+    [fast_pid], [slow_pid] = fast.children(), slow.children()
+    return cluster, fast_pid, slow_pid, retry
+
+
+def _workers(database, order_ids):
+    """``{(order, step, result): pid}`` of every run of these orders."""
+    with database.session() as session:
+        return {(run.order_id, run.step, run.result):
+                int(run.worker.split('@')[0])
+                for order_id in order_ids
+                for run in history.for_order(session, order_id)}
+
+
+def test_a_slow_types_steps_run_on_its_own_pool_and_do_not_starve_others(
+        deployment, database):
+    cluster, fast_pid, slow_pid, retry = _start(deployment)
+
+    # A step of the slow type asks to be polled: the worker writes a retry
+    # row, and the retry daemon casts it to the type's topic.
+    [polled] = workflows.create(cluster, meta={'poll_once': True},
+                                order_type=SLOW)
+    workflows.wait_status(database, [polled], models.ACTIVE, 30)
+    assert _workers(database, [polled]) == {
+        (polled, 'sleep', models.RUN_RETRY): slow_pid,
+        (polled, 'sleep', models.RUN_DONE): slow_pid}
+    retry.wait_for_log('Cast step sleep of order %s (retry row' % polled)
+
+    # Four slow orders: two hold both step threads of the slow pool for a
+    # minute, two wait behind them.
+    slow = workflows.create(cluster, count=4, meta={'seconds': 60},
+                            order_type=SLOW)
+    owners = processes.wait_for(
+        lambda: _owners(database, slow) if len(
+            _owners(database, slow)) == 2 else None,
+        30, 'both step threads of the slow pool taken')
+    assert set(owners.values()) == {slow_pid}
+
+    # Orders of another type complete meanwhile, on the other pool: their
+    # first steps cast by the API, the steps their results made ready by
+    # the workers, and the polls (retry rows) by the retry daemon.
+    fast = workflows.create(cluster, count=5, order_type=FAST)
+    workflows.wait_status(database, fast, models.ACTIVE, 45)
+    assert {workflows.status(database, order_id)
+            for order_id in slow} == {models.PENDING}
+    assert _owners(database, slow) == owners
+    ran_by = _workers(database, fast)
+    assert len(ran_by) == 5 * 7
+    assert set(ran_by.values()) == {fast_pid}
+
+
+def _owners(database, order_ids):
+    """``{order: pid}`` of the orders whose ``sleep`` step is claimed."""
+    found = {}
+    for order_id in order_ids:
+        owner = workflows.step_rows(database, order_id)['sleep'].owner
+        if owner is not None:
+            found[order_id] = int(owner.split('@')[0])
+    return found
