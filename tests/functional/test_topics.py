@@ -17,25 +17,38 @@ SLOW = 'sleeping'
 FAST = 'fanout'
 
 
-def _start(deployment):
-    """The two pools and the retry daemon, serving; ``(cluster, fast
-    pool's pid, slow pool's pid, retry daemon)``."""
+def _deployment(deployment):
+    """``(cluster, slow topic)``: ``sleeping`` on a topic of its own."""
     slow_topic = processes.new_topic()
-    cluster = deployment(workflows.options({
+    return deployment(workflows.options({
         'DEFAULT': {'executor_thread_pool_size': 2},
         'order_type:%s' % SLOW: {'topic': slow_topic},
-        'fanout': {'poll_interval_seconds': 0.2}}))
-    fast = cluster.start('barbican-worker', 'worker')
+        'fanout': {'poll_interval_seconds': 0.2}})), slow_topic
+
+
+def _start_slow_pool(cluster, slow_topic):
+    """The pool of ``slow_topic``, serving; its worker's pid."""
     slow = cluster.start('barbican-worker', 'worker-slow',
                          args=['--topic', slow_topic])
+    slow.wait_for_log('serving topic %s (order types: %s)'
+                      % (slow_topic, SLOW))
+    [pid] = slow.children()
+    return pid
+
+
+def _start(deployment, slow_pool=True):
+    """The default pool and the retry daemon, and the slow pool, serving;
+    ``(cluster, slow topic, fast pool's pid, slow pool's pid or None,
+    retry daemon)``."""
+    cluster, slow_topic = _deployment(deployment)
+    fast = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
     fast.wait_for_log('serving topic %s (order types: certificate, fanout, '
                       'recording_fanout)' % cluster.topic)
-    slow.wait_for_log('serving topic %s (order types: %s)'
-                      % (slow_topic, SLOW))
     retry.wait_for_log('Retry scheduler started')
-    [fast_pid], [slow_pid] = fast.children(), slow.children()
-    return cluster, fast_pid, slow_pid, retry
+    [fast_pid] = fast.children()
+    slow_pid = _start_slow_pool(cluster, slow_topic) if slow_pool else None
+    return cluster, slow_topic, fast_pid, slow_pid, retry
 
 
 def _workers(database, order_ids):
@@ -49,7 +62,7 @@ def _workers(database, order_ids):
 
 def test_a_slow_types_steps_run_on_its_own_pool_and_do_not_starve_others(
         deployment, database):
-    cluster, fast_pid, slow_pid, retry = _start(deployment)
+    cluster, _, fast_pid, slow_pid, retry = _start(deployment)
 
     # A step of the slow type asks to be polled: the worker writes a retry
     # row, and the retry daemon casts it to the type's topic.
@@ -92,3 +105,19 @@ def _owners(database, order_ids):
         if owner is not None:
             found[order_id] = int(owner.split('@')[0])
     return found
+
+
+def test_a_step_cast_before_its_topic_has_a_worker_runs_once_it_has(
+        deployment, database):
+    cluster, slow_topic, _, _, _ = _start(deployment, slow_pool=False)
+    [order_id] = workflows.create(cluster, order_type=SLOW)
+    why = cluster.manage_json('order', 'explain', order_id)['why']
+    assert 'step sleep cast to topic %s (served by barbican-worker --topic ' \
+        '%s)' % (slow_topic, slow_topic) in why
+
+    slow_pid = _start_slow_pool(cluster, slow_topic)
+    # At the latest after the dispatch deadline (5 s) and a pass: the
+    # retry daemon takes the step back and casts it again.
+    workflows.wait_status(database, [order_id], models.ACTIVE, 30)
+    assert _workers(database, [order_id]) == {
+        (order_id, 'sleep', models.RUN_DONE): slow_pid}
