@@ -80,10 +80,9 @@ class WorkerService(service.Service):
         self._server = rpc.get_server(transport, topic, self._conf.host,
                                       [self._endpoint])
         self._server.start()
+        served = type_conf.types_of_topic(self._conf, topic)
         LOG.info('Worker %s serving topic %s (order types: %s)',
-                 self._heartbeat.name, topic,
-                 ', '.join(type_conf.types_of_topic(self._conf, topic))
-                 or 'none')
+                 self._heartbeat.name, topic, ', '.join(served) or 'none')
 
     def stop(self, graceful=True):
         """Stop taking messages, let the steps in progress finish, leave."""

@@ -109,8 +109,9 @@ def due(session: orm.Session, now: Moment, limit: int,
     Rows come highest priority first, then in (retry_at, id) order (their
     ``DueTask.key`` order, priority descending), each with whether its
     order has the step it names and its order's type (one primary-key
-    probe of each table per row, in the same query). ``after`` is the ``key`` of the last row
-    of the previous batch, so a batch never sees a row again (keyset
+    probe of each table per row, in the same query: the type picks the
+    topic the row's step is cast to). ``after`` is the ``key`` of the last
+    row of the previous batch, so a batch never sees a row again (keyset
     paging: a row kept after a failed cast does not come back in the same
     pass).
 
