@@ -49,8 +49,10 @@ class WorkerService(service.Service):
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
+        topic = self._topic or self._conf.worker.topic
         self._heartbeat = heartbeat.Heartbeat(self._database, models.WORKER,
-                                              self._conf.host, database_clock)
+                                              self._conf.host, database_clock,
+                                              topic=topic)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         observe_result = observe_delivery = None
@@ -76,7 +78,6 @@ class WorkerService(service.Service):
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,
                                stop_on_exception=False)
-        topic = self._topic or self._conf.worker.topic
         self._server = rpc.get_server(transport, topic, self._conf.host,
                                       [self._endpoint])
         self._server.start()

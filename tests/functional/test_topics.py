@@ -8,6 +8,8 @@ Two barbican-worker pools over a real RabbitMQ and each database: one on
 its order's history (``order_step_runs.worker``, ``pid@host``).
 """
 
+import subprocess
+
 from tests.functional import processes
 from tests.functional import workflows
 from worker.db import history
@@ -62,7 +64,11 @@ def _workers(database, order_ids):
 
 def test_a_slow_types_steps_run_on_its_own_pool_and_do_not_starve_others(
         deployment, database):
-    cluster, _, fast_pid, slow_pid, retry = _start(deployment)
+    cluster, slow_topic, fast_pid, slow_pid, retry = _start(deployment)
+    assert {(row['kind'], row['pid']): row['topic']
+            for row in cluster.manage_json('service', 'list')} == {
+        ('worker', fast_pid): cluster.topic, ('worker', slow_pid): slow_topic,
+        ('scheduler', retry.process.pid): None}
 
     # A step of the slow type asks to be polled: the worker writes a retry
     # row, and the retry daemon casts it to the type's topic.
@@ -115,9 +121,23 @@ def test_a_step_cast_before_its_topic_has_a_worker_runs_once_it_has(
     assert 'step sleep cast to topic %s (served by barbican-worker --topic ' \
         '%s)' % (slow_topic, slow_topic) in why
 
+    checked = _upgrade_check(cluster)
+    assert checked.returncode == 2
+    assert 'no live barbican-worker serves topic %s (order types: %s)' % (
+        slow_topic, SLOW) in ' '.join(checked.stdout.replace('|', ' ').split())
+
     slow_pid = _start_slow_pool(cluster, slow_topic)
+    assert _upgrade_check(cluster).returncode == 0
     # At the latest after the dispatch deadline (5 s) and a pass: the
     # retry daemon takes the step back and casts it again.
     workflows.wait_status(database, [order_id], models.ACTIVE, 30)
     assert _workers(database, [order_id]) == {
         (order_id, 'sleep', models.RUN_DONE): slow_pid}
+
+
+def _upgrade_check(cluster):
+    """``barbican-retry-status upgrade check``, the test types installed."""
+    return subprocess.run(
+        [processes.BIN_DIR + '/barbican-retry-status', '--config-file',
+         cluster.config, 'upgrade', 'check'],
+        capture_output=True, text=True, timeout=60, env=cluster.env)
