@@ -13,6 +13,11 @@ with its reason.
 A row's request ids (its order's, in its ``retry_kwargs``) go with its
 cast (``worker.context``) and on the lines about it: with debug on, one
 line per step cast follows an order through the daemon.
+
+Each row goes to its order type's topic (``worker.rpcapi.Topics``; the
+due query reads the type with the row): a batch is split by topic before
+it is split into messages, so that each cast is one message and a failed
+cast keeps exactly its own rows.
 """
 
 import concurrent.futures
@@ -54,7 +59,7 @@ class Dispatcher:
     """Casts the due rows of one pass and deletes or parks them.
 
     :param worker_api: a ``worker.rpcapi.WorkerAPI`` (or a fake with the
-        same ``parse_retry`` and ``run_steps``).
+        same ``parse_retry``, ``topic`` and ``run_steps``).
     :param stop_event: once set, the pass stops after its current batch.
     """
 
@@ -114,7 +119,8 @@ class Dispatcher:
             step = reason = None
             try:
                 step = self._worker_api.parse_retry(
-                    row.retry_task, row.retry_args, row.retry_kwargs)
+                    row.retry_task, row.retry_args,
+                    row.retry_kwargs)._replace(order_type=row.order_type)
             except rpcapi.InvalidRetry as exc:
                 reason = str(exc)
             if not row.step_exists:
@@ -136,9 +142,14 @@ class Dispatcher:
         """
         group = self._conf.scheduler
         steps, bad = self._parse(rows)
+        by_topic = {}
+        for task_id, step in steps.items():
+            by_topic.setdefault(self._worker_api.topic(step),
+                                []).append(task_id)
         casts = {ids: functools.partial(self._worker_api.run_steps,
                                         [steps[i] for i in ids])
-                 for ids in chunks(list(steps), group.cast_concurrency,
+                 for of_topic in by_topic.values()
+                 for ids in chunks(of_topic, group.cast_concurrency,
                                    group.rows_per_cast)}
         sent = self._cast_all(executor, casts, result)
         if LOG.isEnabledFor(logging.DEBUG):

@@ -75,7 +75,7 @@ class RetryManager:
     """Runs passes of the retry scheduler.
 
     :param worker_api: a ``worker.rpcapi.WorkerAPI`` (or a fake with the
-        same ``parse_retry`` and ``run_steps``).
+        same ``parse_retry``, ``topic`` and ``run_steps``).
     :param stop_event: set it to make a running pass stop after its
         current batch.
     :param observe_lateness: called with each cast's lateness in seconds

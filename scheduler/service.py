@@ -72,8 +72,8 @@ class SchedulerService(service.Service):
         self._heartbeat.start(self.tg, self._conf.report_interval)
         self._transport = (self._shared_transport or
                            rpc.get_transport(self._conf))
-        worker_api = rpcapi.WorkerAPI.from_transport(
-            self._transport, self._conf.worker.topic)
+        # Each step to its order type's topic.
+        worker_api = rpcapi.WorkerAPI.from_conf(self._conf, self._transport)
         observe_lateness = None
         if self._conf.metrics.enabled:
             self._metrics = scheduler_metrics.SchedulerMetrics()

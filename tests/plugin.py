@@ -17,6 +17,9 @@ extends its lease to E seconds every E/3 seconds while it holds. An
 order whose metadata holds ``"kill_worker": true`` is a poison order:
 every run of that step kills its own worker process with SIGKILL (a
 line with the result ``killed`` is recorded first).
+
+The order type ``sleeping`` (``SleepingOrder``) has one slow step: the
+type a test gives a topic of its own.
 """
 
 import json
@@ -26,7 +29,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from worker.order_types import base
+from worker.order_types import base as types_base
 from worker.order_types import fanout
 from worker.plugins import base as results
 from worker.plugins import simple_certificate
@@ -143,6 +146,36 @@ class RecordingFanout(fanout.FanoutOrder):
         return result
 
 
+class SleepingOrder(types_base.OrderType):
+    """One step, ``sleep``, that sleeps ``"seconds"`` (of the order's
+    metadata): the slow work that must not hold the step threads of other
+    types. With ``"poll_once": true`` its first run asks to be run again
+    (``RetryLater``) a moment later, through the retry daemon. Each run is
+    recorded as ``RecordingFanout``'s are.
+    """
+
+    steps = (types_base.Step('sleep'),)
+    meta_schema = {
+        'type': 'object',
+        'properties': {'seconds': {'type': 'number', 'minimum': 0},
+                       'poll_once': {'type': 'boolean'}},
+        'additionalProperties': False,
+    }
+
+    def sleep(self, order):
+        """Sleep, or ask to be polled once first."""
+        started = time.time()
+        if order.meta.get('poll_once') and order.polls == 0:
+            result = results.RetryLater(0.2)
+        else:
+            time.sleep(float(order.meta.get('seconds', 0)))
+            result = results.Completed({'slept': True})
+        _append({'order': order.id, 'step': 'sleep', 'token': order.token,
+                 'started': started, 'ended': time.time(),
+                 'result': type(result).__name__, 'pid': os.getpid()})
+        return result
+
+
 def read_log(path):
     """Return the recorded calls, oldest first."""
     if not os.path.exists(path):
@@ -151,7 +184,7 @@ def read_log(path):
         return [json.loads(line) for line in log if line.strip()]
 
 
-class RemoteCall(base.OrderType):
+class RemoteCall(types_base.OrderType):
     """An order type of one step, ``call``, that calls a remote service
     (``tests/functional/remote.py``) and uses the resource key its order
     names.
@@ -167,7 +200,7 @@ class RemoteCall(base.OrderType):
                        'key': {'type': 'string'},
                        'hold_seconds': {'type': 'number', 'minimum': 0}},
         'required': ['url', 'key']}
-    steps = (base.Step('call', resources=lambda order: (order.meta['key'],),
+    steps = (types_base.Step('call', resources=lambda order: (order.meta['key'],),
                        policy=policy.StepPolicy(
                            retry_on=('*',), backoff_base_seconds=0.2,
                            backoff_max_seconds=1, max_attempts=5)),)

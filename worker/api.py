@@ -319,8 +319,8 @@ class OrderAPI:
         worker_conf.register_opts(conf)
         database = db_session.Database.from_conf(conf)
         transport = rpc.get_transport(conf)
-        api = cls(database, conf, rpcapi.WorkerAPI.from_transport(
-            transport, conf.worker.topic))
+        api = cls(database, conf, rpcapi.WorkerAPI.from_conf(conf,
+                                                             transport))
         api._transport = transport
         return api
 

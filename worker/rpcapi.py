@@ -4,17 +4,25 @@ This is the only worker module the retry scheduler and the operator
 commands use to reach the workers. Which steps exist is declared by the
 order types alone (``worker.order_types``): a retry row names a step of
 its order, and the retry scheduler checks that the order has that step.
+
+Which topic a step goes to is decided here too (``Topics``): its order
+type's (``[order_type:T] topic``), served by the workers started with
+``barbican-worker --topic T``, so that a slow type has step threads of
+its own and cannot hold those of the others.
 """
 
 import collections.abc
 import inspect
 import json
+import threading
 import typing
 
 from oslo_context import context as oslo_context
 import oslo_messaging as messaging
 
+from worker.conf import order_types as type_conf
 from worker import context as context_module
+from worker.db import models
 from worker import rpc
 
 # The version each cast needs (see worker.rpc.RPC_API_VERSION). run_steps
@@ -38,12 +46,16 @@ class Step(typing.NamedTuple):
     ``request`` holds the request ids of its order, which its cast
     carries in its context (``worker.context``), not in the step: on the
     wire a step is ``[step, order_id, generation]`` (``wire``).
+    ``order_type`` is its order's type, which picks the topic it is cast
+    to (``Topics``); None casts it to ``[worker] topic``. It is not on
+    the wire either: the worker reads the order.
     """
 
     step: str
     order_id: str
     generation: int
     request: context_module.RequestIds | None = None
+    order_type: str | None = None
 
     def wire(self) -> list[typing.Any]:
         """The step as a message carries it."""
@@ -63,52 +75,132 @@ class Client(typing.Protocol):
         ...
 
 
+class Topics:
+    """The topic each step is cast to, and one client per topic.
+
+    A step of a workflow goes to its order type's topic
+    (``worker.conf.order_types.topic``: ``[order_type:T] topic``, by
+    default ``[worker] topic``). A delivery (``notify:*``) goes to
+    ``[worker] topic`` whatever its order's type: it is a notification
+    POST, not the type's slow work, and must not wait behind it. So does
+    a step whose type is not installed in this process, or not known
+    (``Step.order_type`` None).
+
+    ``[order_type:T] topic`` is not mutable: a process reads each type's
+    once. The clients are built at their first cast and kept.
+
+    :param client_of: builds the client of a topic, ``client_of(topic)``.
+    """
+
+    def __init__(self, conf: typing.Any,
+                 client_of: collections.abc.Callable[[str], Client]
+                 ) -> None:
+        self._conf = conf
+        self._client_of = client_of
+        self._of_type: dict[str, str | None] = {}
+        self._clients: dict[str, Client] = {}
+        self._lock = threading.Lock()
+
+    def of(self, step: Step) -> str | None:
+        """The topic of ``step``; None for ``[worker] topic``."""
+        if step.order_type is None or models.is_delivery(step.step):
+            return None
+        try:
+            return self._of_type[step.order_type]
+        except KeyError:
+            topic = type_conf.topic(self._conf, step.order_type)
+            found = None if topic == self._conf.worker.topic else topic
+            self._of_type[step.order_type] = found
+            return found
+
+    def client(self, topic: str) -> Client:
+        """The client of ``topic``, built at its first use."""
+        with self._lock:
+            client = self._clients.get(topic)
+            if client is None:
+                client = self._clients[topic] = self._client_of(topic)
+            return client
+
+
 class WorkerAPI:
     """Casts orders' steps to the worker pool.
 
     Every step carries the order's ``generation``: the fencing token the
     worker checks before it acts (see ``worker.db.models.Order``).
 
-    :param client: an ``oslo_messaging.RPCClient`` on the worker topic, or
-        a fake with the same ``cast(ctxt, method, **kwargs)``.
+    :param client: an ``oslo_messaging.RPCClient`` on ``[worker] topic``,
+        or a fake with the same ``cast(ctxt, method, **kwargs)``.
+    :param topics: the ``Topics`` that send the steps of some order types
+        elsewhere; None casts every step with ``client``.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, topics: Topics | None = None
+                 ) -> None:
         self._client = client
+        self._topics = topics
 
     @classmethod
     def from_transport(cls, transport: typing.Any, topic: str,
                        retry: int = 1) -> typing.Self:
-        """Build the client of ``topic`` on ``transport``.
+        """Build the client of ``topic`` on ``transport``: every step is
+        cast to ``topic``.
 
         :param retry: reconnection attempts of one cast (oslo.messaging's
             ``retry``; -1 retries forever, which a scheduler must not do).
         """
-        # Every cast is run_steps, which prepares its own version (1.1); the
-        # target's is the lowest this client speaks.
-        target = messaging.Target(topic=topic, version=_BASE_VERSION)
-        return cls(messaging.get_rpc_client(
-            transport, target, retry=retry,
-            serializer=rpc.ContextSerializer()))
+        return cls(_client(transport, topic, retry))
+
+    @classmethod
+    def from_conf(cls, conf: typing.Any, transport: typing.Any,
+                  retry: int = 1) -> typing.Self:
+        """Build the client of a deployment on ``transport``: each step to
+        its order type's topic (``Topics``), ``[worker] topic`` by
+        default.
+
+        :param retry: as ``from_transport``'s.
+        """
+        def client_of(topic: str) -> Client:
+            return _client(transport, topic, retry)
+
+        return cls(client_of(conf.worker.topic), Topics(conf, client_of))
+
+    def topic(self, step: Step) -> str | None:
+        """The topic ``step`` is cast to; None for the default one (that
+        of the ``client`` given)."""
+        return None if self._topics is None else self._topics.of(step)
 
     def run_steps(self, steps: collections.abc.Iterable[Step],
                   context: oslo_context.RequestContext | None = None
                   ) -> None:
-        """Cast several steps (``Step``) in one message.
+        """Cast several steps (``Step``): one message per topic.
 
         The worker drops the stale ones with one read and runs the others
         concurrently, each as a message of its own would; one message
         instead of one per step is what lets a backlog drain faster than
         the broker confirms messages.
 
+        Every topic's message is tried; if one fails, the first error is
+        raised after the others went out.
+
         :param context: the sender's request (its ids are the message's),
             or None. The request ids of the steps' orders
             (``Step.request``) go beside them (``steps_context``).
         """
-        steps = list(steps)
-        self._client.prepare(version=RUN_STEPS_VERSION).cast(
-            steps_context(steps, context), 'run_steps',
-            steps=[step.wire() for step in steps])
+        by_topic: dict[str | None, list[Step]] = {}
+        for step in steps:
+            by_topic.setdefault(self.topic(step), []).append(step)
+        error = None
+        for topic, group in by_topic.items():
+            client = (self._client if topic is None or self._topics is None
+                      else self._topics.client(topic))
+            try:
+                client.prepare(version=RUN_STEPS_VERSION).cast(
+                    steps_context(group, context), 'run_steps',
+                    steps=[step.wire() for step in group])
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
 
     def parse_retry(self, retry_task: str, retry_args: str,
                     retry_kwargs: str) -> Step:
@@ -180,6 +272,15 @@ def retry_arguments(step: Step) -> tuple[list[str], dict[str, int | str]]:
             if value is not None:
                 kwargs[key] = value
     return [step.order_id], kwargs
+
+
+def _client(transport: typing.Any, topic: str, retry: int) -> Client:
+    """The RPC client of ``topic`` on ``transport``."""
+    # Every cast is run_steps, which prepares its own version (1.1); the
+    # target's is the lowest this client speaks.
+    target = messaging.Target(topic=topic, version=_BASE_VERSION)
+    return typing.cast(Client, messaging.get_rpc_client(
+        transport, target, retry=retry, serializer=rpc.ContextSerializer()))
 
 
 # What a retry row's arguments must bind to: ``[order_id]`` and

@@ -7,6 +7,7 @@ from worker.common import backend
 from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
+from worker.conf import order_types as type_conf
 from worker.db import models
 from worker.db import session as db_session
 from worker import manager
@@ -18,19 +19,24 @@ LOG = logging.getLogger(__name__)
 
 
 class WorkerService(service.Service):
-    """An oslo.messaging RPC server on ``[worker] topic``.
+    """An oslo.messaging RPC server on ``[worker] topic``, or on the topic
+    it is given (``barbican-worker --topic``).
 
     The engine, transport and server are built in ``start()``, in the
     process that runs them, never before the launcher forks.
 
     :param transport: an existing transport to share (the all-in-one demo
         passes its in-process one); by default one is built in ``start()``.
+    :param topic: the topic served, None for ``[worker] topic``. The steps
+        this worker casts go to their own topics (``rpcapi.Topics``)
+        whatever it serves.
     """
 
-    def __init__(self, conf, transport=None):
+    def __init__(self, conf, transport=None, topic=None):
         super().__init__()
         self._conf = conf
         self._transport = transport
+        self._topic = topic
         self._server = None
         self._endpoint = None
         self._database = None
@@ -43,8 +49,10 @@ class WorkerService(service.Service):
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
+        topic = self._topic or self._conf.worker.topic
         self._heartbeat = heartbeat.Heartbeat(self._database, models.WORKER,
-                                              self._conf.host, database_clock)
+                                              self._conf.host, database_clock,
+                                              topic=topic)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         observe_result = observe_delivery = None
@@ -57,9 +65,9 @@ class WorkerService(service.Service):
                                  tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
             observe_delivery = step_metrics.observe_delivery
-        # Ready steps are cast on our own topic, to any worker.
-        worker_api = rpcapi.WorkerAPI.from_transport(
-            transport, self._conf.worker.topic)
+        # Ready steps are cast to their order type's topic, to any worker
+        # that serves it: ours, for the next step of an order we ran.
+        worker_api = rpcapi.WorkerAPI.from_conf(self._conf, transport)
         self._endpoint = manager.WorkerManager(
             self._conf, self._database, self._heartbeat.name,
             worker_api=worker_api, clock=database_clock.now,
@@ -70,11 +78,12 @@ class WorkerService(service.Service):
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,
                                stop_on_exception=False)
-        self._server = rpc.get_server(transport, self._conf.worker.topic,
-                                      self._conf.host, [self._endpoint])
+        self._server = rpc.get_server(transport, topic, self._conf.host,
+                                      [self._endpoint])
         self._server.start()
-        LOG.info('Worker %s serving topic %s', self._heartbeat.name,
-                 self._conf.worker.topic)
+        served = type_conf.types_of_topic(self._conf, topic)
+        LOG.info('Worker %s serving topic %s (order types: %s)',
+                 self._heartbeat.name, topic, ', '.join(served) or 'none')
 
     def stop(self, graceful=True):
         """Stop taking messages, let the steps in progress finish, leave."""

@@ -15,6 +15,8 @@ later, schedules.
 - ``ix_orders_type_status``: the PENDING orders of one type
   (``[order_type:T] max_pending``).
 - ``schedules``: orders created every interval or on a cron expression.
+- ``services.topic``: the RPC topic a worker serves (``barbican-worker
+  --topic``; NULL for a retry daemon), which ``service list`` shows.
 
 Revision ID: 0009
 Revises: 0008
@@ -82,3 +84,5 @@ def upgrade():
         sa.PrimaryKeyConstraint('id', name='pk_schedules'))
     op.create_index('ix_schedules_next_tick_at', 'schedules',
                     ['next_tick_at'])
+    op.add_column('services', sa.Column('topic', sa.String(255),
+                                        nullable=True))

@@ -99,11 +99,10 @@ class ManageApp(app.App):
         return self._clock.now()
 
     def worker_api(self):
-        """An RPC client of the worker pool."""
+        """An RPC client of the worker pool (each order type's topic)."""
         if self._transport is None:
             self._transport = rpc.get_transport(self.conf)
-        return rpcapi.WorkerAPI.from_transport(self._transport,
-                                               self.conf.worker.topic)
+        return rpcapi.WorkerAPI.from_conf(self.conf, self._transport)
 
     def clean_up(self, cmd, result, err):
         """Close connections before exiting."""

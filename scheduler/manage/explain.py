@@ -9,6 +9,7 @@ import datetime
 
 from scheduler import liveness
 from worker.common import order_actions
+from worker.conf import order_types as type_conf
 from worker.db import models
 from worker import order_types
 
@@ -47,11 +48,17 @@ def explain_order(database, conf, order_id, now):
         return Why(order.status, 'cannot explain it here: %s (install '
                    'the type on this host)' % exc)
     steps = dict(order_actions.in_declared_order(workflow, steps))
+    # A type's own topic is named: a cast that no worker takes up may be
+    # one that no barbican-worker --topic serves.
+    topic = type_conf.topic(conf, order.type)
+    topic = None if topic == conf.worker.topic else topic
     reasons = {}
     for name, step in steps.items():
         if step.status == models.STEP_PENDING:
             reason = _step_reason(step, retries.get(name), live,
-                                  bool(daemons), cutoffs, conf)
+                                  bool(daemons), cutoffs, conf,
+                                  None if models.is_delivery(name)
+                                  else topic)
             reasons.setdefault(reason, []).append(name)
     if not reasons:
         return Why(order.status, 'no step is running or due: its steps '
@@ -90,8 +97,12 @@ def _terminal(order):
     return '%s: %s' % (order.status, order.error_reason)
 
 
-def _step_reason(step, retry, live, daemons_alive, cutoffs, conf):
-    """Why a PENDING step has not finished, after "step NAME"."""
+def _step_reason(step, retry, live, daemons_alive, cutoffs, conf,
+                 topic=None):
+    """Why a PENDING step has not finished, after "step NAME".
+
+    :param topic: the step's topic if it is not ``[worker] topic``.
+    """
     if step.owner:
         if step.owner not in live:
             return ('ran on %s, which stopped heartbeating: the retry '
@@ -125,12 +136,14 @@ def _step_reason(step, retry, live, daemons_alive, cutoffs, conf):
     if step.dispatched_at is not None:
         deadline = step.dispatched_at + datetime.timedelta(
             seconds=conf.scheduler.dispatch_deadline_seconds)
+        where = (' to topic %s (served by barbican-worker --topic %s)'
+                 % (topic, topic) if topic else '')
         if deadline <= cutoffs.now:
-            return ('cast at %s and not taken up by any worker: a lost '
+            return ('cast%s at %s and not taken up by any worker: a lost '
                     'dispatch, taken back at the next recovery'
-                    % _at(step.dispatched_at))
-        return ('cast at %s, waiting for a worker; taken back at %s if '
-                'none takes it up' % (_at(step.dispatched_at),
+                    % (where, _at(step.dispatched_at)))
+        return ('cast%s at %s, waiting for a worker; taken back at %s if '
+                'none takes it up' % (where, _at(step.dispatched_at),
                                       _at(deadline)))
     return 'PENDING with no dispatch, owner or retry row'
 

@@ -15,7 +15,8 @@ class ListServices(lister.Lister):
             rows = database.repositories.services.list_services(session)
         cutoffs = liveness.Cutoffs.at(self.app.now(), self.app.conf)
         columns = ('name', 'kind', 'host', 'pid', 'started_at',
-                   'heartbeat_at')
+                   'heartbeat_at', 'topic')
+        # topic: the RPC topic a worker serves (barbican-worker --topic).
         # clock_offset_seconds: the database's clock minus the process's
         # host's, at its last heartbeat (worker.common.clock).
         return (columns + ('alive', 'clock_offset_seconds'),

@@ -2,8 +2,9 @@
 
 Checks what an operator looks at before and after an upgrade: the schema
 is at the latest revision, the OrderRetryTask lock is not stale, every
-unfinished order's type is installed here, and at least one retry daemon
-and one worker are alive.
+unfinished order's type is installed here, at least one retry daemon and
+one worker are alive, and every topic that steps are cast to (``[worker]
+topic`` and each order type's own) has a live worker serving it.
 """
 
 from oslo_upgradecheck import upgradecheck
@@ -11,6 +12,7 @@ from oslo_upgradecheck import upgradecheck
 from scheduler import liveness
 from scheduler import pass_lock
 from worker.common import clock
+from worker.conf import order_types as type_conf
 from worker.db import migration
 from worker.db import models
 from worker.db import session as db_session
@@ -64,14 +66,17 @@ class Checks(upgradecheck.UpgradeCommands):
                                          lock.stale_reason))
         return Result(Code.SUCCESS, 'held by %s' % lock.holder)
 
-    def _check_live(self, kind, command_name):
+    def _live(self, kind):
+        """The rows of the live processes of ``kind``."""
         cutoffs = self._cutoffs()
         database = self._db()
         with database.session() as session:
             rows = database.repositories.services.list_services(session,
                                                                 kind)
-        live = [row.name for row in rows
-                if cutoffs.is_alive(row.heartbeat_at)]
+        return [row for row in rows if cutoffs.is_alive(row.heartbeat_at)]
+
+    def _check_live(self, kind, command_name):
+        live = [row.name for row in self._live(kind)]
         if live:
             return Result(Code.SUCCESS, '%d alive: %s'
                           % (len(live), ', '.join(live)))
@@ -103,10 +108,32 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_workers(self):
         return self._check_live(models.WORKER, 'barbican-worker')
 
+    def _check_topics(self):
+        try:
+            installed = order_types.installed()
+        except order_types.base.InvalidOrderType as exc:
+            return Result(Code.FAILURE, str(exc))
+        conf = self._conf
+        wanted = {conf.worker.topic: []}
+        for name in installed:
+            wanted.setdefault(type_conf.topic(conf, name), []).append(name)
+        # A worker of a release before topics has none: [worker] topic.
+        served = {row.topic or conf.worker.topic
+                  for row in self._live(models.WORKER)}
+        missing = sorted(topic for topic in wanted if topic not in served)
+        if missing:
+            return Result(Code.FAILURE, '; '.join(
+                'no live barbican-worker serves topic %s (order types: %s)'
+                % (topic, ', '.join(wanted[topic]) or 'none')
+                for topic in missing) + ': start one with barbican-worker '
+                '--topic TOPIC (none for [worker] topic)')
+        return Result(Code.SUCCESS, 'served: %s' % ', '.join(sorted(wanted)))
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('OrderRetryTask lock', _check_lock),
         ('Order types', _check_order_types),
         ('Retry daemons', _check_retry_daemons),
         ('Workers', _check_workers),
+        ('Worker topics', _check_topics),
     )

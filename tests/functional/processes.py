@@ -42,7 +42,8 @@ def plugin_environment(directory, plugin_log):
                      'recording = tests.plugin:RecordingPlugin\n'
                      '[barbican_retry.order_types]\n'
                      'recording_fanout = tests.plugin:RecordingFanout\n'
-                     'remote_call = tests.plugin:RemoteCall\n')
+                     'remote_call = tests.plugin:RemoteCall\n'
+                     'sleeping = tests.plugin:SleepingOrder\n')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
         [str(directory), REPO_ROOT] +
@@ -94,11 +95,12 @@ def manage_json(config_path, *args):
 class Daemon:
     """One console script running in its own process group."""
 
-    def __init__(self, script, config_path, log_path, env=None):
+    def __init__(self, script, config_path, log_path, env=None, args=()):
         self.script = script
         self.config_path = str(config_path)
         self.log_path = str(log_path)
         self.env = env
+        self.args = list(args)
         self.process = None
 
     def start(self):
@@ -106,7 +108,7 @@ class Daemon:
         with open(self.log_path, 'a') as log:
             self.process = subprocess.Popen(
                 [os.path.join(BIN_DIR, self.script),
-                 '--config-file', self.config_path],
+                 '--config-file', self.config_path] + self.args,
                 stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, env=self.env)
         return self
@@ -210,12 +212,13 @@ class Deployment:
         """The config file of the daemons placed on node ``number``."""
         return os.path.join(str(self.directory), 'node-%d.conf' % number)
 
-    def start(self, script, name, env=None, node=None):
+    def start(self, script, name, env=None, node=None, args=()):
         """Start ``script`` logging to ``<name>.log``; returns the Daemon.
 
-        ``env``: variables to add to this process's environment. On a
-        cluster the daemon is placed on node ``node``, by default on the
-        node after the last one used.
+        ``env``: variables to add to this process's environment; ``args``:
+        command-line arguments after ``--config-file``. On a cluster the
+        daemon is placed on node ``node``, by default on the node after
+        the last one used.
         """
         config = self.config
         if self.nodes:
@@ -224,7 +227,7 @@ class Deployment:
             config = self.node_config(node % len(self.nodes))
         daemon = Daemon(script, config,
                         os.path.join(str(self.directory), name + '.log'),
-                        env=dict(self.env, **(env or {})))
+                        env=dict(self.env, **(env or {})), args=args)
         self.daemons.append(daemon.start())
         return daemon
 

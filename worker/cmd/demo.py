@@ -197,7 +197,7 @@ def main(argv=None):
         svc.start()
     api = api_module.OrderAPI(
         database, conf,
-        rpcapi.WorkerAPI.from_transport(transport, conf.worker.topic))
+        rpcapi.WorkerAPI.from_conf(conf, transport))
     try:
         created, retried = _create_orders(api, args.orders)
         statuses = _watch(api, created, time.monotonic() + args.timeout)

@@ -1,4 +1,9 @@
-"""barbican-worker: the RPC worker pool (``[worker] workers`` processes)."""
+"""barbican-worker: the RPC worker pool (``[worker] workers`` processes).
+
+``--topic T`` makes a pool that serves ``T`` instead of ``[worker]
+topic``: the steps of the order types whose ``[order_type:...] topic`` is
+``T``.
+"""
 
 import sys
 
@@ -6,6 +11,7 @@ from oslo_config import cfg
 from oslo_service import service
 
 from worker import conf as worker_conf
+from worker.conf import worker as worker_options
 from worker import service as worker_service
 
 
@@ -13,9 +19,13 @@ def main(argv=None):
     """Parse the configuration and run the worker processes."""
     conf = cfg.CONF
     argv = sys.argv[1:] if argv is None else argv
-    worker_conf.load(conf, argv, 'barbican-worker')
-    worker_conf.refuse_invalid_reloads(conf, argv, 'barbican-worker')
-    launcher = service.launch(conf, worker_service.WorkerService(conf),
+    command_line = (worker_options.register_cli_opts,)
+    worker_conf.load(conf, argv, 'barbican-worker',
+                     extra_register=command_line)
+    worker_conf.refuse_invalid_reloads(conf, argv, 'barbican-worker',
+                                       extra_register=command_line)
+    served = worker_service.WorkerService(conf, topic=conf.topic)
+    launcher = service.launch(conf, served,
                               workers=conf.worker.workers,
                               restart_method='mutate')
     return launcher.wait()

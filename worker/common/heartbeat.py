@@ -21,9 +21,10 @@ class Heartbeat:
 
     :param kind: ``models.WORKER`` or ``models.SCHEDULER``.
     :param clock: the process's ``worker.common.clock.DatabaseClock``.
+    :param topic: the RPC topic a worker serves, which its row shows.
     """
 
-    def __init__(self, database, kind, host, clock):
+    def __init__(self, database, kind, host, clock, topic=None):
         self._database = database
         self._services = database.repositories.services
         self.kind = kind
@@ -31,6 +32,7 @@ class Heartbeat:
         self.pid = os.getpid()
         self.name = service_name(host, self.pid)
         self._clock = clock
+        self._topic = topic
         self._failing = False
 
     def beat(self):
@@ -41,7 +43,8 @@ class Heartbeat:
                 self._services.heartbeat(session, self.name, self.kind,
                                          self.host, self.pid,
                                          self._clock.now(),
-                                         clock_offset=offset)
+                                         clock_offset=offset,
+                                         topic=self._topic)
         except Exception as exc:
             if not self._failing:
                 LOG.error('Heartbeat of %s failed, will retry: %s',

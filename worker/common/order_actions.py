@@ -76,7 +76,7 @@ def create(database, worker_api, workflow, meta, count, now,
                 events.record(session, repositories, order.id,
                               events.status_changed(models.PENDING), now)
     request = context_module.of_order(origin)
-    steps = [rpcapi.Step(name, order.id, 0, request)
+    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
              for order in created
              for name in workflow.roots() + tuple(deliveries)]
     cast_steps(worker_api, steps, rows_per_cast,
@@ -85,7 +85,8 @@ def create(database, worker_api, workflow, meta, count, now,
 
 
 def cast_steps(worker_api, steps, rows_per_cast=50, context=None):
-    """Cast ``steps`` in messages of up to ``rows_per_cast``.
+    """Cast ``steps`` in messages of up to ``rows_per_cast``, each to its
+    topic (``rpcapi.Topics``).
 
     :param context: the request the casts are made for (its ids are the
         messages'), or None.
@@ -149,7 +150,8 @@ def cancel_order(database, worker_api, workflow, order_id, reason, now,
             session, repositories, order_id, events.status_changed(
                 models.CANCELLING if compensation else models.CANCELLED,
                 reason), now, request=request)
-    step = (rpcapi.Step(compensation.name, order_id, 0, request)
+    step = (rpcapi.Step(compensation.name, order_id, 0, request,
+                        workflow.type_name)
             if compensation else None)
     cast_steps(worker_api, ([step] if step else []) + woken,
                context=context_module.for_ids(request))
@@ -226,7 +228,8 @@ def resume_order(database, worker_api, workflow, order_id, now,
     if written is None:
         return None
     plan, generations, woken = written
-    started = tuple(rpcapi.Step(name, order_id, generations[name], request)
+    started = tuple(rpcapi.Step(name, order_id, generations[name], request,
+                                workflow.type_name)
                     for name in plan.start)
     cast_steps(worker_api, list(started) + woken,
                context=context_module.for_ids(request))

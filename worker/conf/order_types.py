@@ -200,3 +200,19 @@ def order_deadline_seconds(conf, workflow):
     """The whole order's deadline in seconds (0 for none)."""
     value = conf[type_group(workflow.type_name)].deadline_seconds
     return workflow.deadline_seconds if value is None else value
+
+
+def topic(conf, type_name):
+    """The RPC topic the steps of orders of ``type_name`` are cast to:
+    ``[order_type:T] topic``, or ``[worker] topic`` when it is unset or
+    when the type is not installed in this process (its group is not
+    registered)."""
+    group = type_group(type_name)
+    value = conf[group].topic if group in conf else None
+    return value or conf.worker.topic
+
+
+def types_of_topic(conf, served):
+    """The installed order types whose steps are cast to ``served``."""
+    return [name for name in order_types.installed()
+            if topic(conf, name) == served]

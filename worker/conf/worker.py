@@ -21,8 +21,10 @@ worker_opts = [
     cfg.StrOpt('topic',
                default='barbican_retry_worker',
                help='RPC topic the workers listen on and the retry '
-                    'scheduler casts to. Every process of one deployment '
-                    'must use the same value.'),
+                    'scheduler casts to, but for the steps of the order '
+                    'types that have a topic of their own ([order_type:T] '
+                    'topic, served by barbican-worker --topic T). Every '
+                    'process of one deployment must use the same value.'),
     cfg.StrOpt('certificate_plugin',
                default='simple_certificate',
                help='Name of the certificate plugin, an entry point in the '
@@ -79,6 +81,26 @@ worker_opts = [
                       'wake was missed (a slot freed while its wait was '
                       'being written).'),
 ]
+
+
+#: Options of the ``barbican-worker`` command line only: what one pool of
+#: workers serves is the business of its unit, not of the configuration
+#: file every process shares.
+cli_opts = [
+    cfg.StrOpt('topic',
+               help='The RPC topic these workers serve instead of [worker] '
+                    'topic: that of the order types whose [order_type:T] '
+                    'topic it is (several types may share one). The steps '
+                    'they cast still go to their own types\' topics, and '
+                    'deliveries to [worker] topic. Each topic set on an '
+                    'order type needs at least one worker started with '
+                    'it.'),
+]
+
+
+def register_cli_opts(conf):
+    """Register ``barbican-worker``'s command-line options (``--topic``)."""
+    conf.register_cli_opts(cli_opts)
 
 
 def register_opts(conf):

@@ -411,8 +411,9 @@ class Services(typing.Protocol):
 
     def heartbeat(self, session: Any, name: str, kind: str, host: str,
                   pid: int, now: Moment,
-                  clock_offset: float | None = None) -> None:
-        """Record that ``name`` is alive at ``now``."""
+                  clock_offset: float | None = None,
+                  topic: str | None = None) -> None:
+        """Record that ``name`` (serving ``topic``) is alive at ``now``."""
 
     def database_time(self, session: Any) -> Moment:
         """The database server's UTC time now (naive)."""

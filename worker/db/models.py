@@ -471,6 +471,9 @@ class Service(Base):
     # Seconds the database server's clock was ahead of this process's host
     # at its last heartbeat (negative: behind); ``worker.common.clock``.
     clock_offset: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
+    # Workers only: the RPC topic the process serves ([worker] topic, or
+    # barbican-worker --topic).
+    topic: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
 
 
 #: The prefix of a delivery's step name: ``notify:<notification_urls.id>``.

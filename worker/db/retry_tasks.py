@@ -41,6 +41,9 @@ class DueTask:
     priority: int
     #: The row's order has a step named ``retry_task``.
     step_exists: bool
+    #: The row's order's type, which picks the topic its step is cast to
+    #: (``worker.rpcapi.Topics``); None if the order is gone.
+    order_type: str | None = None
 
     @property
     def key(self) -> Key:
@@ -110,8 +113,10 @@ def due(session: orm.Session, now: Moment, limit: int,
 
     Rows come highest priority first, then in (retry_at, id) order (their
     ``DueTask.key`` order, priority descending), each with whether its
-    order has the step it names. ``after`` is the ``key`` of the last row
-    of the previous batch, so a batch never sees a row again (keyset
+    order has the step it names and its order's type (one primary-key
+    probe of each table per row, in the same query: the type picks the
+    topic the row's step is cast to). ``after`` is the ``key`` of the last
+    row of the previous batch, so a batch never sees a row again (keyset
     paging: a row kept after a failed cast does not come back in the same
     pass).
 
@@ -136,7 +141,8 @@ def due(session: orm.Session, now: Moment, limit: int,
 
 
 #: The columns of a ``DueTask``, as ``_due_of_level`` reads them.
-_DueSelect = sa.Select[int, str, str, Moment, str, str, int, int, bool]
+_DueSelect = sa.Select[int, str, str, Moment, str, str, int, int, bool,
+                       str | None]
 
 
 def _due_of_level(now: Moment, priority: int, limit: int,
@@ -148,10 +154,12 @@ def _due_of_level(now: Moment, priority: int, limit: int,
     query = (
         sa.select(task.id, task.order_id, task.retry_task, task.retry_at,
                   task.retry_args, task.retry_kwargs, task.retry_count,
-                  task.priority, models.OrderStep.name.is_not(None))
+                  task.priority, models.OrderStep.name.is_not(None),
+                  models.Order.type)
         .outerjoin(models.OrderStep,
                    sa.and_(models.OrderStep.order_id == task.order_id,
                            models.OrderStep.name == task.retry_task))
+        .outerjoin(models.Order, models.Order.id == task.order_id)
         .where(task.parked == sa.false(), task.priority == priority,
                task.retry_at <= now)
         .order_by(task.retry_at, task.id)

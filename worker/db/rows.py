@@ -121,6 +121,7 @@ class Service(typing.Protocol):
     last_pass_at: datetime.datetime | None
     next_pass_at: datetime.datetime | None
     clock_offset: float | None
+    topic: str | None
 
 
 class Url(typing.Protocol):

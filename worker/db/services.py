@@ -20,11 +20,13 @@ from worker.db import statements
 
 def heartbeat(session: orm.Session, name: str, kind: str, host: str,
               pid: int, now: datetime.datetime,
-              clock_offset: float | None = None) -> None:
+              clock_offset: float | None = None,
+              topic: str | None = None) -> None:
     """Record that ``name`` is alive at ``now`` (insert it if missing).
 
     ``clock_offset``: seconds the database's clock is ahead of the
-    process's host, as the process last measured it.
+    process's host, as the process last measured it. ``topic``: the RPC
+    topic a worker serves, written with its row.
 
     A process whose row was removed as dead while it was cut off from the
     database (an outage) comes back with its next heartbeat.
@@ -36,7 +38,7 @@ def heartbeat(session: orm.Session, name: str, kind: str, host: str,
             .execution_options(synchronize_session=False))):
         session.execute(sa.insert(models.Service).values(
             name=name, kind=kind, host=host, pid=pid, started_at=now,
-            heartbeat_at=now, clock_offset=clock_offset))
+            heartbeat_at=now, clock_offset=clock_offset, topic=topic))
 
 
 # The database server's UTC time, by dialect, as a naive timestamp (SQLite

@@ -181,7 +181,7 @@ class _Decider:
             runs.DONE, 'step %s done; %s start now'
             % (run.step, ', '.join(ready) or 'nothing'), finished + recorded,
             tuple(rpcapi.Step(name, run.order_id, steps[name].generation,
-                              run.request)
+                              run.request, workflow.type_name)
                   for name in ready))
 
     def _failed_run(self, what: str,

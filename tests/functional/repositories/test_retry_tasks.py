@@ -109,6 +109,23 @@ def test_a_due_row_tells_whether_its_order_has_its_step(db):
 
 
 @contract
+def test_a_due_row_tells_its_orders_type(db):
+    """Which topic its step is cast to (``worker.rpcapi.Topics``)."""
+    tasks = db.repositories.retry_tasks
+    certificate = new_order(db)
+    fanout = new_order(db, type_name='fanout')
+    with db.session() as session, session.begin():
+        tasks.add(session, certificate, CHECK, plus(1))
+        tasks.add(session, fanout, 'check_caa', plus(2))
+        tasks.add(session, fanout, 'notify:1', plus(3))
+
+    assert [(row.order_id, row.order_type)
+            for row in read(db, tasks.due, plus(5), 10)] == [
+        (certificate, 'certificate'), (fanout, 'fanout'),
+        (fanout, 'fanout')]
+
+
+@contract
 def test_delete_as_read_deletes_by_id_and_ids_are_never_reused(db):
     tasks = db.repositories.retry_tasks
     a, b, c, d = (new_order(db) for _ in range(4))

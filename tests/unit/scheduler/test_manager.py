@@ -5,6 +5,7 @@ with time as a parameter and no server.
 databases; these tests are the quick ones to run on every save.
 """
 
+import collections
 import datetime
 import logging
 import threading
@@ -369,6 +370,65 @@ def test_a_failed_cast_keeps_its_rows_for_the_next_pass(database):
     # Kept rows wait for the next slot (period 15 s, no jitter), so that a
     # failing broker cannot cause a tight loop.
     assert result.next_pass_in == pytest.approx(15, abs=0.5)
+
+
+SLOW = 'slow_topic'
+FANOUT = order_types.get('fanout')
+
+
+def _fanout_orders(database, count):
+    """Fanout orders whose check_caa waits for a retry row due now."""
+    def make(repos, session):
+        ids = []
+        for _ in range(count):
+            order = repos.orders.create(session, FANOUT, {}, NOW)
+            repos.retry_tasks.add(session, order.id, 'check_caa', NOW,
+                                  args=[order.id], kwargs={'generation': 0},
+                                  now=NOW)
+            ids.append(order.id)
+        return ids
+    return _write(database, make)
+
+
+def _run_routed(database, clients, **overrides):
+    """A pass whose fanout steps go to ``SLOW``: fake clients by topic."""
+    conf = _conf(**dict({'order_type:fanout.topic': SLOW}, **overrides))
+    worker_api = rpcapi.WorkerAPI(clients[conf.worker.topic],
+                                  rpcapi.Topics(conf, clients.__getitem__))
+    return manager.RetryManager(conf, database, worker_api,
+                                randomness=fakes.Extreme()).run_once(NOW)
+
+
+def test_each_due_row_is_cast_to_its_order_types_topic(database):
+    certificates = _make_orders(database, 3)
+    fanouts = _fanout_orders(database, 4)
+    clients = collections.defaultdict(fakes.RecordingRPCClient)
+
+    result = _run_routed(database, clients,
+                         **{'scheduler.cast_concurrency': 1})
+
+    assert result.dispatched == 7 and _rows(database) == []
+    assert clients[SLOW].count_by_order() == {
+        order_id: 1 for order_id in fanouts}
+    assert clients['barbican_retry_worker'].count_by_order() == {
+        order_id: 1 for order_id in certificates}
+    # One batch of two types: one message per topic.
+    assert [len(clients[topic].messages)
+            for topic in ('barbican_retry_worker', SLOW)] == [1, 1]
+
+
+def test_a_failed_topic_keeps_only_its_own_rows(database):
+    certificates = _make_orders(database, 3)
+    fanouts = _fanout_orders(database, 4)
+    clients = collections.defaultdict(fakes.RecordingRPCClient)
+    clients[SLOW] = fakes.RecordingRPCClient(fail=lambda *_: True)
+
+    result = _run_routed(database, clients)
+
+    assert result.dispatched == 3 and result.cast_failures == 4
+    assert {row.order_id for row in _rows(database)} == set(fanouts)
+    assert set(clients['barbican_retry_worker'].count_by_order()) == set(
+        certificates)
 
 
 class _LockThief(fakes.RecordingRPCClient):

@@ -1,6 +1,7 @@
 """``worker.api.OrderAPI`` on the in-memory database, with a recording
 RPC client: what a service that builds on it can rely on."""
 
+import collections
 import datetime
 import types
 
@@ -8,6 +9,8 @@ from oslo_context import context as context_module
 from oslo_db import exception as db_exception
 import pytest
 
+from tests import config
+from tests import fakes
 from worker import api
 from worker.db.memory import orders as memory_orders
 from worker.db import models
@@ -387,3 +390,35 @@ def test_order_types_show_their_steps_and_compensation():
 def test_an_order_of_a_status_that_is_final_is_never_waited_for():
     assert set(api.FINAL_STATUSES) == {models.ACTIVE, models.ERROR,
                                        models.CANCELLED}
+
+
+def test_an_order_types_steps_go_to_its_topic_its_deliveries_do_not(
+        database, clock):
+    conf = config.make_conf(**{
+        'order_type:fanout.topic': 'slow_topic',
+        'notifications.allowed_hosts': ['hooks.example.org']})
+    clients = collections.defaultdict(fakes.RecordingRPCClient)
+    orders = api.OrderAPI(database, conf, rpcapi.WorkerAPI(
+        clients[conf.worker.topic],
+        rpcapi.Topics(conf, clients.__getitem__)), now=lambda: clock.now)
+    slow, default = clients['slow_topic'], clients[conf.worker.topic]
+
+    cancelled = orders.create('fanout', {}, project_id=PROJECT,
+                              callback_urls=['https://hooks.example.org/'])
+    certificate = orders.create('certificate', {}, project_id=PROJECT)
+    assert sorted(name for name, _ in slow.casts) == [
+        'check_caa', 'check_domains', 'check_key']
+    assert sorted(name for name, _ in default.casts) == [
+        'notify:1', 'process_type_order']
+    assert len(slow.messages) == len(default.messages) - 1 == 1
+
+    orders.cancel(cancelled.id)
+    resumed = orders.create('fanout', {}, project_id=PROJECT)
+    _fail(database, resumed.id, clock.now)
+    orders.resume(resumed.id)
+    assert [(name, kwargs['order_id']) for name, kwargs in slow.casts[3:]
+            if name in ('revoke', 'check_caa')] == [
+        ('revoke', cancelled.id), ('check_caa', resumed.id),
+        ('check_caa', resumed.id)]
+    assert {kwargs['order_id'] for _, kwargs in default.casts} == {
+        cancelled.id, certificate.id}

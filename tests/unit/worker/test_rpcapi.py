@@ -1,9 +1,11 @@
 """Which retry rows can be cast, and what the cast carries."""
 
+import collections
 import json
 
 import pytest
 
+from tests import config
 from tests import fakes
 from worker import context
 from worker import rpcapi
@@ -126,3 +128,93 @@ def test_uncastable_rows_are_refused_with_a_reason(client, task, args,
     with pytest.raises(rpcapi.InvalidRetry, match=reason):
         _parse(client, task, args, kwargs)
     assert client.casts == []
+
+
+# Topics per order type: fake clients, one per topic.
+
+SLOW = 'slow_topic'
+
+
+@pytest.fixture
+def clients():
+    return collections.defaultdict(fakes.RecordingRPCClient)
+
+
+def _routed(clients, built=None, **overrides):
+    """A WorkerAPI over ``clients`` (by topic), fanout on ``SLOW``."""
+    conf = config.make_conf(**dict({'order_type:fanout.topic': SLOW},
+                                   **overrides))
+
+    def client_of(topic):
+        if built is not None:
+            built.append(topic)
+        return clients[topic]
+    return rpcapi.WorkerAPI(clients[conf.worker.topic],
+                            rpcapi.Topics(conf, client_of))
+
+
+def _sent(client):
+    """The steps of each message ``client`` sent."""
+    return [kwargs['steps'] for _, _, kwargs in client.messages]
+
+
+def test_each_step_goes_to_its_types_topic_in_one_message_per_topic(
+        clients):
+    _routed(clients).run_steps([
+        rpcapi.Step('check_caa', 'o-1', 0, IDS, 'fanout'),
+        rpcapi.Step('process_type_order', 'o-2', 0, None, 'certificate'),
+        rpcapi.Step('check_key', 'o-1', 0, IDS, 'fanout'),
+        # A delivery goes to [worker] topic whatever its order's type.
+        rpcapi.Step('notify:3', 'o-1', 2, IDS, 'fanout'),
+        # A type not installed here, and a step of no known type.
+        rpcapi.Step('run', 'o-3', 0, None, 'not_installed'),
+        rpcapi.Step('check_caa', 'o-4', 0)])
+
+    assert set(clients) == {'barbican_retry_worker', SLOW}
+    assert _sent(clients[SLOW]) == [[['check_caa', 'o-1', 0],
+                                     ['check_key', 'o-1', 0]]]
+    assert _sent(clients['barbican_retry_worker']) == [[
+        ['process_type_order', 'o-2', 0], ['notify:3', 'o-1', 2],
+        ['run', 'o-3', 0], ['check_caa', 'o-4', 0]]]
+    # Each message carries the request ids of its own steps' orders.
+    assert clients[SLOW].contexts == [{'orders': {'o-1': list(IDS)}}]
+
+
+def test_a_topics_client_is_built_once(clients):
+    built = []
+    api = _routed(clients, built)
+    for order_id in ('o-1', 'o-2', 'o-3'):
+        api.run_steps([rpcapi.Step('check_caa', order_id, 0, None,
+                                   'fanout')])
+    assert built == [SLOW]
+    assert len(clients[SLOW].messages) == 3
+
+
+def test_a_type_without_a_topic_of_its_own_goes_to_the_workers_topic(
+        clients):
+    api = _routed(clients, **{'order_type:fanout.topic': None})
+    api.run_steps([rpcapi.Step('check_caa', 'o-1', 0, None, 'fanout')])
+    assert list(clients) == ['barbican_retry_worker']
+    # Nor does a type whose topic is [worker] topic's name make a client.
+    api = _routed(clients, **{'order_type:fanout.topic':
+                              'barbican_retry_worker'})
+    assert api.topic(rpcapi.Step('check_caa', 'o-1', 0, None,
+                                 'fanout')) is None
+
+
+def test_a_failed_topic_does_not_keep_the_others_messages(clients):
+    clients[SLOW] = fakes.RecordingRPCClient(fail=lambda *_: True)
+    with pytest.raises(fakes.CastFailed):
+        _routed(clients).run_steps([
+            rpcapi.Step('check_caa', 'o-1', 0, None, 'fanout'),
+            rpcapi.Step('process_type_order', 'o-2', 0, None,
+                        'certificate')])
+    assert _sent(clients['barbican_retry_worker']) == [
+        [['process_type_order', 'o-2', 0]]]
+
+
+def test_without_topics_every_step_goes_to_the_one_client(client):
+    api = rpcapi.WorkerAPI(client)
+    step = rpcapi.Step('check_caa', 'o-1', 0, None, 'fanout')
+    api.run_steps([step])
+    assert api.topic(step) is None and len(client.messages) == 1

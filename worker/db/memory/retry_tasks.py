@@ -74,8 +74,13 @@ class InMemoryRetryTasks(base.Repository):
             task.id, task.order_id, task.retry_task, task.retry_at,
             task.retry_args, task.retry_kwargs, task.retry_count,
             task.priority,
-            (task.order_id, task.retry_task) in self._store.steps)
+            (task.order_id, task.retry_task) in self._store.steps,
+            self._order_type(task.order_id))
             for task in found[:limit]]
+
+    def _order_type(self, order_id: str) -> str | None:
+        order = self._store.orders.get(order_id)
+        return None if order is None else order.type
 
     @base.reads
     def any_due(self, session: Session, now: Moment) -> bool:

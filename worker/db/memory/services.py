@@ -18,7 +18,8 @@ class InMemoryServices(base.Repository):
     @base.writes
     def heartbeat(self, session: Session, name: str, kind: str, host: str,
                   pid: int, now: Moment,
-                  clock_offset: float | None = None) -> None:
+                  clock_offset: float | None = None,
+                  topic: str | None = None) -> None:
         """Record that ``name`` is alive at ``now`` (insert if missing)."""
         service = self._store.services.get(name)
         self._store.services[name] = (
@@ -27,7 +28,7 @@ class InMemoryServices(base.Repository):
             base.ServiceRecord(name=name, kind=kind, host=host, pid=pid,
                                started_at=now, heartbeat_at=now,
                                last_pass_at=None, next_pass_at=None,
-                               clock_offset=clock_offset))
+                               clock_offset=clock_offset, topic=topic))
 
     @base.reads
     def database_time(self, session: Session) -> Moment:

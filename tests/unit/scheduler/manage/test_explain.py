@@ -275,6 +275,20 @@ def test_a_recent_dispatch_waits_for_a_worker_until_its_deadline(db, conf):
     assert 'lost dispatch' not in sentence
 
 
+def test_a_dispatch_to_a_types_own_topic_names_it(db):
+    conf = config.make_conf(**{'order_type:fanout.topic': 'slow'})
+    cast_at = _at(-conf.scheduler.dispatch_deadline_seconds - 1)
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, dispatched_at=cast_at),
+            **{'notify:1': StepRow(models.STEP_PENDING,
+                                   dispatched_at=cast_at)})
+    sentence = _explain(db, conf).sentence
+    # Its delivery went to [worker] topic.
+    assert sentence.startswith(
+        'step check_key cast to topic slow (served by barbican-worker '
+        '--topic slow) at %s and not taken up by any worker' % _text(cast_at))
+    assert 'step notify:1 cast at %s' % _text(cast_at) in sentence
+
+
 def test_steps_waiting_for_predecessors_name_the_ones_not_done(db, conf):
     done = StepRow(models.STEP_DONE)
     _fanout(db, check_domains=done, check_key=done,

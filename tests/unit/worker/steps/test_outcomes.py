@@ -56,8 +56,9 @@ def test_a_step_done_in_sequence_starts_the_next_ones_in_a_batch():
         writes.DeleteRetryRows(ORDER, 'poll'),
         writes.StartSteps(ORDER, ('store', 'notify'), True),
         writes.RecordRun.of(run, models.RUN_DONE))
-    assert decision.casts == (rpcapi.Step('store', ORDER, 2),
-                              rpcapi.Step('notify', ORDER, 5))
+    # Each with its order's type, which picks the topic it is cast to.
+    assert decision.casts == (rpcapi.Step('store', ORDER, 2, None, 'fanout'),
+                              rpcapi.Step('notify', ORDER, 5, None, 'fanout'))
     assert writes.batched(decision.writes)
 
 
