@@ -186,3 +186,9 @@ def order_deadline_seconds(conf, workflow):
     """The whole order's deadline in seconds (0 for none)."""
     value = conf[type_group(workflow.type_name)].deadline_seconds
     return workflow.deadline_seconds if value is None else value
+
+
+def max_pending(conf, workflow):
+    """How many orders of ``workflow``'s type may be PENDING at once, or
+    None for no bound (``[order_type:T] max_pending``)."""
+    return conf[type_group(workflow.type_name)].max_pending
