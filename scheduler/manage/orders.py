@@ -112,13 +112,9 @@ def global_request_id(text):
 
 def start_time(text):
     """An argparse type: ``text`` as an aware ``datetime``, an ISO 8601
-    time with its zone (``2026-12-01T09:00:00Z``, ``...+01:00``)."""
-    try:
-        value = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            'must be an ISO 8601 time such as 2026-12-01T09:00:00Z, not %r'
-            % text) from None
+    time with its zone (``2026-12-01T09:00:00Z``, ``...+01:00``): a time
+    to come must not depend on the zone of the host it is typed on."""
+    value = _parse_time(text, '2026-12-01T09:00:00Z')
     if value.tzinfo is None:
         raise argparse.ArgumentTypeError(
             'must say its time zone (Z for UTC, or an offset such as '
@@ -372,15 +368,21 @@ def error_status(text):
     return text
 
 
+def _parse_time(text, example):
+    """``text`` as a ``datetime`` (aware if it has a zone); a usage error
+    shows ``example``."""
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'must be an ISO 8601 time such as %s, not %r'
+            % (example, text)) from None
+
+
 def iso_time(text):
     """An argparse type: an ISO 8601 time, as naive UTC (a time without
     a zone is UTC)."""
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            'must be an ISO 8601 time such as 2026-11-26T08:00:00Z, not %r'
-            % text) from None
+    moment = _parse_time(text, '2026-11-26T08:00:00Z')
     if moment.tzinfo is not None:
         moment = moment.astimezone(datetime.timezone.utc).replace(
             tzinfo=None)
