@@ -9,6 +9,10 @@ import pytest
 from tests import config
 from worker import api
 from worker.common import admission
+from worker.db import models
+from worker import manager
+from worker.order_types import certificate
+from worker.plugins import base as plugin_base
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
@@ -220,3 +224,47 @@ def test_a_type_without_a_bound_takes_no_lock(database, client, conf):
     with database.reader() as session:
         assert database.repositories.locks.get(
             session, admission.lock_entity('certificate')) is None
+
+
+def test_an_order_cancelled_before_its_time_never_starts(database, client,
+                                                         conf):
+    orders = _api(database, client, conf)
+    order = orders.create('certificate', {}, project_id=PROJECT,
+                          not_before=LATER)
+    cancelled = orders.cancel(order.id)
+    assert cancelled.status == api.CANCELLED
+    assert [step.status for step in cancelled.steps] == [
+        models.STEP_CANCELLED, models.STEP_CANCELLED]
+    assert _rows(database)[1] == 0
+    assert client.casts == []
+
+
+class _Completes(plugin_base.CertificatePluginBase):
+    """A plugin whose every step completes."""
+
+    def issue_certificate_request(self, order):
+        return plugin_base.Completed()
+
+    check_certificate_status = issue_certificate_request
+
+
+@pytest.mark.parametrize('not_before, status', [
+    (LATER, models.PENDING), (None, models.ERROR)])
+def test_the_order_deadline_counts_from_its_start(
+        database, client, monkeypatch, not_before, status):
+    # A deadline of a minute, the first step run ten seconds after LATER:
+    # in time for an order that started at LATER, late for one created
+    # at NOW.
+    monkeypatch.setattr(certificate.CertificateOrder, 'build',
+                        classmethod(lambda cls, conf: cls(_Completes())))
+    conf = config.make_conf(**{'order_type:certificate.deadline_seconds':
+                               60.0})
+    order = _api(database, client, conf).create(
+        'certificate', {}, project_id=PROJECT, not_before=not_before)
+    worker = manager.WorkerManager(
+        conf, database, 'w@h', worker_api=rpcapi.WorkerAPI(client),
+        clock=lambda: LATER + datetime.timedelta(seconds=10))
+
+    worker.run_steps({}, [['process_type_order', order.id, 0]])
+
+    assert _api(database, client, conf).get(order.id).status == status
