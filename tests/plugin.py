@@ -200,10 +200,11 @@ class RemoteCall(types_base.OrderType):
                        'key': {'type': 'string'},
                        'hold_seconds': {'type': 'number', 'minimum': 0}},
         'required': ['url', 'key']}
-    steps = (types_base.Step('call', resources=lambda order: (order.meta['key'],),
-                       policy=policy.StepPolicy(
-                           retry_on=('*',), backoff_base_seconds=0.2,
-                           backoff_max_seconds=1, max_attempts=5)),)
+    steps = (types_base.Step(
+        'call', resources=lambda order: (order.meta['key'],),
+        policy=policy.StepPolicy(
+            retry_on=('*',), backoff_base_seconds=0.2,
+            backoff_max_seconds=1, max_attempts=5)),)
 
     def call(self, order):
         """Call the service once with the order's key; done."""

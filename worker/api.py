@@ -34,9 +34,11 @@ import typing
 from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
+from worker.common import admission
 from worker.common import clock as clock_module
 from worker.common import order_actions
 from worker import conf as worker_conf
+from worker.conf import order_types as type_options
 from worker import context as context_module
 from worker.db import models
 from worker.db import orders as order_rows
@@ -54,7 +56,8 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'order_type_infos', 'order_type_info', 'BulkResume',
            'OrderAPIError', 'OrderNotFound', 'AmbiguousOrderId',
            'UnknownOrderType', 'InvalidMeta', 'InvalidRequest',
-           'IdempotencyConflict', 'URLNotAllowed', 'OrderNotCancellable',
+           'IdempotencyConflict', 'URLNotAllowed', 'TooManyPendingOrders',
+           'OrderNotCancellable',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY']
@@ -81,6 +84,9 @@ MAX_PROJECT_ID_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 #: The most orders one ``list`` or ``resume_many`` handles.
 MAX_LIMIT = 1000
+#: How far ahead an order may be asked to start (``not_before``): about
+#: ten years.
+MAX_START_DELAY = datetime.timedelta(days=3653)
 # An error's quote of a client's value, cut short.
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = 300
@@ -134,6 +140,22 @@ class IdempotencyConflict(OrderAPIError):
 class URLNotAllowed(InvalidRequest):
     """A callback URL whose host ``[notifications] allowed_hosts`` does
     not allow, or that is not an http(s) URL."""
+
+
+class TooManyPendingOrders(OrderAPIError):
+    """The order type's ``[order_type:T] max_pending`` is reached: the
+    orders asked for would put more of its orders PENDING than it allows.
+    Nothing was created; a create may succeed once some of them have
+    ended (ACTIVE, ERROR or CANCELLED)."""
+
+    def __init__(self, message, order_type, max_pending, pending):
+        super().__init__(message)
+        #: The order type.
+        self.order_type = order_type
+        #: Its ``max_pending``.
+        self.max_pending = max_pending
+        #: How many of its orders were PENDING.
+        self.pending = pending
 
 
 class OrderNotCancellable(OrderAPIError):
@@ -235,6 +257,9 @@ class Order:
     #: Its steps in the order its type declares them; empty in what
     #: ``list`` returns.
     steps: tuple[StepState, ...] = ()
+    #: When its first steps start, if it was created to start later
+    #: (``create``'s ``not_before``); None if it started at once.
+    not_before: datetime.datetime | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -340,7 +365,7 @@ class OrderAPI:
         return self._now()
 
     def create(self, order_type, meta, *, project_id, idempotency_key=None,
-               priority=0, callback_urls=(), context=None):
+               priority=0, callback_urls=(), context=None, not_before=None):
         """Create a PENDING order of ``order_type`` and start its steps.
 
         The order is committed before its first steps are cast: a cast
@@ -363,31 +388,43 @@ class OrderAPI:
             request; its ``request_id`` and ``global_request_id`` are kept
             with the order and appear in every log line about it. A new
             one if None.
+        :param not_before: a ``datetime`` (aware, or naive for UTC) at
+            which the order starts, at most ``MAX_START_DELAY`` ahead:
+            it is PENDING until then and its first steps wait in the
+            retry table, due at that time. At or before now (the
+            database's clock), or None: it starts at once. Part of the
+            request that an idempotency key names.
         :returns: the ``Order``.
         :raises UnknownOrderType, InvalidMeta, InvalidRequest,
-            URLNotAllowed, IdempotencyConflict:
+            URLNotAllowed, IdempotencyConflict, TooManyPendingOrders:
+            ``TooManyPendingOrders`` when its type's ``[order_type:T]
+            max_pending`` orders are PENDING already (never for a request
+            with the idempotency key of an order that exists: that order
+            is returned).
         """
         [order] = self._create(order_type, meta, 1, project_id,
                                idempotency_key, priority, callback_urls,
-                               context)
+                               context, not_before)
         return order
 
     def create_many(self, order_type, meta, count, *, project_id,
-                    priority=0, callback_urls=(), context=None):
+                    priority=0, callback_urls=(), context=None,
+                    not_before=None):
         """Create ``count`` orders of one request in one transaction.
 
         As ``create`` without an idempotency key; their first steps go in
         messages of several steps each. Returns the ``Order``s, without
-        their steps (as ``list`` does).
+        their steps (as ``list`` does). With a ``max_pending``, all of
+        them are admitted or none (``TooManyPendingOrders``).
         """
         if not isinstance(count, int) or count < 1:
             raise InvalidRequest('count must be a positive integer, not %r'
                                  % (count,))
         return self._create(order_type, meta, count, project_id, None,
-                            priority, callback_urls, context)
+                            priority, callback_urls, context, not_before)
 
     def _create(self, order_type, meta, count, project_id, idempotency_key,
-                priority, callback_urls, context):
+                priority, callback_urls, context, not_before):
         workflow = _workflow(order_type)
         _check_meta(workflow, meta)
         _check_project(project_id)
@@ -397,11 +434,12 @@ class OrderAPI:
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
         urls = self._urls(callback_urls)
+        not_before = _naive_utc(not_before, 'not_before')
         context = context or context_module.new_request()
         origin = order_rows.Origin(
             project_id=project_id, idempotency_key=idempotency_key,
             request_hash=(_request_hash(order_type, meta, priority,
-                                        callback_urls)
+                                        callback_urls, not_before)
                           if idempotency_key is not None else None),
             request_id=context.request_id,
             global_request_id=context.global_request_id)
@@ -409,11 +447,24 @@ class OrderAPI:
             existing = self._by_key(origin)
             if existing is not None:
                 return [existing]
+        now = self.now()
+        _check_start(not_before, now)
         try:
             created = order_actions.create(
                 self._database, self._worker_api, workflow, meta, count,
-                self.now(), rows_per_cast=self._rows_per_cast,
-                priority=priority, notify=urls, origin=origin)
+                now, rows_per_cast=self._rows_per_cast,
+                priority=priority, notify=urls, origin=origin,
+                not_before=not_before,
+                max_pending=type_options.max_pending(self._conf, workflow))
+        except admission.TooManyPending as exc:
+            # A concurrent request with our key took the last place: its
+            # order is ours, never refused.
+            existing = (self._by_key(origin) if idempotency_key is not None
+                        else None)
+            if existing is None:
+                raise TooManyPendingOrders(str(exc), exc.order_type,
+                                           exc.bound, exc.pending) from None
+            return [existing]
         except (db_exception.DBDuplicateEntry, db_exception.DBDeadlock):
             # Another caller committed the key between our read and our
             # insert (on Galera, its write set won at COMMIT): theirs is
@@ -429,8 +480,9 @@ class OrderAPI:
         if count > 1:
             return [_order(row, ()) for row in created.orders]
         # What was just written, without reading it back.
-        return [_order(created.orders[0],
-                       _new_steps(workflow, created.deliveries))]
+        row = created.orders[0]
+        return [_order(row, _new_steps(workflow, created.deliveries,
+                                       row.not_before))]
 
     def _by_key(self, origin):
         """The order created with ``origin``'s key, if the same request
@@ -647,7 +699,7 @@ class OrderAPI:
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidRequest('limit must be an integer from 1 to %d, '
                                  'not %r' % (MAX_LIMIT, limit))
-        since = _naive_utc(since)
+        since = _naive_utc(since, 'since')
         with self._database.reader() as session:
             ids = self._database.repositories.orders.ids_by_update(
                 session, ERROR, limit, since=since, project_id=project_id,
@@ -709,16 +761,29 @@ def _who(context):
                                context.request_id)
 
 
-def _naive_utc(moment):
-    """``moment`` as a naive UTC time, None as None."""
+def _naive_utc(moment, name):
+    """``moment`` as a naive UTC time (a naive one is UTC already), None
+    as None; ``name`` is the parameter's, for the error."""
     if moment is None:
         return None
     if not isinstance(moment, datetime.datetime):
-        raise InvalidRequest('since must be a datetime, not %r' % (moment,))
+        raise InvalidRequest('%s must be a datetime, not %r'
+                             % (name, moment))
     if moment.tzinfo is not None:
         moment = moment.astimezone(datetime.timezone.utc).replace(
             tzinfo=None)
     return moment
+
+
+def _check_start(not_before, now):
+    """Refuse a ``not_before`` more than ``MAX_START_DELAY`` after
+    ``now``: a typing mistake (a year 20260 for 2026), not a plan."""
+    if not_before is not None and not_before - now > MAX_START_DELAY:
+        raise InvalidRequest(
+            'not_before must be at most %d days ahead (%s), not %s'
+            % (MAX_START_DELAY.days, (now + MAX_START_DELAY).isoformat(
+                sep=' ', timespec='seconds'),
+               not_before.isoformat(sep=' ', timespec='seconds')))
 
 
 def _check_meta(workflow, meta):
@@ -748,18 +813,21 @@ def _check_key(idempotency_key):
                                 idempotency_key))
 
 
-def _request_hash(order_type, meta, priority, callback_urls):
+def _request_hash(order_type, meta, priority, callback_urls, not_before):
     """A fingerprint of what makes a request the same request: kept with
     the key, compared when the key is used again.
 
     The caller's callback URLs, not the operator's ``[notifications]
     endpoints`` that the order gets too: a request retried after the
-    operator changed them is still the same request.
+    operator changed them is still the same request. ``not_before`` only
+    when given, so that the fingerprints of requests without it stay
+    those their keys were stored with.
     """
-    text = json.dumps({'type': order_type, 'meta': meta,
-                       'priority': priority,
-                       'callback_urls': sorted(set(callback_urls))},
-                      sort_keys=True, separators=(',', ':'))
+    request = {'type': order_type, 'meta': meta, 'priority': priority,
+               'callback_urls': sorted(set(callback_urls))}
+    if not_before is not None:
+        request['not_before'] = not_before.isoformat()
+    text = json.dumps(request, sort_keys=True, separators=(',', ':'))
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
@@ -770,7 +838,8 @@ def _order(row, steps):
         priority=row.priority, idempotency_key=row.idempotency_key,
         request_id=row.request_id, global_request_id=row.global_request_id,
         error_reason=row.error_reason, created_at=row.created_at,
-        updated_at=row.updated_at, steps=tuple(steps))
+        updated_at=row.updated_at, steps=tuple(steps),
+        not_before=row.not_before)
 
 
 def _step_run(row):
@@ -780,15 +849,22 @@ def _step_run(row):
                    generation=row.generation)
 
 
-def _new_steps(workflow, deliveries):
+def _new_steps(workflow, deliveries, not_before):
     """The ``StepState`` of each step of an order just created: its first
-    steps and its deliveries QUEUED, the others WAITING."""
-    queued = set(workflow.roots()) | set(deliveries)
-    return [StepState(name=name, after=after,
-                      status='QUEUED' if name in queued
-                      else models.STEP_WAITING, attempt=0, owner=None,
-                      started_at=None, finished_at=None, next_retry_at=None,
-                      last_error=None)
+    steps and its deliveries QUEUED (its first steps RETRYING until
+    ``not_before`` if it starts later), the others WAITING."""
+    later = set(workflow.roots()) if not_before is not None else set()
+    queued = (set(workflow.roots()) - later) | set(deliveries)
+
+    def state(name, after):
+        status = ('QUEUED' if name in queued else
+                  'RETRYING' if name in later else models.STEP_WAITING)
+        return StepState(name=name, after=after, status=status, attempt=0,
+                         owner=None, started_at=None, finished_at=None,
+                         next_retry_at=not_before if name in later else None,
+                         last_error=None)
+
+    return [state(name, after)
             for name, after in [(step.name, tuple(step.after))
                                 for step in workflow.steps] +
             [(name, ()) for name in sorted(deliveries)]]

@@ -67,7 +67,19 @@ def explain_order(database, conf, order_id, now):
     parts = ['%s %s %s' % ('step' if len(names) == 1 else 'steps',
                            ', '.join(names), reason)
              for reason, names in reasons.items()]
-    return Why(order.status, '; '.join(parts + _held_back(workflow, steps)))
+    return Why(order.status, _later(order, cutoffs.now) +
+               '; '.join(parts + _held_back(workflow, steps)))
+
+
+def _later(order, now):
+    """What starts the sentence of an order created to start later and
+    not started yet; '' for any other."""
+    if order.not_before is None or order.not_before <= now:
+        return ''
+    return ('created to start later: it starts at %s (not_before), in %s; '
+            % (_at(order.not_before),
+               datetime.timedelta(seconds=round(
+                   (order.not_before - now).total_seconds()))))
 
 
 def _held_back(workflow, steps):

@@ -23,7 +23,8 @@ LOG = logging.getLogger(__name__)
 
 ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'error_reason', 'meta', 'idempotency_key', 'request_id',
-                 'global_request_id', 'created_at', 'updated_at')
+                 'global_request_id', 'created_at', 'updated_at',
+                 'not_before')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error', 'crashes',
@@ -112,6 +113,18 @@ def global_request_id(text):
     return text
 
 
+def start_time(text):
+    """An argparse type: ``text`` as an aware ``datetime``, an ISO 8601
+    time with its zone (``2026-12-01T09:00:00Z``, ``...+01:00``): a time
+    to come must not depend on the zone of the host it is typed on."""
+    value = _parse_time(text, '2026-12-01T09:00:00Z')
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            'must say its time zone (Z for UTC, or an offset such as '
+            '+01:00), not %r' % text)
+    return value
+
+
 class _OneOrder:
     """Mixin: the ``order_id`` argument."""
 
@@ -167,6 +180,15 @@ class CreateOrders(lister.Lister):
                                  'this URL as signed POSTs (may be '
                                  'repeated). Its host must be in '
                                  '[notifications] allowed_hosts.')
+        parser.add_argument('--not-before', metavar='TIME',
+                            type=start_time,
+                            help='Start the orders at this time, an ISO '
+                                 '8601 time with its zone such as '
+                                 '2026-12-01T09:00:00Z or '
+                                 '2026-12-01T10:00:00+01:00 (at most ten '
+                                 'years ahead): they are PENDING until '
+                                 'then, their first steps waiting in the '
+                                 'retry table. A time past: at once.')
         return parser
 
     def take_action(self, parsed_args):
@@ -182,7 +204,7 @@ class CreateOrders(lister.Lister):
         request = dict(project_id=parsed_args.project,
                        priority=parsed_args.priority,
                        callback_urls=parsed_args.callback_url,
-                       context=context)
+                       context=context, not_before=parsed_args.not_before)
         if parsed_args.count == 1:
             created = [orders.create(
                 parsed_args.type, parsed_args.meta,
@@ -190,7 +212,8 @@ class CreateOrders(lister.Lister):
         else:
             created = orders.create_many(parsed_args.type, parsed_args.meta,
                                          parsed_args.count, **request)
-        columns = ('id', 'type', 'status', 'project_id', 'priority')
+        columns = ('id', 'type', 'status', 'project_id', 'priority',
+                   'not_before')
         return columns, [display.row(order, columns) for order in created]
 
 
@@ -348,15 +371,21 @@ def error_status(text):
     return text
 
 
+def _parse_time(text, example):
+    """``text`` as a ``datetime`` (aware if it has a zone); a usage error
+    shows ``example``."""
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            'must be an ISO 8601 time such as %s, not %r'
+            % (example, text)) from None
+
+
 def iso_time(text):
     """An argparse type: an ISO 8601 time, as naive UTC (a time without
     a zone is UTC)."""
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            'must be an ISO 8601 time such as 2026-11-26T08:00:00Z, not %r'
-            % text) from None
+    moment = _parse_time(text, '2026-11-26T08:00:00Z')
     if moment.tzinfo is not None:
         moment = moment.astimezone(datetime.timezone.utc).replace(
             tzinfo=None)

@@ -11,6 +11,7 @@ import typing
 
 from oslo_log import log as logging
 
+from worker.common import admission
 from worker import context as context_module
 from worker.db import models
 from worker.db import orders
@@ -41,7 +42,7 @@ def create_orders(database, worker_api, workflow, meta, count, now,
 
 def create(database, worker_api, workflow, meta, count, now,
            rows_per_cast=50, priority=0, notify=(),
-           origin=orders.NO_ORIGIN):
+           origin=orders.NO_ORIGIN, not_before=None, max_pending=None):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
@@ -56,32 +57,80 @@ def create(database, worker_api, workflow, meta, count, now,
         ``order.created``.
     :param origin: the orders' project, idempotency key and request ids
         (``worker.db.orders.Origin``).
+    :param not_before: when the orders start (naive UTC), or None for at
+        once. A time after ``now``: their first steps are not cast; each
+        gets a retry row due then, which the retry daemon casts as any
+        other (their deliveries start at once: ``order.created`` is
+        sent when they are created). At or before ``now``: at once.
+    :param max_pending: the type's ``[order_type:T] max_pending``, or None
+        for no bound (``worker.common.admission``).
     :returns: a ``Created``.
     :raises ValueError: ``priority`` is not a priority.
+    :raises admission.TooManyPending: the orders would put more than
+        ``max_pending`` orders of the type PENDING; nothing was written.
     :raises oslo_db.exception.DBDuplicateEntry: the project has an order
         with the origin's idempotency key; nothing was created.
     """
+    if not_before is not None and not_before <= now:
+        not_before = None
+    admission.precheck(database, workflow.type_name, max_pending, count,
+                       now)
+    deliveries = tuple(models.delivery_name(url_id) for url_id in
+                       subscriptions.url_ids(database, notify, now))
+    request = context_module.of_order(origin)
+    created = _write_orders(database, workflow, meta, count, now, priority,
+                            origin, not_before, max_pending, deliveries)
+    roots = () if not_before is not None else workflow.roots()
+    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
+             for order in created
+             for name in roots + deliveries]
+    cast_steps(worker_api, steps, rows_per_cast,
+               context=context_module.for_ids(request))
+    return Created(created, deliveries)
+
+
+@db_session.retry_lost_race
+def _write_orders(database, workflow, meta, count, now, priority, origin,
+                  not_before, max_pending, deliveries):
+    """``create``'s transaction: admission, the orders, their steps, the
+    retry rows of an order that starts later, the deliveries' first
+    event. Run again whole when it lost a race (a deadlock; on Galera,
+    another node's create of a bounded type certified first)."""
     repositories = database.repositories
-    deliveries = [models.delivery_name(url_id) for url_id in
-                  subscriptions.url_ids(database, notify, now)]
     with database.session() as session, session.begin():
+        admission.admit(session, repositories, workflow.type_name,
+                        max_pending, count, now)
         created = [repositories.orders.create(session, workflow, meta, now,
                                               priority=priority,
-                                              origin=origin)
+                                              origin=origin,
+                                              not_before=not_before)
                    for _ in range(count)]
+        if not_before is not None:
+            repositories.retry_tasks.add_many(session, _first_retries(
+                created, workflow.roots(), not_before, now, priority,
+                context_module.of_order(origin)))
         for order in created:
             if deliveries:
                 repositories.steps.create(session, order.id, deliveries,
                                           set(deliveries), now)
                 events.record(session, repositories, order.id,
                               events.status_changed(models.PENDING), now)
-    request = context_module.of_order(origin)
-    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
-             for order in created
-             for name in workflow.roots() + tuple(deliveries)]
-    cast_steps(worker_api, steps, rows_per_cast,
-               context=context_module.for_ids(request))
-    return Created(created, tuple(deliveries))
+    return created
+
+
+def _first_retries(created, roots, not_before, now, priority, request):
+    """The retry rows (``retry_tasks.add_many``'s) that start the
+    ``roots`` of each order ``created`` at ``not_before``: generation 0,
+    as a cast at creation would carry."""
+    rows = []
+    for order in created:
+        for name in roots:
+            args, kwargs = rpcapi.retry_arguments(
+                rpcapi.Step(name, order.id, 0, request))
+            rows.append(dict(order_id=order.id, retry_task=name,
+                             retry_at=not_before, args=args, kwargs=kwargs,
+                             now=now, priority=priority))
+    return rows
 
 
 def cast_steps(worker_api, steps, rows_per_cast=50, context=None):

@@ -216,3 +216,9 @@ def types_of_topic(conf, served):
     """The installed order types whose steps are cast to ``served``."""
     return [name for name in order_types.installed()
             if topic(conf, name) == served]
+
+
+def max_pending(conf, workflow):
+    """How many orders of ``workflow``'s type may be PENDING at once, or
+    None for no bound (``[order_type:T] max_pending``)."""
+    return conf[type_group(workflow.type_name)].max_pending

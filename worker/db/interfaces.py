@@ -64,6 +64,10 @@ class Locks(typing.Protocol):
     def force_release(self, session: Any, entity: str) -> bool:
         """Delete the lock whoever holds it; True if there was one."""
 
+    def hold(self, session: Any, entity: str, now: Moment) -> bool:
+        """Lock the row of ``entity`` until the transaction ends; False if
+        there is no such row."""
+
 
 class Orders(typing.Protocol):
     """``worker.db.orders``: orders and their status moves."""
@@ -71,8 +75,10 @@ class Orders(typing.Protocol):
     def create(self, session: Any, workflow: order_types.Workflow,
                meta: abc.Mapping[str, Any] | None, now: Moment,
                priority: int = 0,
-               origin: orders.Origin = orders.NO_ORIGIN) -> rows.Order:
-        """Insert a PENDING order of ``workflow``'s type, and its steps;
+               origin: orders.Origin = orders.NO_ORIGIN,
+               not_before: Moment | None = None) -> rows.Order:
+        """Insert a PENDING order of ``workflow``'s type, and its steps
+        (its first ones not dispatched if it starts ``not_before``);
         ``DBDuplicateEntry`` if its project has its idempotency key."""
 
     def get(self, session: Any, order_id: str) -> rows.Order | None:
@@ -120,6 +126,9 @@ class Orders(typing.Protocol):
 
     def count_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` over every order."""
+
+    def count_pending(self, session: Any, order_type: str) -> int:
+        """How many orders of ``order_type`` are PENDING."""
 
     def count_unfinished_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` of the orders not in a terminal status."""
@@ -176,8 +185,9 @@ class Steps(typing.Protocol):
 
     def create(self, session: Any, order_id: str,
                names: abc.Iterable[str], roots: abc.Container[str],
-               now: Moment) -> None:
-        """Insert the steps ``names``; the ``roots`` PENDING."""
+               now: Moment, dispatched: bool = True) -> None:
+        """Insert the steps ``names``; the ``roots`` PENDING (dispatched
+        at ``now`` unless ``dispatched`` is False)."""
 
     def for_orders(self, session: Any, order_ids: abc.Collection[str]
                    ) -> dict[str, dict[str, rows.Step]]:

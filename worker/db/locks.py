@@ -85,3 +85,24 @@ def force_release(session: orm.Session, entity: str) -> bool:
         sa.delete(models.EntityLock)
         .where(models.EntityLock.entity_to_lock == entity)
         .execution_options(synchronize_session=False))) > 0
+
+
+def hold(session: orm.Session, entity: str,
+         now: datetime.datetime) -> bool:
+    """Hold the row of ``entity`` until the caller's transaction ends.
+
+    For a row that serializes transactions rather than marks an owner
+    (admission: ``worker.common.admission``): an UPDATE of it waits for
+    any other transaction that holds it, on PostgreSQL and MySQL/MariaDB;
+    SQLite's write transactions are serialized anyway. An UPDATE rather
+    than ``SELECT ... FOR UPDATE``: on a Galera cluster two nodes' writes
+    of the row conflict at COMMIT (one is refused as a deadlock, and run
+    again), where a ``FOR UPDATE`` would lock on its own node only. Sets
+    its ``created_at`` to ``now`` (when it was last held). Returns False,
+    holding nothing, if there is no such row (the caller inserts it).
+    """
+    return statements.changed(session, (
+        sa.update(models.EntityLock)
+        .where(models.EntityLock.entity_to_lock == entity)
+        .values(created_at=now)
+        .execution_options(synchronize_session=False))) == 1

@@ -53,13 +53,18 @@ NO_ORIGIN = Origin()
 
 def create(session: orm.Session, workflow: order_types.Workflow,
            meta: abc.Mapping[str, Any] | None, now: Moment,
-           priority: int = 0, origin: Origin = NO_ORIGIN) -> rows.Order:
+           priority: int = 0, origin: Origin = NO_ORIGIN,
+           not_before: Moment | None = None) -> rows.Order:
     """Insert a PENDING order of ``workflow``'s type, and its steps.
 
     Its first steps (those that come after none) count as dispatched at
     ``now``: the caller casts them after the commit, and the retry
     scheduler dispatches them again if no worker has taken them up within
     ``[scheduler] dispatch_deadline_seconds`` (a failed or lost cast).
+
+    :param not_before: when the order starts, later than ``now``; or None
+        for at once. Its first steps are then PENDING and not dispatched:
+        the caller gives each a retry row due at that time.
 
     :param priority: ``models.MIN_PRIORITY`` to ``models.MAX_PRIORITY``;
         when more retry rows are due than a pass casts, those of orders of
@@ -73,11 +78,11 @@ def create(session: orm.Session, workflow: order_types.Workflow,
         id=str(uuid.uuid4()), type=workflow.type_name,
         status=models.PENDING, meta=dict(meta or {}),
         priority=models.check_priority(priority), created_at=now,
-        updated_at=now, **dataclasses.asdict(origin))
+        updated_at=now, not_before=not_before, **dataclasses.asdict(origin))
     session.add(order)
     session.flush()
     steps.create(session, order.id, workflow.names, set(workflow.roots()),
-                 now)
+                 now, dispatched=not_before is None)
     return order
 
 
@@ -232,6 +237,16 @@ def count_by_status(session: orm.Session) -> dict[str, int]:
     query = sa.select(models.Order.status, sa.func.count()).group_by(
         models.Order.status)
     return {status: count for status, count in session.execute(query)}
+
+
+def count_pending(session: orm.Session, order_type: str) -> int:
+    """Count the PENDING orders of ``order_type`` (``[order_type:T]
+    max_pending``): one range of ``ix_orders_type_status``, however many
+    orders of other types or statuses there are."""
+    return session.execute(
+        sa.select(sa.func.count()).select_from(models.Order)
+        .where(models.Order.type == order_type,
+               models.Order.status == models.PENDING)).scalar_one()
 
 
 def count_unfinished_by_status(session: orm.Session) -> dict[str, int]:

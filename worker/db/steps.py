@@ -67,18 +67,26 @@ class RecoveryRow(typing.NamedTuple):
 
 
 def create(session: orm.Session, order_id: str, names: abc.Iterable[str],
-           roots: abc.Container[str], now: Moment) -> None:
+           roots: abc.Container[str], now: Moment,
+           dispatched: bool = True) -> None:
     """Insert the steps ``names`` of a new order.
 
     The ``roots`` are PENDING and count as dispatched at ``now`` (the
     caller casts them after the commit); the others are WAITING.
+
+    :param dispatched: False for roots that are not cast now (an order
+        that starts later): their ``dispatched_at`` is NULL, so the
+        recovery never takes them for lost dispatches; the caller gives
+        each a retry row.
     """
+    dispatched_at = now if dispatched else None
     statements.execute(session, _INSERT, [
         dict(order_id=order_id, name=name,
              status=(models.STEP_PENDING if name in roots
                      else models.STEP_WAITING),
              generation=0, attempt=0, failures=0, polls=0, crashes=0,
-             dispatched_at=now if name in roots else None, updated_at=now)
+             dispatched_at=dispatched_at if name in roots else None,
+             updated_at=now)
         for name in names])
 
 

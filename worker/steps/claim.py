@@ -178,7 +178,10 @@ class Claimer:
             order_id=order.id, step=step.step, token=step.generation + 1,
             kind=kind, failures=row.failures, polls=row.polls,
             started_at=row.started_at or now, last_error=row.last_error,
-            order_created_at=order.created_at, order_meta=order.meta,
+            # An order that started later has its deadline counted from
+            # its start, not from its creation.
+            order_created_at=(order.not_before or order.created_at),
+            order_meta=order.meta,
             order_priority=order.priority, workflow=workflow,
             policy=facts.policy, steps=rows,
             subscribed=any(map(models.is_delivery, rows)),

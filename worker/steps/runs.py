@@ -81,6 +81,8 @@ class Run:
     polls: int
     started_at: datetime.datetime | None
     last_error: str | None
+    #: When the order was created, or when it started if it was created
+    #: to start later (``not_before``): what its deadline counts from.
     order_created_at: datetime.datetime | None
     #: The order's metadata as read at the claim; it changes only when
     #: the order completes.

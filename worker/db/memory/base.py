@@ -238,7 +238,8 @@ def missing_order(table: str) -> db_exc.DBReferenceError:
 
 
 def insert_steps(store: Store, order_id: str, names: abc.Iterable[str],
-                 roots: abc.Container[str], now: datetime.datetime) -> None:
+                 roots: abc.Container[str], now: datetime.datetime,
+                 dispatched: bool = True) -> None:
     """``steps.create`` on ``store``, with the keys' integrity checks."""
     if order_id not in store.orders:
         raise missing_order('order_steps')
@@ -253,7 +254,8 @@ def insert_steps(store: Store, order_id: str, names: abc.Iterable[str],
             status=models.STEP_PENDING if root else models.STEP_WAITING,
             generation=0, attempt=0, failures=0, polls=0, crashes=0,
             owner=None, claimed_at=None, lease_expires_at=None,
-            dispatched_at=now if root else None, started_at=None,
+            dispatched_at=now if root and dispatched else None,
+            started_at=None,
             finished_at=None, last_error=None, output=None, updated_at=now)
 
 

@@ -67,3 +67,14 @@ class InMemoryLocks(base.Repository):
                       entity: str) -> bool:
         """Delete the lock of ``entity``; returns True if there was one."""
         return self._store.locks.pop(entity, None) is not None
+
+    @base.writes
+    def hold(self, session: base.InMemorySession, entity: str,
+             now: datetime.datetime) -> bool:
+        """Hold the row of ``entity`` (the fake's transactions are
+        serialized already); False if there is none."""
+        lock = self._store.locks.get(entity)
+        if lock is None:
+            return False
+        self._store.locks[entity] = base.replace(lock, created_at=now)
+        return True

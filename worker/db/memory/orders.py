@@ -28,8 +28,10 @@ class InMemoryOrders(base.Repository):
     def create(self, session: Session, workflow: order_types.Workflow,
                meta: abc.Mapping[str, Any] | None, now: Moment,
                priority: int = 0,
-               origin: orders.Origin = orders.NO_ORIGIN) -> rows.Order:
-        """Insert a PENDING order of ``workflow``'s type, and its steps.
+               origin: orders.Origin = orders.NO_ORIGIN,
+               not_before: Moment | None = None) -> rows.Order:
+        """Insert a PENDING order of ``workflow``'s type, and its steps
+        (its first ones not dispatched if it starts ``not_before``).
 
         :raises oslo_db.exception.DBDuplicateEntry: the project has an
             order with the origin's idempotency key.
@@ -42,10 +44,12 @@ class InMemoryOrders(base.Repository):
             id=str(uuid.uuid4()), type=workflow.type_name,
             status=models.PENDING, meta=base.to_json(dict(meta or {})),
             error_reason=None, priority=models.check_priority(priority),
-            created_at=now, updated_at=now, **dataclasses.asdict(origin))
+            created_at=now, updated_at=now, not_before=not_before,
+            **dataclasses.asdict(origin))
         self._store.orders[order.id] = order
         base.insert_steps(self._store, order.id, workflow.names,
-                          set(workflow.roots()), now)
+                          set(workflow.roots()), now,
+                          dispatched=not_before is None)
         # NOTE: SQLAlchemy returns the object as built, before JSON.
         return base.replace(order, meta=dict(meta or {}))
 
@@ -153,6 +157,13 @@ class InMemoryOrders(base.Repository):
         """Return ``{status: count}`` over every order."""
         return dict(collections.Counter(
             order.status for order in self._store.orders.values()))
+
+    @base.reads
+    def count_pending(self, session: Session, order_type: str) -> int:
+        """Count the PENDING orders of ``order_type``."""
+        return sum(1 for order in self._store.orders.values()
+                   if (order.type, order.status) == (order_type,
+                                                     models.PENDING))
 
     @base.reads
     def count_unfinished_by_status(self,

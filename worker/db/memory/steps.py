@@ -21,9 +21,11 @@ class InMemorySteps(base.Repository):
     @base.writes
     def create(self, session: Session, order_id: str,
                names: abc.Iterable[str], roots: abc.Container[str],
-               now: Moment) -> None:
-        """Insert the steps ``names``; the ``roots`` PENDING, dispatched."""
-        base.insert_steps(self._store, order_id, names, roots, now)
+               now: Moment, dispatched: bool = True) -> None:
+        """Insert the steps ``names``; the ``roots`` PENDING, dispatched
+        unless ``dispatched`` is False."""
+        base.insert_steps(self._store, order_id, names, roots, now,
+                          dispatched)
 
     @base.reads
     def for_orders(self, session: Session, order_ids: abc.Collection[str]

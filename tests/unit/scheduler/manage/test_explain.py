@@ -30,6 +30,7 @@ class Order:
     type: str = 'fanout'
     status: str = models.PENDING
     error_reason: str | None = None
+    not_before: datetime.datetime | None = None
 
 
 @dataclasses.dataclass
@@ -350,3 +351,19 @@ def test_an_order_with_nothing_pending_lists_its_steps(db, conf):
 def test_an_unknown_order_is_a_lookup_error(db, conf):
     with pytest.raises(LookupError, match=ORDER_ID):
         _explain(db, conf)
+
+
+def test_an_order_created_to_start_later_says_when_it_starts(db, conf):
+    start = _at(3600)
+    db.add_order(Order(type='certificate', not_before=start),
+                 process_type_order=StepRow(models.STEP_PENDING),
+                 check_certificate_status=StepRow())
+    db.retries.append(RetryRow(1, ORDER_ID, 'process_type_order', start))
+    sentence = _explain(db, conf).sentence
+    assert sentence.startswith(
+        'created to start later: it starts at %s (not_before), in 1:00:00; '
+        % _text(start))
+    assert 'step process_type_order waiting for a retry at %s (its first ' \
+        'run)' % _text(start) in sentence
+    # Once started, it is explained as any other.
+    assert 'start later' not in _explain(db, conf, now=_at(3601)).sentence

@@ -124,3 +124,27 @@ def test_order_resume_of_one_order_takes_no_selection(option):
     command = orders.ResumeOrders(None, None)
     with pytest.raises(ValueError, match='go with --status'):
         command.take_action(_resume('abc', *option))
+
+
+@pytest.mark.parametrize('text, moment', [
+    ('2026-12-01T09:00:00Z', datetime.datetime(
+        2026, 12, 1, 9, tzinfo=datetime.timezone.utc)),
+    ('2026-12-01T10:00:00+01:00', datetime.datetime(
+        2026, 12, 1, 9, tzinfo=datetime.timezone.utc))])
+def test_not_before_takes_an_iso_time_with_its_zone(capsys, text, moment):
+    assert _parse(capsys, '--not-before', text).not_before == moment
+    assert _parse(capsys).not_before is None
+
+
+@pytest.mark.parametrize('text, message', [
+    ('2026-12-01T09:00:00', "argument --not-before: must say its time zone "
+                            "(Z for UTC, or an offset such as +01:00), not "
+                            "'2026-12-01T09:00:00'"),
+    ('next week', "argument --not-before: must be an ISO 8601 time such as "
+                  "2026-12-01T09:00:00Z, not 'next week'")])
+def test_not_before_without_a_zone_or_not_a_time_is_a_usage_error(
+        capsys, text, message):
+    with pytest.raises(SystemExit) as exit_info:
+        _parse(capsys, '--not-before', text)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

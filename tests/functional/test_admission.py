@@ -1,0 +1,179 @@
+"""Admission (``[order_type:T] max_pending``) and orders that start later
+(``not_before``, ``order create --not-before``), on every database.
+
+A refused create writes nothing, not even a callback URL's row; the
+count goes down as orders end; concurrent creators never put more orders
+PENDING than the bound. An order created to start later stays PENDING,
+its first step runs no sooner than its time and within about a scheduler
+period after it, cast by a real retry daemon to real workers over
+RabbitMQ.
+"""
+
+import datetime
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from tests import config
+from tests.functional import processes
+from tests.functional import workflows
+from worker import api
+from worker.db import models
+
+BOUND = 10
+THREADS = 8
+ATTEMPTS = 3
+CALLBACK = 'https://hooks.example.org/%s'
+
+
+def _conf(bound):
+    return config.make_conf(**{
+        'order_type:certificate.max_pending': bound,
+        'notifications.allowed_hosts': ['hooks.example.org'],
+        'notifications.secret': 's'})
+
+
+def _all_rows(database):
+    """``{table: rows}`` of every table."""
+    with database.session() as session:
+        return {table.name: session.execute(
+            sa.select(sa.func.count()).select_from(table)).scalar()
+            for table in models.Base.metadata.sorted_tables}
+
+
+def _pending(database, order_type='certificate'):
+    with database.reader() as session:
+        return database.repositories.orders.count_pending(session,
+                                                          order_type)
+
+
+def test_max_pending_refuses_past_the_bound_writes_nothing_and_recovers(
+        database):
+    orders = api.OrderAPI(database, _conf(2))
+    first = orders.create('certificate', {}, project_id='p',
+                          callback_urls=[CALLBACK % 'a'])
+    second = orders.create('certificate', {}, project_id='p')
+    before = _all_rows(database)
+
+    with pytest.raises(api.TooManyPendingOrders) as refused:
+        # A URL never seen: not even its row is written.
+        orders.create('certificate', {}, project_id='p',
+                      callback_urls=[CALLBACK % 'new'])
+    with pytest.raises(api.TooManyPendingOrders):
+        orders.create_many('certificate', {}, 3, project_id='p')
+
+    assert (refused.value.order_type, refused.value.max_pending,
+            refused.value.pending) == ('certificate', 2, 2)
+    assert _all_rows(database) == before
+    # Other types have no bound.
+    orders.create('fanout', {}, project_id='p')
+    # Cancelled and ended orders are not PENDING: room again.
+    orders.cancel(first.id)
+    orders.create('certificate', {}, project_id='p',
+                  callback_urls=[CALLBACK % 'new'])
+    with pytest.raises(api.TooManyPendingOrders):
+        orders.create('certificate', {}, project_id='p')
+    with database.session() as session, session.begin():
+        database.repositories.orders.complete(session, second.id,
+                                              orders.now(), {})
+    orders.create('certificate', {}, project_id='p')
+    assert _pending(database) == 2
+
+
+def test_concurrent_creators_never_overshoot_the_bound(database):
+    orders = api.OrderAPI(database, _conf(BOUND))
+    orders.now()
+    start = threading.Barrier(THREADS)
+    created, refused, errors = [], [], []
+
+    def creator():
+        start.wait()
+        for _ in range(ATTEMPTS):
+            try:
+                created.append(orders.create('certificate', {},
+                                             project_id='p').id)
+            except api.TooManyPendingOrders as exc:
+                refused.append(exc.pending)
+            except Exception as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=creator) for _ in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+
+    assert errors == []
+    assert len(created) == BOUND == _pending(database)
+    assert len(refused) == THREADS * ATTEMPTS - BOUND
+    # Each refusal saw the bound reached, never more.
+    assert set(refused) == {BOUND}
+
+
+def _db_now(database):
+    """The database's clock, as the daemons measure it."""
+    return api.OrderAPI(database, config.make_conf()).now()
+
+
+def test_order_create_not_before_starts_the_order_at_its_time(
+        deployment, database):
+    period = 1
+    cluster = deployment(workflows.options(
+        {'worker': {'workers': 2}},
+        {'scheduler': {'schedule_period_seconds': period}},
+        {'order_type:certificate': {'max_pending': 2}}))
+    workflows.start(cluster, count=2)
+    # Far enough ahead for the commands below (a second or two each).
+    start = _db_now(database) + datetime.timedelta(seconds=15)
+    text = start.replace(tzinfo=datetime.timezone.utc).isoformat()
+    created = cluster.manage_json('order', 'create', '--type',
+                                  'certificate', '--count', '2',
+                                  '--not-before', text)
+    ids = [order['id'] for order in created]
+    wanted = start.isoformat(sep=' ', timespec='milliseconds')
+    assert [(order['status'], order['not_before'])
+            for order in created] == [('PENDING', wanted)] * 2
+
+    # Held PENDING until then: they fill the type's bound.
+    refused = processes.manage(cluster.config, 'order', 'create', '--type',
+                               'certificate', check=False, env=cluster.env)
+    assert refused.returncode != 0
+    assert 'allows at most 2 PENDING orders' in refused.stderr
+    shown = cluster.manage_json('order', 'show', ids[0])
+    assert shown['not_before'] == wanted
+    assert shown['steps'][0]['status'] == 'RETRYING'
+    explained = cluster.manage_json('order', 'explain', ids[0])['why']
+    assert explained.startswith(
+        'created to start later: it starts at %s' % start.isoformat(
+            sep=' ', timespec='seconds')), explained
+    assert all(workflows.status(database, order_id) == models.PENDING
+               for order_id in ids)
+
+    workflows.wait_status(database, ids, models.ACTIVE, timeout=60)
+    for order_id in ids:
+        first = workflows.step_rows(database, order_id)['process_type_order']
+        # Both times from the database's clock.
+        assert start <= first.started_at, (start, first.started_at)
+        # Due at ``start``: the next pass casts it (a period, its jitter,
+        # and the cast and claim).
+        late = (first.started_at - start).total_seconds()
+        assert late < period * 1.2 + 2, late
+    # They ended: creates are accepted again.
+    cluster.manage_json('order', 'create', '--type', 'certificate')
+
+
+@pytest.mark.parametrize('value, words', [
+    ('tomorrow', 'argument --not-before: must be an ISO 8601 time'),
+    ('2026-12-01T09:00:00', 'argument --not-before: must say its time '
+                            'zone'),
+    ('2999-12-01T09:00:00Z', 'not_before must be at most 3653 days ahead')])
+def test_order_create_refuses_a_bad_not_before(deployment, database, value,
+                                               words):
+    cluster = deployment({})
+    refused = processes.manage(cluster.config, 'order', 'create', '--type',
+                               'certificate', '--not-before', value,
+                               check=False, env=cluster.env)
+    assert refused.returncode != 0
+    assert words in refused.stderr
+    assert _all_rows(database)['orders'] == 0
