@@ -3,7 +3,8 @@ another implementation of them.
 
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
-``history``, ``services``, ``notifications``, ``purge``). A
+``history``, ``services``, ``notifications``, ``purge``,
+``schedules``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -28,6 +29,7 @@ from worker.db import notifications
 from worker.db import orders
 from worker.db import purge
 from worker.db import retry_tasks
+from worker.db import schedules
 from worker.db import services
 from worker.db import steps
 
@@ -45,12 +47,13 @@ class Repositories:
     services: interfaces.Services
     notifications: interfaces.Notifications
     purge: interfaces.Purge
+    schedules: interfaces.Schedules
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
                    retry_tasks=retry_tasks, history=history,
                    services=services, notifications=notifications,
-                   purge=purge)
+                   purge=purge, schedules=schedules)
 
 
 class Session(typing.Protocol):

@@ -23,7 +23,8 @@ PostgreSQL, until it is rolled back.
 behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
-``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``),
+``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``,
+``schedules``),
 as in ``worker.db``; ``base`` holds the store, its sessions and the
 records.
 """
@@ -35,6 +36,7 @@ from worker.db.memory import notifications
 from worker.db.memory import orders
 from worker.db.memory import purge
 from worker.db.memory import retry_tasks
+from worker.db.memory import schedules
 from worker.db.memory import services
 from worker.db.memory import steps
 from worker.db import repositories
@@ -57,7 +59,8 @@ class InMemoryDatabase:
             history=history.InMemoryHistory(store),
             services=services.InMemoryServices(store),
             notifications=notifications.InMemoryNotifications(store),
-            purge=purge.InMemoryPurge(store))
+            purge=purge.InMemoryPurge(store),
+            schedules=schedules.InMemorySchedules(store))
 
     def session(self) -> base.InMemorySession:
         """Return a new read-write session."""
