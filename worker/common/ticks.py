@@ -19,6 +19,7 @@ nothing here reads a clock.
 import dataclasses
 import datetime
 import re
+import typing
 
 import croniter
 
@@ -103,8 +104,8 @@ class Spec:
         if (every_seconds is None) == (cron is None):
             raise InvalidSchedule('a schedule has an interval (every) or a '
                                   'cron expression, one of the two')
-        if cron is not None:
-            return cls(cron=check_cron(cron))
+        if every_seconds is None:
+            return cls(cron=check_cron(typing.cast(str, cron)))
         return cls(every_seconds=check_every(every_seconds))
 
     def after(self, moment: datetime.datetime,
