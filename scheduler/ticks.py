@@ -38,6 +38,7 @@ Neither stops the other schedules.
 import dataclasses
 import time
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from worker.common import ticks
@@ -150,6 +151,12 @@ class Ticks:
                 moved = self._database.repositories.schedules.advance(
                     session, schedule.id, schedule.next_tick_at,
                     plan.following, now, plan.tick, order_id)
+        except db_exc.DBDeadlock:
+            # Another daemon moved it at the same moment (on Galera, its
+            # write set certified first): a lost race, not a failure.
+            LOG.debug('Schedule %s was moved on by another daemon',
+                      schedule.id)
+            return
         except Exception:
             LOG.exception('Schedule %s: could not move to its next tick; '
                           'the next look finds the order of this one',

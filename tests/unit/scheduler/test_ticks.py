@@ -198,3 +198,16 @@ def test_delete_stops_the_ticks_and_keeps_the_orders(database, conf,
         schedules.get(schedule.id)
     assert daemon.run_once(_at(10)).created == 0
     assert len(_orders(database)) == 1
+
+
+def test_a_move_that_lost_a_race_is_not_a_failure(
+        database, conf, client, monkeypatch):
+    _create(database, conf, client)
+    fakes.lose_races(monkeypatch, database.repositories.schedules,
+                     'advance', 1)
+    result = _daemon(database, conf, client).run_once(_at(2))
+    # The order was made; another daemon moves the schedule on, or this
+    # one at its next look, which finds the order by its key.
+    assert (result.failed, len(_orders(database))) == (0, 1)
+    assert _daemon(database, conf, client).run_once(_at(2.5)).created == 1
+    assert len(_orders(database)) == 1
