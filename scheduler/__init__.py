@@ -5,7 +5,8 @@ Of the ``worker`` package, the retry daemon (every module here but
 operator commands only what ``scheduler.manage.WORKER_IMPORTS`` names;
 never the worker's manager or service. What only the scheduler uses lives
 here: one pass (``manager``, made of ``pass_lock``, ``recovery``,
-``dispatch`` and ``planner``), the liveness rules, the timer
+``dispatch`` and ``planner``), the ticks of schedules (``ticks``), the
+purge (``retention``), the liveness rules, the timer
 (``service``), the one-process launcher (``in_process``), the console
 scripts (``cmd``) and, apart, the operator commands (``manage``).
 ``tests/unit/test_boundaries.py`` holds both sides to it.
@@ -17,6 +18,8 @@ import worker  # noqa: F401
 #: What the retry daemon may import of the ``worker`` package, besides
 #: the package itself: the layer both sides share (``worker.common``),
 #: the configuration, the request ids of orders (``worker.context``), the
-#: data layer and the RPC client.
+#: data layer, the RPC client, and the public API of schedules, through
+#: which it creates the orders of their ticks as any caller would.
 WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.context',
-                  'worker.db', 'worker.rpc', 'worker.rpcapi')
+                  'worker.db', 'worker.rpc', 'worker.rpcapi',
+                  'worker.schedule_api')

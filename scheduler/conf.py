@@ -91,6 +91,16 @@ scheduler_opts = [
                help='Longest time one cast may take, reconnections to the '
                     'broker included. A cast that fails or times out '
                     'leaves its row for the next pass.'),
+    cfg.IntOpt('schedule_check_seconds',
+               default=5, min=1, max=3600,
+               mutable=True,
+               help='Longest wait between two looks of a retry daemon at '
+                    'the schedules of periodic orders (barbican-retry-'
+                    'manage schedule create): a schedule created or '
+                    'deleted is seen this late at most. Between looks a '
+                    'daemon wakes at the next tick of any schedule, so '
+                    'ticks are not late by this much; each look is one '
+                    'indexed read.'),
 ]
 
 

@@ -10,6 +10,7 @@ from scheduler import liveness
 from scheduler import manager
 from scheduler import metrics as scheduler_metrics
 from scheduler import retention
+from scheduler import ticks
 from worker.common import backend
 from worker.common import clock
 from worker.common import heartbeat
@@ -18,6 +19,7 @@ from worker.db import models
 from worker.db import session as db_session
 from worker import rpc
 from worker import rpcapi
+from worker import schedule_api
 
 LOG = logging.getLogger(__name__)
 
@@ -47,7 +49,11 @@ class SchedulerService(service.Service):
         self._passing = threading.Lock()
         # Held while a purge runs: a stop waits for its current batch.
         self._purging = threading.Lock()
+        # Held while a look at the schedules runs: a stop waits for its
+        # current order.
+        self._ticking = threading.Lock()
         self._retention = None
+        self._ticks = None
         self._database = None
         self._transport = None
         self._manager = None
@@ -97,6 +103,13 @@ class SchedulerService(service.Service):
         self.tg.add_dynamic_timer_args(
             self._periodic_purge, initial_delay=self._retention.next_check(),
             stop_on_exception=False)
+        self._ticks = ticks.Ticks(
+            self._conf, self._database, schedule_api.ScheduleAPI(
+                self._database, self._conf, worker_api, now=self._clock,
+                rows_per_cast=self._conf.scheduler.rows_per_cast),
+            self._stopping)
+        self.tg.add_dynamic_timer_args(
+            self._periodic_ticks, initial_delay=0, stop_on_exception=False)
         self._start_timer('Retry scheduler started')
 
     def reload(self, conf):
@@ -177,6 +190,18 @@ class SchedulerService(service.Service):
                               'runs as planned')
         return self._retention.next_check()
 
+    def _periodic_ticks(self):
+        """Create the orders of the schedules' due ticks
+        (``scheduler.ticks``); return the wait before the next look."""
+        with self._ticking:
+            try:
+                if not self._stopping.is_set():
+                    return self._ticks.run_once(self._clock()).next_look_in
+            except Exception:
+                LOG.exception('Look at the schedules failed; the next one '
+                              'runs as planned')
+        return self._conf.scheduler.schedule_check_seconds
+
     def run_pass_now(self):
         """Run one pass at once (used by the demo and tests)."""
         return self._periodic_pass()
@@ -186,8 +211,9 @@ class SchedulerService(service.Service):
         self._stopping.set()
         # Waits for a running pass: it stops after its current batch and
         # releases the lock in its own ``finally``; and for a running
-        # purge, which stops after its current batch.
-        with self._passing, self._purging:
+        # purge, which stops after its current batch; and for a look at
+        # the schedules, which stops after its current order.
+        with self._passing, self._purging, self._ticking:
             pass
         super().stop(graceful)
         if self._heartbeat is not None:

@@ -260,6 +260,9 @@ class Order:
     #: When its first steps start, if it was created to start later
     #: (``create``'s ``not_before``); None if it started at once.
     not_before: datetime.datetime | None = None
+    #: The schedule that created it (``worker.schedule_api``), if one
+    #: did.
+    schedule_id: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -341,11 +344,8 @@ class OrderAPI:
         Registers the options it reads (the worker's) on ``conf``; the
         caller parsed its files already.
         """
-        worker_conf.register_opts(conf)
-        database = db_session.Database.from_conf(conf)
-        transport = rpc.get_transport(conf)
-        api = cls(database, conf, rpcapi.WorkerAPI.from_conf(conf,
-                                                             transport))
+        database, worker_api, transport = connect(conf)
+        api = cls(database, conf, worker_api)
         api._transport = transport
         return api
 
@@ -423,16 +423,28 @@ class OrderAPI:
         return self._create(order_type, meta, count, project_id, None,
                             priority, callback_urls, context, not_before)
 
-    def _create(self, order_type, meta, count, project_id, idempotency_key,
-                priority, callback_urls, context, not_before):
+    def check(self, order_type, meta, *, project_id, priority=0):
+        """Check a request as ``create`` does, and write nothing.
+
+        :raises UnknownOrderType, InvalidMeta, InvalidRequest:
+        """
         workflow = _workflow(order_type)
         _check_meta(workflow, meta)
         _check_project(project_id)
-        _check_key(idempotency_key)
         try:
             models.check_priority(priority)
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
+        return workflow
+
+    def _create(self, order_type, meta, count, project_id, idempotency_key,
+                priority, callback_urls, context, not_before=None,
+                schedule_id=None):
+        """``create``'s and ``create_many``'s work; ``schedule_id`` is
+        the schedule of a tick's order (``worker.schedule_api``)."""
+        workflow = self.check(order_type, meta, project_id=project_id,
+                              priority=priority)
+        _check_key(idempotency_key)
         urls = self._urls(callback_urls)
         not_before = _naive_utc(not_before, 'not_before')
         context = context or context_module.new_request()
@@ -442,7 +454,8 @@ class OrderAPI:
                                         callback_urls, not_before)
                           if idempotency_key is not None else None),
             request_id=context.request_id,
-            global_request_id=context.global_request_id)
+            global_request_id=context.global_request_id,
+            schedule_id=schedule_id)
         if idempotency_key is not None:
             existing = self._by_key(origin)
             if existing is not None:
@@ -745,6 +758,17 @@ class OrderAPI:
         return self.get(order_id, project_id=project_id)
 
 
+def connect(conf):
+    """``(database, worker_api, transport)`` of ``conf``'s ``[database]
+    connection`` and ``[DEFAULT] transport_url``, as ``from_config``
+    builds them (``worker.schedule_api`` too)."""
+    worker_conf.register_opts(conf)
+    database = db_session.Database.from_conf(conf)
+    transport = rpc.get_transport(conf)
+    return (database, rpcapi.WorkerAPI.from_conf(conf, transport),
+            transport)
+
+
 def _workflow(order_type):
     try:
         return order_types.get(order_type)
@@ -839,7 +863,7 @@ def _order(row, steps):
         request_id=row.request_id, global_request_id=row.global_request_id,
         error_reason=row.error_reason, created_at=row.created_at,
         updated_at=row.updated_at, steps=tuple(steps),
-        not_before=row.not_before)
+        not_before=row.not_before, schedule_id=row.schedule_id)
 
 
 def _step_run(row):

@@ -3,12 +3,12 @@
 
 Their console scripts are the thin modules of ``scheduler.cmd``; the
 application (``app``), one module per noun of ``barbican-retry-manage``
-(``orders``, ``retries``, ``locks``, ``services``, ``notifications``,
-``database``, ``status``), the upgrade checks (``upgrade_checks``) and
-what only they read with (``explain``, ``overview``, ``display``) live
-here, apart from the retry daemon. They read and write through the
-repositories of the database they are given (``database.repositories``),
-as the daemon does.
+(``orders``, ``schedules``, ``retries``, ``locks``, ``services``,
+``notifications``, ``database``, ``status``), the upgrade checks
+(``upgrade_checks``) and what only they read with (``explain``,
+``overview``, ``display``) live here, apart from the retry daemon. They
+read and write through the repositories of the database they are given
+(``database.repositories``), as the daemon does.
 """
 
 import scheduler
@@ -28,3 +28,7 @@ WORKER_IMPORTS = scheduler.WORKER_IMPORTS + (
 #: The one module of the ``worker`` package that the order commands
 #: (``orders``) import: what a service builds on is what they build on.
 ORDER_COMMANDS_IMPORT = 'worker.api'
+
+#: What the schedule commands (``schedules``) import of the ``worker``
+#: package besides ``worker.api``: the public API of schedules.
+SCHEDULE_COMMANDS_IMPORT = 'worker.schedule_api'

@@ -23,8 +23,8 @@ LOG = logging.getLogger(__name__)
 
 ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'error_reason', 'meta', 'idempotency_key', 'request_id',
-                 'global_request_id', 'created_at', 'updated_at',
-                 'not_before')
+                 'global_request_id', 'schedule_id', 'created_at',
+                 'updated_at', 'not_before')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error', 'crashes',

@@ -77,12 +77,18 @@ def test_every_documented_operator_command_runs(deployment, database):
     # it still find the first order's retry row.
     [victim] = cluster.manage_json('order', 'create', '--type',
                                    'certificate')
+    # A schedule to show, and one to delete.
+    ids['SCHEDULE_ID'], deleted = (cluster.manage_json(
+        'schedule', 'create', '--type', 'certificate', '--every', '30d')['id']
+        for _ in range(2))
     ran = 0
     for name, line in documented_commands():
         if not line.startswith(_PROJECT_COMMANDS):
             continue
         line_ids = dict(ids, ORDER_ID=victim['id']) if ' cancel ' in line \
             else ids
+        if ' schedule delete ' in line:
+            line_ids = dict(ids, SCHEDULE_ID=deleted)
         result = subprocess.run(_argv(line, cluster.config, line_ids),
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, (name, line, result.stderr[-2000:])

@@ -100,6 +100,17 @@ def test_order_commands_go_through_the_public_api_only():
     assert manage.ORDER_COMMANDS_IMPORT in set(_imports(path))
 
 
+def test_schedule_commands_go_through_the_public_apis_only():
+    """``schedule create|list|show|delete`` use ``worker.schedule_api``
+    (and ``worker.api``'s names), as a service would."""
+    path = ROOT / 'scheduler' / 'manage' / 'schedules.py'
+    assert _offenders([('scheduler/manage/schedules.py', path)],
+                      lambda name: name == 'worker' or _in(name, (
+                          'scheduler', manage.ORDER_COMMANDS_IMPORT,
+                          manage.SCHEDULE_COMMANDS_IMPORT))) == []
+    assert manage.SCHEDULE_COMMANDS_IMPORT in set(_imports(path))
+
+
 def test_retry_daemon_imports_nothing_of_the_operator_commands():
     # Their console scripts' entry points (scheduler/cmd/) excepted.
     sources = [(relative, path) for relative, path in _daemon_sources()

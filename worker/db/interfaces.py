@@ -537,3 +537,36 @@ class Purge(typing.Protocol):
     def count(self, session: Any, statuses: abc.Collection[str],
               before: Moment) -> rows.PurgeCounts:
         """What a purge would delete now, per table."""
+
+
+class Schedules(typing.Protocol):
+    """``worker.db.schedules``: orders created on a schedule."""
+
+    def create(self, session: Any, project_id: str, order_type: str,
+               meta: abc.Mapping[str, Any], priority: int,
+               every_seconds: int | None, cron: str | None,
+               next_tick_at: Moment, now: Moment) -> rows.Schedule:
+        """Insert a schedule whose first tick is ``next_tick_at``."""
+
+    def get(self, session: Any, schedule_id: str) -> rows.Schedule | None:
+        """The schedule with this id, or None."""
+
+    def list_schedules(self, session: Any, project_id: str | None = None
+                       ) -> list[rows.Schedule]:
+        """Every schedule (of ``project_id`` only), oldest first."""
+
+    def delete(self, session: Any, schedule_id: str) -> bool:
+        """Delete the schedule; False if there was none."""
+
+    def due(self, session: Any, now: Moment,
+            limit: int) -> list[rows.Schedule]:
+        """Up to ``limit`` schedules due at ``now``, most overdue first."""
+
+    def next_tick_at(self, session: Any) -> Moment | None:
+        """The earliest ``next_tick_at``, or None."""
+
+    def advance(self, session: Any, schedule_id: str, read: Moment,
+                following: Moment, now: Moment, tick: Moment | None = None,
+                order_id: str | None = None) -> bool:
+        """Move ``next_tick_at`` from ``read`` to ``following``; False if
+        it is no longer ``read``."""

@@ -45,6 +45,8 @@ class Origin:
     request_hash: str | None = None
     request_id: str | None = None
     global_request_id: str | None = None
+    #: The schedule whose tick it is (``worker.db.schedules``), if any.
+    schedule_id: str | None = None
 
 
 #: The origin of an order that says nothing of its own.

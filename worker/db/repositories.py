@@ -4,7 +4,7 @@ another implementation of them.
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
 ``history``, ``services``, ``notifications``, ``purge``,
-``resources``). A
+``resources``, ``schedules``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -30,6 +30,7 @@ from worker.db import orders
 from worker.db import purge
 from worker.db import resources
 from worker.db import retry_tasks
+from worker.db import schedules
 from worker.db import services
 from worker.db import steps
 
@@ -48,12 +49,14 @@ class Repositories:
     notifications: interfaces.Notifications
     purge: interfaces.Purge
     resources: interfaces.Resources
+    schedules: interfaces.Schedules
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
                    retry_tasks=retry_tasks, history=history,
                    services=services, notifications=notifications,
-                   purge=purge, resources=resources)
+                   purge=purge, resources=resources,
+                   schedules=schedules)
 
 
 class Session(typing.Protocol):

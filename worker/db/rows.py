@@ -39,6 +39,23 @@ class Order(typing.Protocol):
     updated_at: datetime.datetime
 
 
+class Schedule(typing.Protocol):
+    """A row of ``schedules`` (``models.Schedule``)."""
+
+    id: str
+    project_id: str
+    type: str
+    meta: JSON
+    priority: int
+    every_seconds: int | None
+    cron: str | None
+    next_tick_at: datetime.datetime
+    last_tick_at: datetime.datetime | None
+    last_order_id: str | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+
+
 class Step(typing.Protocol):
     """A row of ``order_steps`` (``models.OrderStep``)."""
 

@@ -24,7 +24,7 @@ behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
 ``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``,
-``resources``),
+``resources``, ``schedules``),
 as in ``worker.db``; ``base`` holds the store, its sessions and the
 records.
 """
@@ -37,6 +37,7 @@ from worker.db.memory import orders
 from worker.db.memory import purge
 from worker.db.memory import resources
 from worker.db.memory import retry_tasks
+from worker.db.memory import schedules
 from worker.db.memory import services
 from worker.db.memory import steps
 from worker.db import repositories
@@ -60,7 +61,8 @@ class InMemoryDatabase:
             services=services.InMemoryServices(store),
             notifications=notifications.InMemoryNotifications(store),
             purge=purge.InMemoryPurge(store),
-            resources=resources.InMemoryResources(store))
+            resources=resources.InMemoryResources(store),
+            schedules=schedules.InMemorySchedules(store))
 
     def session(self) -> base.InMemorySession:
         """Return a new read-write session."""

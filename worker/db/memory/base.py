@@ -48,6 +48,8 @@ UrlRecord: abc.Callable[..., rows.Url] = _record(models.NotificationUrl)
 EventRecord: abc.Callable[..., rows.Event] = _record(
     models.NotificationEvent)
 ServiceRecord: abc.Callable[..., rows.Service] = _record(models.Service)
+ScheduleRecord: abc.Callable[..., rows.Schedule] = _record(
+    models.Schedule)
 
 
 def replace(record: _Row, **changes: Any) -> _Row:
@@ -59,7 +61,7 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events', 'runs', 'slots', 'starts')
+           'events', 'runs', 'slots', 'starts', 'schedules')
 
 
 class Store:
@@ -74,6 +76,7 @@ class Store:
         self.tasks: dict[int, rows.RetryTask] = {}
         self.locks: dict[str, rows.Lock] = {}
         self.services: dict[str, rows.Service] = {}
+        self.schedules: dict[str, rows.Schedule] = {}
         #: ``{(order_id, step): StepRecord}``.
         self.steps: dict[tuple[str, str], rows.Step] = {}
         self.task_ids = itertools.count(1)

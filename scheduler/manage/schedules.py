@@ -1,0 +1,126 @@
+"""``barbican-retry-manage schedule …``: periodic orders.
+
+A schedule creates an order of its type every interval or at the times of
+a cron expression (UTC); the retry daemons create each tick's order once
+(``scheduler.ticks``). Through ``worker.schedule_api`` only, as a service
+would.
+"""
+
+import argparse
+import json
+
+from cliff import command
+from cliff import lister
+from cliff import show
+
+from scheduler.manage import display
+from scheduler.manage import orders
+from worker import api
+from worker import schedule_api
+
+COLUMNS = ('id', 'type', 'project_id', 'priority', 'every_seconds', 'cron',
+           'meta', 'next_tick_at', 'last_tick_at', 'last_order_id',
+           'created_at', 'updated_at')
+LIST_COLUMNS = ('id', 'type', 'project_id', 'every_seconds', 'cron',
+                'next_tick_at', 'last_order_id')
+
+
+def duration(text):
+    """An argparse type: ``30s``, ``5m``, ``1h``, ``30d`` as seconds."""
+    try:
+        return schedule_api.parse_duration(text)
+    except schedule_api.InvalidSchedule as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def schedules_api(app):
+    """A ``schedule_api.ScheduleAPI`` on the app's database and
+    configuration; it casts nothing (the retry daemons create the
+    orders)."""
+    return schedule_api.ScheduleAPI(app.database, app.conf, now=app.now)
+
+
+class _OneSchedule:
+    """Mixin: the ``schedule_id`` argument."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('schedule_id', help='Schedule id.')
+        return parser
+
+
+class CreateSchedule(show.ShowOne):
+    """Create a schedule of orders: one every interval, or at the times
+    of a cron expression (UTC).
+
+    The type, meta, project and priority are checked as ``order create``
+    checks them. The first tick is one interval from now, or the cron
+    expression's next time; the retry daemons create each tick's order
+    once, and one order for the ticks missed while none ran.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--type', required=True,
+                            help='Order type (see "order type list").')
+        parser.add_argument('--meta', default='{}', type=json.loads,
+                            help='Each order\'s metadata as a JSON object; '
+                                 'its type\'s meta_schema must accept it.')
+        when = parser.add_mutually_exclusive_group(required=True)
+        when.add_argument('--every', type=duration, metavar='DURATION',
+                          help='An order every DURATION: an integer and '
+                               's, m, h or d, such as 30s, 5m, 1h, 30d '
+                               '(1 second to %d days).'
+                               % (schedule_api.MAX_EVERY_SECONDS // 86400))
+        when.add_argument('--cron', metavar='EXPR',
+                          help='An order at the times of this five-field '
+                               'cron expression, in UTC, such as '
+                               '"0 3 * * *".')
+        parser.add_argument('--project', default=api.DEFAULT_PROJECT,
+                            help='The project that owns the orders '
+                                 '(default %r).' % api.DEFAULT_PROJECT)
+        parser.add_argument('--priority', type=orders.priority, default=0,
+                            help='The orders\' priority, %d to %d (default '
+                                 '0).' % (api.MIN_PRIORITY,
+                                          api.MAX_PRIORITY))
+        return parser
+
+    def take_action(self, parsed_args):
+        schedule = schedules_api(self.app).create(
+            parsed_args.type, parsed_args.meta,
+            project_id=parsed_args.project, every=parsed_args.every,
+            cron=parsed_args.cron, priority=parsed_args.priority)
+        return COLUMNS, display.row(schedule, COLUMNS)
+
+
+class ListSchedules(lister.Lister):
+    """List the schedules, oldest first."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--project',
+                            help='Only the schedules of this project.')
+        return parser
+
+    def take_action(self, parsed_args):
+        found = schedules_api(self.app).list(project_id=parsed_args.project)
+        return LIST_COLUMNS, [display.row(schedule, LIST_COLUMNS)
+                              for schedule in found]
+
+
+class ShowSchedule(_OneSchedule, show.ShowOne):
+    """Show a schedule: its next tick, last tick and last order."""
+
+    def take_action(self, parsed_args):
+        schedule = schedules_api(self.app).get(parsed_args.schedule_id)
+        return COLUMNS, display.row(schedule, COLUMNS)
+
+
+class DeleteSchedule(_OneSchedule, command.Command):
+    """Delete a schedule: it creates no more orders; those it created
+    stay."""
+
+    def take_action(self, parsed_args):
+        schedules_api(self.app).delete(parsed_args.schedule_id)
+        self.app.stdout.write('schedule %s deleted\n'
+                              % parsed_args.schedule_id)

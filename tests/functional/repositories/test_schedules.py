@@ -1,0 +1,77 @@
+"""Schedules: creation, reads, the due ones and their conditional
+advance, on every backend."""
+
+from tests.functional.repositories.shared import contract
+from tests.functional.repositories.shared import plus
+from tests.functional.repositories.shared import read
+from tests.functional.repositories.shared import write
+
+
+def _schedule(db, at, next_tick, project='p1', every=60, cron=None):
+    return write(db, db.repositories.schedules.create, project,
+                 'certificate', {'pair': (1, 2)}, 3, every, cron,
+                 next_tick, at)
+
+
+@contract
+def test_create_get_list_and_delete(db):
+    schedules = db.repositories.schedules
+    first = _schedule(db, plus(1), plus(61))
+    second = _schedule(db, plus(2), plus(5), project='p2', every=None,
+                       cron='*/5 * * * *')
+    got = read(db, schedules.get, first.id)
+    assert (got.project_id, got.type, got.meta, got.priority,
+            got.every_seconds, got.cron, got.next_tick_at, got.last_tick_at,
+            got.last_order_id, got.created_at, got.updated_at) == (
+        'p1', 'certificate', {'pair': [1, 2]}, 3, 60, None, plus(61), None,
+        None, plus(1), plus(1))
+    assert read(db, schedules.get, 'missing') is None
+    assert read(db, schedules.get, second.id).cron == '*/5 * * * *'
+    assert [s.id for s in read(db, schedules.list_schedules)] == [
+        first.id, second.id]
+    assert [s.id for s in read(db, schedules.list_schedules,
+                               project_id='p2')] == [second.id]
+
+    assert write(db, schedules.delete, first.id)
+    assert not write(db, schedules.delete, first.id)
+    assert [s.id for s in read(db, schedules.list_schedules)] == [second.id]
+
+
+@contract
+def test_due_schedules_most_overdue_first_and_bounded(db):
+    schedules = db.repositories.schedules
+    assert read(db, schedules.next_tick_at) is None
+    late = _schedule(db, plus(0), plus(10))
+    later = _schedule(db, plus(0), plus(20))
+    _schedule(db, plus(0), plus(30))
+    assert read(db, schedules.due, plus(9), 10) == []
+    assert [s.id for s in read(db, schedules.due, plus(20), 10)] == [
+        late.id, later.id]
+    assert [s.id for s in read(db, schedules.due, plus(40), 1)] == [late.id]
+    assert read(db, schedules.next_tick_at) == plus(10)
+
+
+@contract
+def test_advance_is_conditional_on_the_tick_read(db):
+    schedules = db.repositories.schedules
+    schedule = _schedule(db, plus(0), plus(10))
+    # Another daemon read an older tick: it moves nothing.
+    assert not write(db, schedules.advance, schedule.id, plus(9), plus(70),
+                     plus(11), plus(9), 'order-0')
+    assert write(db, schedules.advance, schedule.id, plus(10), plus(70),
+                 plus(11), plus(10), 'order-1')
+    # The second of two daemons that read the same tick.
+    assert not write(db, schedules.advance, schedule.id, plus(10), plus(70),
+                     plus(12), plus(10), 'order-2')
+    got = read(db, schedules.get, schedule.id)
+    assert (got.next_tick_at, got.last_tick_at, got.last_order_id,
+            got.updated_at) == (plus(70), plus(10), 'order-1', plus(11))
+    # A skipped tick moves on and keeps the last order.
+    assert write(db, schedules.advance, schedule.id, plus(70), plus(130),
+                 plus(71))
+    got = read(db, schedules.get, schedule.id)
+    assert (got.next_tick_at, got.last_tick_at, got.last_order_id) == (
+        plus(130), plus(10), 'order-1')
+    write(db, schedules.delete, schedule.id)
+    assert not write(db, schedules.advance, schedule.id, plus(130),
+                     plus(190), plus(131))

@@ -1,0 +1,86 @@
+"""Durations, cron expressions and the arithmetic of a schedule's ticks."""
+
+import datetime
+
+import pytest
+
+from worker.common import ticks
+
+NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
+
+
+def _at(seconds):
+    return NOW + datetime.timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize('text, seconds', [
+    ('30s', 30), ('1s', 1), ('5m', 300), ('1h', 3600), ('30d', 2592000),
+    (' 2s ', 2), ('3650d', 3650 * 86400)])
+def test_durations(text, seconds):
+    assert ticks.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize('text', [
+    '0s', '3651d', '30', 's', '1.5h', '-1s', '1w', '1 h', '1H', '', None,
+    '99999999999s'])
+def test_bad_durations_are_refused_with_the_form(text):
+    with pytest.raises(ticks.InvalidSchedule,
+                       match='(integer and a unit|1 second to 3650 days)'):
+        ticks.parse_duration(text)
+
+
+@pytest.mark.parametrize('expression', [
+    '* * * *', '61 * * * *', '* * * * * *', 'every day', '', None])
+def test_bad_cron_expressions_are_refused(expression):
+    with pytest.raises(ticks.InvalidSchedule, match='five fields'):
+        ticks.check_cron(expression)
+
+
+def test_a_schedule_has_an_interval_or_a_cron_expression():
+    assert ticks.Spec.of(60, None) == ticks.Spec(every_seconds=60)
+    assert ticks.Spec.of(None, ' 0  3 * * * ').cron == '0 3 * * *'
+    for every, cron in ((None, None), (60, '0 3 * * *')):
+        with pytest.raises(ticks.InvalidSchedule, match='one of the two'):
+            ticks.Spec.of(every, cron)
+    with pytest.raises(ticks.InvalidSchedule):
+        ticks.Spec.of(0, None)
+
+
+def test_first_tick_is_one_interval_after_the_second_of_creation():
+    spec = ticks.Spec.of(30, None)
+    assert ticks.first_tick(spec, NOW + datetime.timedelta(
+        microseconds=700000)) == _at(30)
+    assert ticks.first_tick(ticks.Spec.of(None, '*/5 * * * *'),
+                            _at(1)) == _at(300)
+    # A cron tick is strictly after the moment, even one on a match.
+    assert ticks.first_tick(ticks.Spec.of(None, '*/5 * * * *'),
+                            NOW) == _at(300)
+
+
+def test_a_tick_on_time_makes_its_own_order():
+    due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(10.4))
+    assert due == ticks.Due(tick=_at(10), following=_at(12), missed=0)
+
+
+def test_ticks_missed_collapse_into_the_latest():
+    # Down from tick 10 to 21.5: ticks 10, 12, ..., 20 make one order, 20.
+    due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(21.5))
+    assert due == ticks.Due(tick=_at(20), following=_at(22), missed=5)
+    # Exactly on a tick: that tick is the one, the next is after it.
+    due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(22))
+    assert (due.tick, due.following) == (_at(22), _at(24))
+
+
+def test_cron_ticks_missed_collapse_into_the_latest():
+    spec = ticks.Spec.of(None, '*/5 * * * *')
+    assert ticks.due(spec, _at(300), _at(301)) == ticks.Due(
+        tick=_at(300), following=_at(600), missed=0)
+    assert ticks.due(spec, _at(300), _at(1800)) == ticks.Due(
+        tick=_at(1800), following=_at(2100), missed=5)
+
+
+def test_the_tick_s_key_names_the_schedule_and_the_tick_in_utc():
+    assert ticks.order_key('abc', _at(2)) == \
+        'schedule:abc:2026-11-26T12:00:02Z'
+    aware = _at(2).replace(tzinfo=datetime.timezone.utc)
+    assert ticks.order_key('abc', aware) == ticks.order_key('abc', _at(2))

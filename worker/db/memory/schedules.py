@@ -1,0 +1,85 @@
+"""``worker.db.schedules`` on the in-memory store."""
+
+import collections.abc as abc
+import copy
+import datetime
+import typing
+import uuid
+
+from worker.db.memory import base
+from worker.db import rows
+
+Session = base.InMemorySession
+Moment = datetime.datetime
+
+
+class InMemorySchedules(base.Repository):
+    """``worker.db.schedules`` on the in-memory store."""
+
+    @base.writes
+    def create(self, session: Session, project_id: str, order_type: str,
+               meta: abc.Mapping[str, typing.Any], priority: int,
+               every_seconds: int | None, cron: str | None,
+               next_tick_at: Moment, now: Moment) -> rows.Schedule:
+        """Insert a schedule whose first tick is ``next_tick_at``."""
+        schedule = base.ScheduleRecord(
+            id=str(uuid.uuid4()), project_id=project_id, type=order_type,
+            meta=base.to_json(dict(meta)), priority=priority,
+            every_seconds=every_seconds, cron=cron,
+            next_tick_at=next_tick_at, created_at=now, updated_at=now)
+        self._store.schedules[schedule.id] = schedule
+        return copy.deepcopy(schedule)
+
+    @base.reads
+    def get(self, session: Session,
+            schedule_id: str) -> rows.Schedule | None:
+        """Return the schedule with this id, or None."""
+        return copy.deepcopy(self._store.schedules.get(schedule_id))
+
+    @base.reads
+    def list_schedules(self, session: Session, project_id: str | None = None
+                       ) -> list[rows.Schedule]:
+        """Every schedule (of ``project_id`` only), oldest first."""
+        return [copy.deepcopy(schedule) for schedule in sorted(
+            self._store.schedules.values(),
+            key=lambda schedule: (schedule.created_at, schedule.id))
+            if project_id is None or schedule.project_id == project_id]
+
+    @base.writes
+    def delete(self, session: Session, schedule_id: str) -> bool:
+        """Delete the schedule; returns False if there was none."""
+        return self._store.schedules.pop(schedule_id, None) is not None
+
+    @base.reads
+    def due(self, session: Session, now: Moment,
+            limit: int) -> list[rows.Schedule]:
+        """Up to ``limit`` schedules due at ``now``, most overdue first."""
+        return [copy.deepcopy(schedule) for schedule in sorted(
+            (schedule for schedule in self._store.schedules.values()
+             if schedule.next_tick_at <= now),
+            key=lambda schedule: (schedule.next_tick_at, schedule.id))
+        ][:limit]
+
+    @base.reads
+    def next_tick_at(self, session: Session) -> Moment | None:
+        """The earliest ``next_tick_at``, or None."""
+        return min((schedule.next_tick_at
+                    for schedule in self._store.schedules.values()),
+                   default=None)
+
+    @base.writes
+    def advance(self, session: Session, schedule_id: str, read: Moment,
+                following: Moment, now: Moment, tick: Moment | None = None,
+                order_id: str | None = None) -> bool:
+        """Move ``next_tick_at`` from ``read`` to ``following``; returns
+        False if it is no longer ``read``."""
+        schedule = self._store.schedules.get(schedule_id)
+        if schedule is None or schedule.next_tick_at != read:
+            return False
+        changes: dict[str, typing.Any] = {'next_tick_at': following,
+                                          'updated_at': now}
+        if order_id is not None:
+            changes.update(last_tick_at=tick, last_order_id=order_id)
+        self._store.schedules[schedule_id] = base.replace(schedule,
+                                                          **changes)
+        return True
