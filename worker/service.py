@@ -9,6 +9,7 @@ from worker.common import heartbeat
 from worker.common import metrics_server
 from worker.db import models
 from worker.db import session as db_session
+from worker import intake
 from worker import manager
 from worker import metrics
 from worker import rpc
@@ -32,6 +33,7 @@ class WorkerService(service.Service):
         self._conf = conf
         self._transport = transport
         self._server = None
+        self._room = None
         self._endpoint = None
         self._database = None
         self._heartbeat = None
@@ -70,8 +72,10 @@ class WorkerService(service.Service):
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,
                                stop_on_exception=False)
+        self._room = intake.Room(self._conf.worker.max_queued_steps)
         self._server = rpc.get_server(transport, self._conf.worker.topic,
-                                      self._conf.host, [self._endpoint])
+                                      self._conf.host, [self._endpoint],
+                                      room=self._room)
         self._server.start()
         LOG.info('Worker %s serving topic %s', self._heartbeat.name,
                  self._conf.worker.topic)
@@ -79,6 +83,8 @@ class WorkerService(service.Service):
     def stop(self, graceful=True):
         """Stop taking messages, let the steps in progress finish, leave."""
         if self._server is not None:
+            # The listener may be waiting for room; stop() waits for it.
+            self._room.open()
             self._server.stop()
             self._endpoint.cancel_queued_steps()
             self._server.wait()
