@@ -50,10 +50,12 @@ class WorkerService(service.Service):
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         observe_result = observe_delivery = None
+        self._room = intake.Room(self._conf.worker.max_queued_steps)
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
             metrics_server.export_clock_offset(step_metrics.registry,
                                                database_clock)
+            step_metrics.export_queued_steps(self._room)
             metrics_server.serve(self._conf, step_metrics.registry,
                                  self._conf.metrics.worker_port,
                                  tries=self._conf.worker.workers)
@@ -72,7 +74,6 @@ class WorkerService(service.Service):
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,
                                stop_on_exception=False)
-        self._room = intake.Room(self._conf.worker.max_queued_steps)
         self._server = rpc.get_server(transport, self._conf.worker.topic,
                                       self._conf.host, [self._endpoint],
                                       room=self._room)
