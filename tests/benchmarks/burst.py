@@ -40,6 +40,9 @@ from worker.order_types import base
 
 CAST_THREADS = 8
 WORKER_PROCESSES = 2
+#: The burst of ``--quick`` (and of the suite's test) and of the full run.
+QUICK_ORDERS = 5000
+FULL_ORDERS = 100000
 #: Orders created per transaction (a burst of 100,000 in one would hold
 #: every row object of it in the benchmark's memory at once).
 _CREATE_CHUNK = 5000
@@ -64,8 +67,18 @@ def create(database, count):
 
 
 def measure(transport_url, workdir, count, log, options=None, name='burst'):
+    """Cast a burst of ``count`` single-step orders to a running pool, on
+    a PostgreSQL database of its own (``measure_on``)."""
+    with env.database('postgresql', workdir) as (url, database):
+        return measure_on(url, database, transport_url, workdir, count, log,
+                          options, name)
+
+
+def measure_on(url, database, transport_url, workdir, count, log,
+               options=None, name='burst'):
     """Cast a burst of ``count`` single-step orders to a running pool.
 
+    :param url: the empty, migrated ``database``'s URL.
     :param options: ``{group: {name: value}}`` added to the workers'
         config (``UNBOUNDED`` for the reference).
     :returns: the figures (``lost`` is what the issue asks to be 0).
@@ -74,30 +87,29 @@ def measure(transport_url, workdir, count, log, options=None, name='burst'):
     merged = {'worker': {'workers': WORKER_PROCESSES}}
     for group, values in (options or {}).items():
         merged.setdefault(group, {}).update(values)
-    with env.database('postgresql', workdir) as (url, database):
-        config = procs.write_config(workdir, name, url, transport_url, topic,
-                                    merged)
-        log('%s: creating %d single-step orders', name, count)
-        messages = create(database, count)
-        api = env.worker_api(transport_url, topic)
-        plugins = processes.plugin_environment(
-            workdir / (name + '-plugins'), workdir / (name + '-calls.jsonl'))
-        with procs.workers(workdir, config, WORKER_PROCESSES,
-                           name + '-workers', environ=plugins) as workers:
-            log('%s: casting %d messages from %d threads', name,
-                len(messages), CAST_THREADS)
-            serving = _peak_rss_mb(workers.process.pid)
-            depth = _QueueDepth(env.kombu_url(transport_url), topic).start()
-            first_cast = timeutils.utcnow()
-            started = time.monotonic()
-            with concurrent.futures.ThreadPoolExecutor(CAST_THREADS) as pool:
-                list(pool.map(api.run_steps, messages))
-            cast_seconds = time.monotonic() - started
-            done, last = procs.wait_for_status(
-                database, '', count, timeout=120 + count / 50.0)
-            depth.stop()
-            peaks = _peak_rss_mb(workers.process.pid)
-            dropped = procs.count_in_log(workers, 'Dropped ')
+    config = procs.write_config(workdir, name, url, transport_url, topic,
+                                merged)
+    log('%s: creating %d single-step orders', name, count)
+    messages = create(database, count)
+    api = env.worker_api(transport_url, topic)
+    plugins = processes.plugin_environment(
+        workdir / (name + '-plugins'), workdir / (name + '-calls.jsonl'))
+    with procs.workers(workdir, config, WORKER_PROCESSES,
+                       name + '-workers', environ=plugins) as workers:
+        log('%s: casting %d messages from %d threads', name,
+            len(messages), CAST_THREADS)
+        serving = _peak_rss_mb(workers.process.pid)
+        depth = _QueueDepth(env.kombu_url(transport_url), topic).start()
+        first_cast = timeutils.utcnow()
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(CAST_THREADS) as pool:
+            list(pool.map(api.run_steps, messages))
+        cast_seconds = time.monotonic() - started
+        done, last = procs.wait_for_status(
+            database, '', count, timeout=120 + count / 50.0)
+        depth.stop()
+        peaks = _peak_rss_mb(workers.process.pid)
+        dropped = procs.count_in_log(workers, 'Dropped ')
     seconds = (last - first_cast).total_seconds() if last else float('nan')
     return {
         'orders': count, 'active': done, 'lost': count - done,
@@ -170,7 +182,7 @@ class _QueueDepth:
 
 def run(transport_url, workdir, quick, log):
     """The burst with the default bound, beside the same burst unbounded."""
-    count = 5000 if quick else 100000
+    count = QUICK_ORDERS if quick else FULL_ORDERS
     return {'orders': count,
             'max_queued_steps': worker_conf.MAX_QUEUED_STEPS_DEFAULT,
             'unbounded': measure(transport_url, workdir, count, log,
