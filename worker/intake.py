@@ -45,6 +45,7 @@ a message passes between the listener and the executor.
 module, if a new oslo.messaging changes them.
 """
 
+import functools
 import threading
 
 from oslo_messaging.rpc import server as rpc_server
@@ -109,10 +110,16 @@ def steps_in(incoming):
     return total
 
 
+def bounded(room):
+    """The ``server_cls`` of ``get_rpc_server`` (``worker.rpc.get_server``)
+    for a server that holds at most ``room.limit`` steps received and not
+    started."""
+    return functools.partial(BoundedRPCServer, room=room)
+
+
 class BoundedRPCServer(rpc_server.RPCServer):
     """An RPC server that holds at most ``room.limit`` steps received and
-    not started; pass it as ``get_rpc_server(server_cls=...)``, with the
-    room bound (``functools.partial``).
+    not started (built by ``get_rpc_server(server_cls=bounded(room))``).
 
     Open the room before ``stop()``: the listener may be waiting for room,
     and ``stop()`` waits for the listener.

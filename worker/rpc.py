@@ -1,7 +1,5 @@
 """Transport and RPC server construction for the worker topic."""
 
-import functools
-
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
@@ -16,7 +14,6 @@ from oslo_messaging.rpc import server as rpc_server
 from oslo_messaging import server as messaging_server
 
 from worker import context
-from worker import intake
 
 LOG = logging.getLogger(__name__)
 
@@ -141,12 +138,13 @@ class ContextSerializer(messaging.NoOpSerializer):
 _IDS = ('request_id', 'global_request_id')
 
 
-def get_server(transport, topic, server_name, endpoints, room=None):
+def get_server(transport, topic, server_name, endpoints,
+               server_cls=rpc_server.RPCServer):
     """Return an RPC server on ``topic`` with the threading executor.
 
-    With ``room`` (a ``worker.intake.Room``), it holds at most
-    ``room.limit`` steps received and not started, and leaves the rest in
-    the broker (``worker.intake.BoundedRPCServer``); None: no bound.
+    ``server_cls``: oslo.messaging's ``RPCServer`` or a subclass (the
+    worker's: ``worker.intake.bounded``, which holds at most so many
+    steps received and not started, and leaves the rest in the broker).
 
     ``ExplicitRPCAccessPolicy``: a message reaches only the methods an
     endpoint declares with ``@messaging.expose``, never its other public
@@ -157,9 +155,6 @@ def get_server(transport, topic, server_name, endpoints, room=None):
     """
     target = messaging.Target(topic=topic, server=server_name,
                               version=RPC_API_VERSION)
-    server_cls = rpc_server.RPCServer
-    if room is not None:
-        server_cls = functools.partial(intake.BoundedRPCServer, room=room)
     return messaging.get_rpc_server(
         transport, target, endpoints, executor='threading',
         access_policy=dispatcher.ExplicitRPCAccessPolicy,

@@ -76,7 +76,7 @@ class WorkerService(service.Service):
                                stop_on_exception=False)
         self._server = rpc.get_server(transport, self._conf.worker.topic,
                                       self._conf.host, [self._endpoint],
-                                      room=self._room)
+                                      intake.bounded(self._room))
         self._server.start()
         LOG.info('Worker %s serving topic %s', self._heartbeat.name,
                  self._conf.worker.topic)

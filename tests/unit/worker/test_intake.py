@@ -117,7 +117,8 @@ def test_a_full_worker_leaves_the_rest_to_another():
     free = _HeldEndpoint(threading.Event())
     free.gate.set()
     room = intake.Room(5)
-    full = rpc.get_server(transport, 'intake', 'host-a', [held], room=room)
+    full = rpc.get_server(transport, 'intake', 'host-a', [held],
+                          intake.bounded(room))
     other = rpc.get_server(transport, 'intake', 'host-b', [free])
     # Two threads run messages; five steps wait for them, no more.
     full.start(override_pool_size=2)
