@@ -6,7 +6,9 @@ plugin ``recording``, the order type ``remote_call`` (``RemoteCall``: one
 step that calls a fake remote service under a resource key) and the order
 type ``recording_fanout`` (the fanout
 workflow, each call recorded with its step's idempotency key, as a remote
-service counting distinct keys would see them). Every call appends one
+service counting distinct keys would see them) and the order type
+``single_step`` (one step, not recorded: a burst of orders costs the
+workers one step each). Every call appends one
 JSON line to the file named by ``BARBICAN_RETRY_TEST_PLUGIN_LOG``: the
 order, the step, the token it ran under and when it started and ended.
 An order whose metadata holds ``"hold_seconds": S`` makes its first
@@ -214,4 +216,22 @@ class RemoteCall(types_base.OrderType):
         with urllib.request.urlopen('%s?%s' % (order.meta['url'], query),
                                     timeout=30) as response:
             response.read()
+
+
+class SingleStep(types_base.OrderType):
+    """An order type of one step, which completes at once.
+
+    Not recorded: the burst benchmark and the flow-control tests create
+    thousands of them. ``"hold_seconds": S`` in an order's metadata makes
+    its step take S seconds (every run), so that a worker's steps are
+    held while the broker keeps the rest.
+    """
+
+    steps = (types_base.Step('issue'),)
+    meta_schema = {'type': 'object', 'properties': {
+        'hold_seconds': {'type': 'number', 'minimum': 0}}}
+
+    def issue(self, order):
+        """Done, after ``hold_seconds``."""
+        time.sleep(float(order.meta.get('hold_seconds', 0)))
         return results.Completed()

@@ -39,6 +39,16 @@ class WorkerMetrics:
             'callback URLs that failed (any answer but a 2xx, a timeout, '
             'a connection refused or dropped).', registry=self.registry)
 
+    def export_queued_steps(self, room):
+        """Export how full a ``worker.intake.Room`` is, read at each
+        scrape."""
+        queued = prometheus_client.Gauge(
+            'barbican_retry_worker_queued_steps', 'Steps this process '
+            'received from the broker and has not started yet: at most '
+            '[worker] max_queued_steps; at it, the rest waits in the '
+            'broker.', registry=self.registry)
+        queued.set_function(lambda: room.taken)
+
     def observe_delivery(self, sent, failed):
         """Count a delivery run's acknowledged events and failure."""
         self.events_delivered.inc(sent)

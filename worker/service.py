@@ -10,6 +10,7 @@ from worker.common import metrics_server
 from worker.conf import order_types as type_conf
 from worker.db import models
 from worker.db import session as db_session
+from worker import intake
 from worker import manager
 from worker import metrics
 from worker import rpc
@@ -38,6 +39,7 @@ class WorkerService(service.Service):
         self._transport = transport
         self._topic = topic
         self._server = None
+        self._room = None
         self._endpoint = None
         self._database = None
         self._heartbeat = None
@@ -56,10 +58,12 @@ class WorkerService(service.Service):
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
         observe_result = observe_delivery = None
+        self._room = intake.Room(self._conf.worker.max_queued_steps)
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
             metrics_server.export_clock_offset(step_metrics.registry,
                                                database_clock)
+            step_metrics.export_queued_steps(self._room)
             metrics_server.serve(self._conf, step_metrics.registry,
                                  self._conf.metrics.worker_port,
                                  tries=self._conf.worker.workers)
@@ -79,7 +83,8 @@ class WorkerService(service.Service):
                                initial_delay=self._conf.report_interval,
                                stop_on_exception=False)
         self._server = rpc.get_server(transport, topic, self._conf.host,
-                                      [self._endpoint])
+                                      [self._endpoint],
+                                      intake.bounded(self._room))
         self._server.start()
         served = type_conf.types_of_topic(self._conf, topic)
         LOG.info('Worker %s serving topic %s (order types: %s)',
@@ -88,6 +93,8 @@ class WorkerService(service.Service):
     def stop(self, graceful=True):
         """Stop taking messages, let the steps in progress finish, leave."""
         if self._server is not None:
+            # The listener may be waiting for room; stop() waits for it.
+            self._room.open()
             self._server.stop()
             self._endpoint.cancel_queued_steps()
             self._server.wait()

@@ -43,18 +43,19 @@ def write_config(workdir, name, database_url, transport_url, topic,
 
 @contextlib.contextmanager
 def running(workdir, config, script, name, ready_text, ready_count=1,
-            timeout=90):
+            timeout=90, environ=None):
     """Run one console script until the block exits (then SIGTERM it).
 
     Its log file is new (``Daemon`` appends), so lines counted in it are
-    this run's only.
+    this run's only. ``environ``: its environment (the test plugins':
+    ``tests.functional.processes.plugin_environment``), or this one's.
     """
     log_path = workdir / ('%s.log' % name)
     serial = 1
     while log_path.exists():
         serial += 1
         log_path = workdir / ('%s-%d.log' % (name, serial))
-    daemon = processes.Daemon(script, config, log_path)
+    daemon = processes.Daemon(script, config, log_path, env=environ)
     daemon.start()
     try:
         daemon.wait_for_log(ready_text, count=ready_count, timeout=timeout)
@@ -66,10 +67,10 @@ def running(workdir, config, script, name, ready_text, ready_count=1,
             pass  # killed by stop() itself; the figures are taken already
 
 
-def workers(workdir, config, count, name='workers'):
+def workers(workdir, config, count, name='workers', environ=None):
     """``barbican-worker`` with ``count`` processes, once all serve."""
     return running(workdir, config, 'barbican-worker', name,
-                   'serving topic', ready_count=count)
+                   'serving topic', ready_count=count, environ=environ)
 
 
 def scheduler(workdir, config, name='retry'):

@@ -226,6 +226,32 @@ def _rows_worker_pool(result):
     ] + _rows_fanout(result) + _rows_notified(result)
 
 
+def _rows_burst(result):
+    """Issue 29, item 5: every order ACTIVE, 0 lost, worker RSS bounded."""
+    bounded, unbounded = result['bounded'], result['unbounded']
+    return [
+        Row('29.5 burst of %d single-step orders: lost' % result['orders'],
+            '%d' % bounded['lost'], 'no bound: %d' % unbounded['lost'],
+            None, '0', bounded['lost'] == 0),
+        Row('     largest worker RSS (max_queued_steps = %d)'
+            % result['max_queued_steps'], '%.0f MB' % bounded['worker_mb'],
+            'no bound: %.0f MB' % unbounded['worker_mb'],
+            _ratio(bounded['worker_mb'], unbounded['worker_mb']),
+            '<= 100 MB', bounded['worker_mb'] <= 100.0),
+        Row('     orders/s to ACTIVE', '%.0f orders/s' % bounded['rate'],
+            'no bound: %.0f orders/s' % unbounded['rate'],
+            _ratio(bounded['rate'], unbounded['rate']), '(info)', None),
+        Row('     largest backlog in the broker (messages ready)',
+            '%d' % bounded['peak_queue_depth'],
+            'no bound: %d' % unbounded['peak_queue_depth'], None, '(info)',
+            None),
+    ]
+
+
+def _ratio(figure, reference):
+    return figure / reference if reference else None
+
+
 def _rows_procrastinate(result):
     """Issue 12's target 2: whole orders/s against Procrastinate."""
     rows = []
@@ -399,6 +425,7 @@ _ROWS = {
     'dispatch': _rows_dispatch, 'drain': _rows_drain,
     'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
     'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
+    'burst': _rows_burst,
     'cluster': _rows_cluster, 'create': _rows_create,
     'purge': _rows_purge,
 }

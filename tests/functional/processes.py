@@ -43,6 +43,7 @@ def plugin_environment(directory, plugin_log):
                      '[barbican_retry.order_types]\n'
                      'recording_fanout = tests.plugin:RecordingFanout\n'
                      'remote_call = tests.plugin:RemoteCall\n'
+                     'single_step = tests.plugin:SingleStep\n'
                      'sleeping = tests.plugin:SleepingOrder\n')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(

@@ -7,7 +7,9 @@ options for every ConfigOpts and for oslo-config-generator alike, so
 ``oslo_messaging._drivers.impl_rabbit.rabbit_opts``
 (``rabbit_interval_max``). ``executor_threads()`` registers and reads
 ``oslo_messaging.server._pool_opts`` (``executor_thread_pool_size``, whose
-default is oslo.messaging's).
+default is oslo.messaging's). ``worker/intake.py`` overrides the RPC
+server's ``_on_incoming`` and ``_process_incoming``, the two methods a
+message passes through between the listener and the executor.
 
 Each test checks one of these by behaviour and names, when it fails, the
 library change and the code that depends on it. The versions they were
@@ -23,6 +25,7 @@ import pytest
 
 _SET_DEFAULTS = 'worker/rpc.py set_defaults()'
 _EXECUTOR_THREADS = 'worker/rpc.py executor_threads()'
+_INTAKE = 'worker/intake.py BoundedRPCServer'
 
 # A broker nobody listens on: building the rabbit driver connects nowhere.
 _RABBIT_URL = 'rabbit://guest:guest@127.0.0.1:1/'
@@ -124,6 +127,42 @@ def test_the_rabbit_driver_reconnects_at_most_5_seconds_apart(conf):
         '_drivers.impl_rabbit.rabbit_opts: rabbit_interval_max reads %r '
         'after %s set its default to 5, so workers may consume again up '
         'to 30 s after a broker outage' % (interval, _SET_DEFAULTS))
+
+
+def test_the_rabbit_driver_prefetches_at_most_64_messages(conf):
+    """The prefetch that keeps a full worker's backlog in the broker."""
+    prefetch = _rabbit_option(conf, 'rabbit_qos_prefetch_count')
+    assert prefetch == 64, (
+        "oslo.messaging's rabbit driver no longer reads "
+        '_drivers.impl_rabbit.rabbit_opts: rabbit_qos_prefetch_count reads '
+        '%r after %s set its default to 64, so a worker with no room for '
+        'steps (%s) lets the broker push it the whole backlog'
+        % (prefetch, _SET_DEFAULTS, _INTAKE))
+
+
+def test_the_rpc_server_hands_messages_over_where_intake_waits():
+    """The two methods worker/intake.py overrides are still there, and
+    get_rpc_server still builds the server_cls it is given."""
+    rpc_server = importlib.import_module('oslo_messaging.rpc.server')
+    for name in ('_on_incoming', '_process_incoming'):
+        assert callable(getattr(rpc_server.RPCServer, name, None)), (
+            'oslo.messaging: rpc.server.RPCServer no longer has %s, '
+            'which %s overrides to bound the steps a worker holds'
+            % (name, _INTAKE))
+    built = []
+
+    class Recording(rpc_server.RPCServer):
+        def __init__(self, *args, **kwargs):
+            built.append(args)
+            super().__init__(*args, **kwargs)
+
+    transport = messaging.get_rpc_transport(cfg.ConfigOpts(), url='fake:')
+    messaging.get_rpc_server(transport, messaging.Target(topic='t',
+                                                         server='s'),
+                             [object()], server_cls=Recording)
+    transport.cleanup()
+    assert built, ('oslo.messaging: get_rpc_server no longer builds its '
+                   'server_cls: %s is passed as one' % _INTAKE)
 
 
 def test_the_sample_config_shows_durable_queues():
