@@ -41,7 +41,8 @@ def plugin_environment(directory, plugin_log):
         points.write('[barbican_retry.certificate.plugins]\n'
                      'recording = tests.plugin:RecordingPlugin\n'
                      '[barbican_retry.order_types]\n'
-                     'recording_fanout = tests.plugin:RecordingFanout\n')
+                     'recording_fanout = tests.plugin:RecordingFanout\n'
+                     'recording_limited = tests.plugin:RecordingLimited\n')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
         [str(directory), REPO_ROOT] +
