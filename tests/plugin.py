@@ -22,6 +22,12 @@ line with the result ``killed`` is recorded first).
 
 The order type ``sleeping`` (``SleepingOrder``) has one slow step: the
 type a test gives a topic of its own.
+
+The order type ``recording_limited`` (``RecordingLimited``) holds one
+slot of the resource key ``chaos:<meta key>`` while its step ``call``
+runs, as a step calling a remote service that allows a few calls at once
+would; its runs are recorded the same way, so that a chaos run can count
+how many ran at once on each key.
 """
 
 import json
@@ -176,6 +182,44 @@ class SleepingOrder(types_base.OrderType):
                  'started': started, 'ended': time.time(),
                  'result': type(result).__name__, 'pid': os.getpid()})
         return result
+
+
+class RecordingLimited(types_base.OrderType):
+    """One step that uses the resource key ``chaos:<meta key>``.
+
+    Its run holds for ``hold_seconds`` (default 0.2) and records a line
+    with ``resource``, the key it used; a second step, ``note``, runs
+    after it with no resource. With ``[resource:chaos] capacity = N``, no
+    two recorded runs of more than N at once may overlap on one key
+    (``tests.chaos.checks.most_at_once``).
+    """
+
+    steps = (
+        types_base.Step('call', resources=lambda order: (
+            'chaos:' + order.meta['key'],)),
+        types_base.Step('note', after=('call',)),
+    )
+    meta_schema = {
+        'type': 'object',
+        'properties': {'key': {'type': 'string', 'pattern': '^[a-z]{1,16}$'},
+                       'hold_seconds': {'type': 'number', 'minimum': 0}},
+        'required': ['key'],
+    }
+
+    def call(self, order):
+        """Hold the slot a while, recorded with the key it used."""
+        started = time.time()
+        time.sleep(float(order.meta.get('hold_seconds', 0.2)))
+        _append({'order': order.id, 'step': 'call',
+                 'key': order.idempotency_key, 'token': order.token,
+                 'resource': 'chaos:' + order.meta['key'],
+                 'started': started, 'ended': time.time(),
+                 'result': 'Completed'})
+        return results.Completed()
+
+    def note(self, order):
+        """Nothing more to do."""
+        return results.Completed()
 
 
 def read_log(path):

@@ -148,6 +148,30 @@ def idempotency_keys(runs):
     return len(keys), several, shared
 
 
+def most_at_once(plugin_log):
+    """``{resource key: the most recorded runs that overlapped}``.
+
+    A run that uses a resource key records it (``resource``) with when it
+    started and ended; the slot it held was taken before it started and
+    freed after it ended, so runs whose times overlap held slots at once.
+    A run whose worker was killed records nothing: it is not counted.
+    """
+    moments = collections.defaultdict(list)
+    for run in test_plugin.read_log(plugin_log):
+        if run.get('resource'):
+            # An end sorts before a start at the same moment.
+            moments[run['resource']] += [(run['started'], 1),
+                                         (run['ended'], -1)]
+    most = {}
+    for key, seen in moments.items():
+        running = 0
+        most[key] = 0
+        for _, change in sorted(seen):
+            running += change
+            most[key] = max(most[key], running)
+    return most
+
+
 def database_counts(database, order_ids, meant_to_fail):
     """Read the final state: terminal, stuck and lost orders, leftovers.
 

@@ -59,7 +59,14 @@ OPTIONS = {
     # The leases of the steps that _HUNG orders hold past them.
     'step:certificate.process_type_order': {'timeout_seconds': 6},
     'step:recording_fanout.issue': {'timeout_seconds': 6},
+    # The resource of the recording_limited orders: two runs at once per
+    # key, whatever dies.
+    'resource:chaos': {'capacity': 2},
 }
+#: The order type of the resource-limited orders created beside the run's
+#: own type, and the keys they share.
+LIMITED_TYPE = 'recording_limited'
+LIMITED_KEYS = ('a', 'b')
 # --type: the order type the orders are created with.
 ORDER_TYPES = {'certificate': 'certificate', 'fanout': 'recording_fanout'}
 # --queues: durable classic queues (the default) or quorum queues.
@@ -112,6 +119,11 @@ class Report:
     #: deaths of their worker, with the reason that says so.
     poison: int = 0
     poison_uncontained: int = 0
+    #: Orders of ``LIMITED_TYPE``, the most of their runs that ran at once
+    #: on one key, and the keys on which more than the capacity did.
+    limited: int = 0
+    most_at_once: int = 0
+    capacity_exceeded: int = 0
     #: ``order_id: error_reason`` of the first few orders that ended in
     #: ERROR though they were not meant to.
     unexpected_errors: list = dataclasses.field(default_factory=list)
@@ -124,6 +136,7 @@ class Report:
         return (self.terminal == self.orders and not self.stuck and
                 not self.lost and not self.double_terminal and
                 self.poison > 0 and not self.poison_uncontained and
+                self.limited > 0 and not self.capacity_exceeded and
                 not self.stale_effects and keys_ok and
                 self.events > 0 and not self.event_gaps and
                 not any(self.leftovers.values()))
@@ -137,6 +150,7 @@ class Report:
                 'db_restarts=%d skewed_clocks=%d hung_calls=%d '
                 'receiver_outages=%d subscribed=%d events=%d '
                 'event_gaps=%d poison=%d poison_uncontained=%d '
+                'limited=%d most_at_once=%d capacity_exceeded=%d '
                 'recovery_s=%.1f %s'
                 % (self.db, self.order_type, self.queues, self.orders,
                    self.terminal, self.stuck, self.lost,
@@ -145,6 +159,7 @@ class Report:
                    self.db_restarts, self.skewed_clocks, self.hung_calls,
                    self.receiver_outages, self.subscribed, self.events,
                    self.event_gaps, self.poison, self.poison_uncontained,
+                   self.limited, self.most_at_once, self.capacity_exceeded,
                    self.recovery_s, extra)).rstrip()
         if self.node_faults:
             line += ' node_faults=%s' % ','.join(self.node_faults)
@@ -260,22 +275,28 @@ _KINDS = {
 
 
 def _waves(count, duration, order_type):
-    """Split the orders into waves created while the faults go on.
+    """Split the orders into waves created while the faults go on:
+    ``[(size, meta, type name or None for the run's type), ...]``.
 
     Orders keep arriving during the faults, so that kills and restarts
     hit work in flight. Two small waves are meant to end in ERROR: one
-    whose remote side stays down, and a few poison orders.
+    whose remote side stays down, and a few poison orders. Two are of
+    ``LIMITED_TYPE``, one per key, created early and midway.
     """
     failing = hung = max(1, count // 50)
     poison = max(1, count // 100)
-    rest = count - failing - hung - poison
+    limited = max(1, count // 50)
+    rest = count - failing - hung - poison - limited * len(LIMITED_KEYS)
     number = max(3, min(rest, duration // 6))
     kinds = _KINDS[order_type]
-    waves = [(failing, _FAILING), (hung, _HUNG), (poison, _POISON)]
+    waves = [(failing, _FAILING, None), (hung, _HUNG, None),
+             (poison, _POISON, None)]
     for i in range(number):
         size = rest // number + (1 if i < rest % number else 0)
         if size:
-            waves.append((size, kinds[i % len(kinds)]))
+            waves.append((size, kinds[i % len(kinds)], None))
+    for place, key in zip((3, len(waves) // 2 + 1), LIMITED_KEYS):
+        waves.insert(place, (limited, '{"key": "%s"}' % key, LIMITED_TYPE))
     return waves
 
 
@@ -298,6 +319,8 @@ class _Orders:
         self.hung = 0
         #: Orders whose step kills its worker on every run.
         self.poison = []
+        #: Orders of ``LIMITED_TYPE``.
+        self.limited = 0
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -308,13 +331,14 @@ class _Orders:
         """
         if not self._waves:
             return
-        size, meta = self._waves.pop(0)
+        size, meta, type_name = self._waves.pop(0)
         subscribed = len(self._waves) % 2 == 0
         callback = ['--callback-url', self._callback_url] if subscribed else []
         for _ in range(60):
             try:
                 created = self._deployment.manage_json(
-                    'order', 'create', '--type', self._type_name, '--count',
+                    'order', 'create', '--type', type_name or self._type_name,
+                    '--count',
                     str(size), '--meta', meta, *callback)
                 break
             except subprocess.CalledProcessError:
@@ -331,6 +355,8 @@ class _Orders:
             self.poison += ids
         if meta == _HUNG:
             self.hung += len(ids)
+        if type_name == LIMITED_TYPE:
+            self.limited += len(ids)
 
     def waves_left(self):
         """How many waves are still to be created."""
@@ -416,6 +442,12 @@ def run(db, order_count, duration, workdir, services, seed=None,
 def _check(report, cluster, deployment, database, created):
     """Fill the report's counts from the logs and the database."""
     report.hung_calls = created.hung
+    report.limited = created.limited
+    most = checks.most_at_once(deployment.plugin_log)
+    capacity = OPTIONS['resource:chaos']['capacity']
+    report.most_at_once = max(most.values(), default=0)
+    report.capacity_exceeded = sum(1 for seen in most.values()
+                                   if seen > capacity)
     report.poison = len(created.poison)
     report.poison_uncontained = checks.uncontained_poison(
         database, created.poison, OPTIONS['worker']['max_step_crashes'])

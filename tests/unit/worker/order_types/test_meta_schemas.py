@@ -16,6 +16,7 @@ from worker.order_types import base
 from worker.order_types import meta
 
 RECORDING_FANOUT = base.check('recording_fanout', plugin.RecordingFanout)
+RECORDING_LIMITED = base.check('recording_limited', plugin.RecordingLimited)
 
 IN_USE = {
     'certificate': [
@@ -40,14 +41,16 @@ IN_USE = {
 def _workflow(type_name):
     if type_name == 'recording_fanout':
         return RECORDING_FANOUT
+    if type_name == chaos.LIMITED_TYPE:
+        return RECORDING_LIMITED
     return order_types.get(type_name)
 
 
 def _chaos_metas():
     """Each (type, metadata) of a chaos run's waves, once."""
-    found = {(type_name, text)
+    found = {(wave_type or type_name, text)
              for kind, type_name in chaos.ORDER_TYPES.items()
-             for _, text in chaos._waves(100, 600, kind)}
+             for _, text, wave_type in chaos._waves(100, 600, kind)}
     return [(type_name, json.loads(text))
             for type_name, text in sorted(found)]
 
