@@ -118,26 +118,23 @@ def test_the_rabbit_driver_reads_the_durable_queues_default(conf):
         'so queues are no longer durable' % (durable, _SET_DEFAULTS))
 
 
-def test_the_rabbit_driver_reconnects_at_most_5_seconds_apart(conf):
-    """The rabbit driver reads the reconnection bound set_defaults() sets.
-    """
-    interval = _rabbit_option(conf, 'rabbit_interval_max')
-    assert interval == 5, (
+@pytest.mark.parametrize('name, value, consequence', [
+    ('rabbit_interval_max', 5,
+     'workers may consume again up to 30 s after a broker outage'),
+    ('rabbit_qos_prefetch_count', 64,
+     'a worker with no room for steps (%s) lets the broker push it the '
+     'whole backlog' % _INTAKE),
+])
+def test_the_rabbit_driver_reads_the_defaults_of_its_options(
+        conf, name, value, consequence):
+    """The rabbit driver reads the reconnection bound and the prefetch
+    set_defaults() sets."""
+    read = _rabbit_option(conf, name)
+    assert read == value, (
         "oslo.messaging's rabbit driver no longer reads "
-        '_drivers.impl_rabbit.rabbit_opts: rabbit_interval_max reads %r '
-        'after %s set its default to 5, so workers may consume again up '
-        'to 30 s after a broker outage' % (interval, _SET_DEFAULTS))
-
-
-def test_the_rabbit_driver_prefetches_at_most_64_messages(conf):
-    """The prefetch that keeps a full worker's backlog in the broker."""
-    prefetch = _rabbit_option(conf, 'rabbit_qos_prefetch_count')
-    assert prefetch == 64, (
-        "oslo.messaging's rabbit driver no longer reads "
-        '_drivers.impl_rabbit.rabbit_opts: rabbit_qos_prefetch_count reads '
-        '%r after %s set its default to 64, so a worker with no room for '
-        'steps (%s) lets the broker push it the whole backlog'
-        % (prefetch, _SET_DEFAULTS, _INTAKE))
+        '_drivers.impl_rabbit.rabbit_opts: %s reads %r after %s set its '
+        'default to %r, so %s' % (name, read, _SET_DEFAULTS, value,
+                                  consequence))
 
 
 def test_the_rpc_server_hands_messages_over_where_intake_waits():
