@@ -147,8 +147,8 @@ class Due:
     tick: datetime.datetime
     #: The schedule's next ``next_tick_at``: the first tick after now.
     following: datetime.datetime
-    #: Ticks passed over without an order of their own (0 but after a
-    #: time when no daemon created them).
+    #: Ticks before ``tick`` that get no order of their own: 0 unless no
+    #: daemon ran at their time.
     missed: int
 
 
