@@ -108,6 +108,11 @@ class Spec:
             return cls(cron=check_cron(typing.cast(str, cron)))
         return cls(every_seconds=check_every(every_seconds))
 
+    def interval(self) -> datetime.timedelta:
+        """The interval of a ``Spec`` with ``every_seconds``."""
+        return datetime.timedelta(seconds=typing.cast(int,
+                                                      self.every_seconds))
+
     def after(self, moment: datetime.datetime,
               anchor: datetime.datetime) -> datetime.datetime:
         """The first tick strictly after ``moment``.
@@ -119,8 +124,7 @@ class Spec:
             following: datetime.datetime = croniter.croniter(
                 self.cron, moment).get_next(datetime.datetime)
             return following
-        assert self.every_seconds is not None  # nosec B101: Spec.of
-        every = datetime.timedelta(seconds=self.every_seconds)
+        every = self.interval()
         if moment < anchor:
             return anchor
         return anchor + ((moment - anchor) // every + 1) * every
@@ -132,8 +136,7 @@ def first_tick(spec: Spec, now: datetime.datetime) -> datetime.datetime:
     start = now.replace(microsecond=0)
     if spec.cron is not None:
         return spec.after(start, start)
-    assert spec.every_seconds is not None  # nosec B101: Spec.of
-    return start + datetime.timedelta(seconds=spec.every_seconds)
+    return start + spec.interval()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,8 +147,8 @@ class Due:
     tick: datetime.datetime
     #: The schedule's next ``next_tick_at``: the first tick after now.
     following: datetime.datetime
-    #: Ticks passed over without an order of their own (0 but after a
-    #: time when no daemon created them).
+    #: Ticks before ``tick`` that get no order of their own: 0 unless no
+    #: daemon ran at their time.
     missed: int
 
 
@@ -165,8 +168,7 @@ def due(spec: Spec, next_tick_at: datetime.datetime,
             probe = spec.after(probe, next_tick_at)
             missed += 1
         return Due(tick=tick, following=following, missed=missed)
-    assert spec.every_seconds is not None  # nosec B101: Spec.of
-    every = datetime.timedelta(seconds=spec.every_seconds)
+    every = spec.interval()
     tick = following - every
     return Due(tick=tick, following=following,
                missed=(tick - next_tick_at) // every)

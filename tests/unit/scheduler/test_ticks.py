@@ -10,7 +10,6 @@ import pytest
 from scheduler import ticks
 from tests import config
 from tests import fakes
-from worker.db import memory
 from worker import rpcapi
 from worker import schedule_api
 
@@ -20,16 +19,6 @@ META = {'unavailable_attempts': 1}
 
 def _at(seconds):
     return NOW + datetime.timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def database():
-    return memory.InMemoryDatabase()
-
-
-@pytest.fixture
-def client():
-    return fakes.RecordingRPCClient()
 
 
 @pytest.fixture

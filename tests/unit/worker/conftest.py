@@ -1,23 +1,10 @@
-"""Fixtures of the worker's unit tests: the in-memory database, a
-recording RPC client and a configuration that allows callback URLs."""
+"""Fixtures of the worker's unit tests: a configuration that allows
+callback URLs (the in-memory database and the recording RPC client are
+every unit test's, ``tests/unit/conftest.py``)."""
 
 import pytest
 
 from tests import config
-from tests import fakes
-from worker.db import memory
-
-
-@pytest.fixture
-def database():
-    """An empty in-memory database."""
-    return memory.InMemoryDatabase()
-
-
-@pytest.fixture
-def client():
-    """An RPC client that records what it casts."""
-    return fakes.RecordingRPCClient()
 
 
 @pytest.fixture
