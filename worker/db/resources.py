@@ -46,6 +46,7 @@ _SLOTS = typing.cast(sa.Table, models.ResourceSlot.__table__)
 _STARTS = typing.cast(sa.Table, models.ResourceStart.__table__)
 _STEPS = statements.STEPS
 _TASKS = statements.RETRY_TASKS
+_ORDERS = statements.ORDERS
 #: When a start row made for a key first was last used: long ago.
 NEVER = datetime.datetime(1970, 1, 1)
 
@@ -174,14 +175,16 @@ _UNDISPATCH = (sa.update(_STEPS)
 def waiting(session: orm.Session, key: str,
             limit: int) -> list[retry_tasks.DueTask]:
     """The ``limit`` oldest retry rows waiting for a slot of ``key``
-    (``ix_order_retry_tasks_waiting_for``), parked or not."""
+    (``ix_order_retry_tasks_waiting_for``), not parked, with their
+    orders' types (the topic a woken step is cast to)."""
     return [retry_tasks.DueTask(*row) for row in statements.execute(
         session, sa.select(
             _TASKS.c.id, _TASKS.c.order_id, _TASKS.c.retry_task,
             _TASKS.c.retry_at, _TASKS.c.retry_args, _TASKS.c.retry_kwargs,
             _TASKS.c.retry_count, _TASKS.c.priority,
             # The step of a waiting row exists: its order is there.
-            sa.true())
+            sa.true(), _ORDERS.c.type)
+        .join(_ORDERS, _ORDERS.c.id == _TASKS.c.order_id)
         .where(_TASKS.c.waiting_for == key, _TASKS.c.parked == sa.false())
         .order_by(_TASKS.c.id).limit(limit))]
 

@@ -353,8 +353,10 @@ def wake(session: typing.Any, repositories: typing.Any,
     for row in rows:
         if (row.order_id, row.retry_task) in deleted:
             try:
+                # Cast to its type's topic (``rpcapi.Topics``).
                 woken.append(rpcapi.parse_retry(
-                    row.retry_task, row.retry_args, row.retry_kwargs))
+                    row.retry_task, row.retry_args, row.retry_kwargs
+                )._replace(order_type=row.order_type))
             except rpcapi.InvalidRetry:
                 # Written by a claim (``park``), it is always valid; one
                 # that is not would be parked by the retry daemon, and

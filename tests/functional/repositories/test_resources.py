@@ -84,8 +84,10 @@ def test_waiting_rows_oldest_first_and_made_due(db):
            for order_id in orders]
     _waiting_row(db, new_order(db), 'ca:y', plus(30))
 
-    assert [row.id for row in read(db, store.waiting, 'ca:x', 2)] == \
-        ids[:2]
+    waiting = read(db, store.waiting, 'ca:x', 2)
+    assert [row.id for row in waiting] == ids[:2]
+    # A woken step is cast to its type's topic.
+    assert {row.order_type for row in waiting} == {'certificate'}
     assert write(db, store.make_due, {'ca:x': 2}, plus(1)) == 2
     tasks = db.repositories.retry_tasks
     due = read(db, tasks.due, plus(1), 10)

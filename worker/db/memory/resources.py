@@ -98,11 +98,12 @@ class InMemoryResources(base.Repository):
     @base.reads
     def waiting(self, session: Session, key: str,
                 limit: int) -> list[retry_tasks.DueTask]:
-        """The oldest retry rows waiting for a slot of ``key``."""
+        """The oldest retry rows waiting for a slot of ``key``, with
+        their orders' types."""
         return [retry_tasks.DueTask(
             task.id, task.order_id, task.retry_task, task.retry_at,
             task.retry_args, task.retry_kwargs, task.retry_count,
-            task.priority, True)
+            task.priority, True, self._store.orders[task.order_id].type)
             for task in sorted(self._store.tasks.values(),
                                key=lambda task: task.id)
             if task.waiting_for == key and not task.parked][:limit]
