@@ -274,7 +274,8 @@ def test_order_types_are_listed_and_an_unknown_one_is_refused(deployment):
 
     listed = {entry['name']: entry for entry in cluster.manage_json(
         'order', 'type', 'list')}
-    assert set(listed) == {'certificate', 'fanout', 'recording_fanout'}
+    assert set(listed) == {'certificate', 'fanout', 'recording_fanout',
+                           'remote_call'}
     assert listed['certificate']['steps'] == [
         {'name': 'process_type_order', 'after': []},
         {'name': 'check_certificate_status',
