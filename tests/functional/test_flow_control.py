@@ -112,5 +112,5 @@ def test_a_rate_and_max_running_hold_across_workers(deployment, database):
     per_second = [0] * (int((claimed[-1] - first).total_seconds()) + 1)
     for at in claimed:
         per_second[int((at - first).total_seconds())] += 1
-    assert max(per_second) == 5, per_second
+    assert max(per_second) <= 5, per_second
     assert _slots_left(database) == []
