@@ -8,20 +8,21 @@ under concurrent creators: the creates of a bounded type hold the type's
 row of ``entity_locks`` (``OrderAdmission:<type>``) from the start of
 their transaction (``locks.hold``, an UPDATE), so they count and insert
 one after the other. The row is inserted once, by the first create of
-the type, in a transaction of its own. A type without a bound costs
-nothing: no read, no lock.
+the type, in a transaction of its own (``MissingLock``, ``add_lock``).
+A type without a bound costs nothing: no read, no lock.
 
-Two steps, so that a refused create writes nothing at all:
+``admit`` holds the lock, then counts, in the create's transaction. A
+create with callback URLs writes their rows before its transaction
+(``worker.notifications.subscriptions.url_ids``), so it first runs
+``precheck``, a plain count that refuses what is over the bound already:
+a refused create writes nothing at all. One that passes
+the precheck and is refused by ``admit`` (another creator took the last
+place meanwhile) may leave the row of a callback URL never used before,
+a row that any later order of that URL reuses.
 
-1. ``precheck``, before anything is written (not even the callback URL
-   rows, which ``worker.notifications.subscriptions.url_ids`` commits
-   first): a plain count that refuses what is over the bound already;
-2. ``admit``, in the create's transaction: the lock, then the count that
-   decides.
-
-A create that passes the first and is refused by the second (another
-creator took the last place meanwhile) may leave the row of a callback
-URL never used before: a row any later order of that URL reuses.
+The count reads one range of ``ix_orders_type_status``: a create costs
+the lock and a count of the type's PENDING orders, which grows with
+them.
 """
 
 import socket
@@ -61,29 +62,36 @@ def _check(session, repositories, order_type, bound, count):
         raise TooManyPending(order_type, bound, pending, count)
 
 
-def precheck(database, order_type, bound, count, now):
-    """Before a create writes anything: raise ``TooManyPending`` if the
-    type is full already, and make sure its lock row exists.
+def precheck(database, order_type, bound, count):
+    """Before a create writes its callback URL rows: raise
+    ``TooManyPending`` if the type is full already (a plain count, in a
+    read-only transaction).
 
     :param bound: the type's ``max_pending``, or None (nothing is done).
     """
     if bound is None:
         return
-    repositories = database.repositories
-    entity = lock_entity(order_type)
     with database.reader() as session, session.begin():
-        _check(session, repositories, order_type, bound, count)
-        exists = repositories.locks.get(session, entity) is not None
-    if not exists:
-        try:
-            with database.session() as session, session.begin():
-                repositories.locks.insert(session, entity,
-                                          socket.gethostname(),
-                                          str(uuid.uuid4()), now)
-        except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
-            # Another creator inserted it first (on Galera, its insert
-            # certified first): the row exists either way.
-            pass
+        _check(session, database.repositories, order_type, bound, count)
+
+
+class MissingLock(Exception):
+    """The type's lock row does not exist yet (its first create): insert
+    it with ``add_lock``, then run the create's transaction again."""
+
+
+def add_lock(database, order_type, now):
+    """Insert ``order_type``'s lock row in a transaction of its own; one
+    inserted by another creator meanwhile is as good."""
+    try:
+        with database.session() as session, session.begin():
+            database.repositories.locks.insert(
+                session, lock_entity(order_type), socket.gethostname(),
+                str(uuid.uuid4()), now)
+    except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
+        # Another creator inserted it first (on Galera, its insert
+        # certified first): the row exists either way.
+        pass
 
 
 def admit(session, repositories, order_type, bound, count, now):
@@ -93,14 +101,13 @@ def admit(session, repositories, order_type, bound, count, now):
     ends, so the next create of the type counts this one's orders.
 
     :param bound: the type's ``max_pending``, or None (nothing is done).
+    :raises MissingLock: the type has no lock row yet; nothing was
+        written.
     """
     if bound is None:
         return
-    entity = lock_entity(order_type)
-    if not repositories.locks.hold(session, entity, now):
-        # Deleted since ``precheck`` (by hand): inserting it holds it;
-        # a concurrent creator's insert waits for ours, then fails as a
-        # duplicate and writes nothing.
-        repositories.locks.insert(session, entity, socket.gethostname(),
-                                  str(uuid.uuid4()), now)
+    if not repositories.locks.hold(session, lock_entity(order_type), now):
+        # Inserted apart rather than here: two first creates inserting
+        # it in their own transactions would fail one of them.
+        raise MissingLock(order_type)
     _check(session, repositories, order_type, bound, count)

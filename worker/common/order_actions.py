@@ -73,13 +73,20 @@ def create(database, worker_api, workflow, meta, count, now,
     """
     if not_before is not None and not_before <= now:
         not_before = None
-    admission.precheck(database, workflow.type_name, max_pending, count,
-                       now)
+    if notify:
+        # Their URL rows are written before the orders' transaction.
+        admission.precheck(database, workflow.type_name, max_pending,
+                           count)
     deliveries = tuple(models.delivery_name(url_id) for url_id in
                        subscriptions.url_ids(database, notify, now))
     request = context_module.of_order(origin)
-    created = _write_orders(database, workflow, meta, count, now, priority,
-                            origin, not_before, max_pending, deliveries)
+    writing = (database, workflow, meta, count, now, priority, origin,
+               not_before, max_pending, deliveries)
+    try:
+        created = _write_orders(*writing)
+    except admission.MissingLock:
+        admission.add_lock(database, workflow.type_name, now)
+        created = _write_orders(*writing)
     roots = () if not_before is not None else workflow.roots()
     steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
              for order in created

@@ -11,6 +11,7 @@ from worker import api
 from worker.common import admission
 from worker.db import models
 from worker import manager
+from worker.notifications import subscriptions
 from worker.order_types import certificate
 from worker.plugins import base as plugin_base
 from worker import rpcapi
@@ -100,16 +101,17 @@ def test_a_concurrent_request_with_the_key_that_took_the_last_place(
     # place before our transaction: it is ours.
     orders = _api(database, client, bounded)
     orders.create('certificate', {}, project_id=PROJECT)
-    real = admission.precheck
+    real = subscriptions.url_ids
 
     def racing(*args):
-        monkeypatch.setattr(admission, 'precheck', real)
+        # Theirs commits between our read of the key and our transaction.
+        monkeypatch.setattr(subscriptions, 'url_ids', real)
         theirs.append(orders.create('certificate', {}, project_id=PROJECT,
                                     idempotency_key='k'))
-        real(*args)
+        return real(*args)
 
     theirs = []
-    monkeypatch.setattr(admission, 'precheck', racing)
+    monkeypatch.setattr(subscriptions, 'url_ids', racing)
     ours = orders.create('certificate', {}, project_id=PROJECT,
                          idempotency_key='k')
     assert ours.id == theirs[0].id
