@@ -69,8 +69,9 @@ class WorkerService(service.Service):
                                  tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
             observe_delivery = step_metrics.observe_delivery
-        # Ready steps are cast to their order type's topic, to any worker
-        # that serves it: ours, for the next step of an order we ran.
+        # Ready steps are cast to their order type's topic: our own pool's
+        # for the next steps of the orders we run; deliveries to [worker]
+        # topic.
         worker_api = rpcapi.WorkerAPI.from_conf(self._conf, transport)
         self._endpoint = manager.WorkerManager(
             self._conf, self._database, self._heartbeat.name,
