@@ -167,8 +167,8 @@ class Recovery:
         freed.update(store.sweep(session, limit))
         if freed:
             woken = store.make_due(session, freed, now)
-            LOG.info('Freed %d resource slot(s) of runs that ended '
-                     'without freeing them; %d waiting step(s) due now',
+            LOG.info('Freed %d resource slot(s) of runs taken back or no '
+                     'longer running; %d waiting step(s) due now',
                      sum(freed.values()), woken)
 
     def _lost(self, session, cutoffs, limit):

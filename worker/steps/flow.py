@@ -261,7 +261,8 @@ def _take_starts(session: typing.Any, store: typing.Any, name: str,
     """Take a start of key ``name`` for each of ``rated``; the refusals
     of those that found none free, each due when the next start is."""
     rate = rated[0][1].rate
-    assert rate is not None  # nosec: only keys with a rate are given
+    if rate is None:
+        raise TypeError('key %s has no rate' % name)
     period = datetime.timedelta(seconds=rate.period_seconds)
     last = {slot: at for slot, at in store.starts(session, name).items()
             if slot < rate.starts}
