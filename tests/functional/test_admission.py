@@ -116,6 +116,18 @@ def _db_now(database):
     return api.OrderAPI(database, config.make_conf()).now()
 
 
+def _create_later(cluster, start, count=1):
+    """``order create --not-before`` ``start`` (naive UTC); the orders as
+    the command printed them."""
+    text = start.replace(tzinfo=datetime.timezone.utc).isoformat()
+    return cluster.manage_json('order', 'create', '--type', 'certificate',
+                               '--count', str(count), '--not-before', text)
+
+
+def _shown(moment, timespec='milliseconds'):
+    return moment.isoformat(sep=' ', timespec=timespec)
+
+
 def test_order_create_not_before_starts_the_order_at_its_time(
         deployment, database):
     period = 1
@@ -124,42 +136,43 @@ def test_order_create_not_before_starts_the_order_at_its_time(
         {'scheduler': {'schedule_period_seconds': period}},
         {'order_type:certificate': {'max_pending': 2}}))
     workflows.start(cluster, count=2)
-    # Far enough ahead for the commands below (a second or two each).
-    start = _db_now(database) + datetime.timedelta(seconds=15)
-    text = start.replace(tzinfo=datetime.timezone.utc).isoformat()
-    created = cluster.manage_json('order', 'create', '--type',
-                                  'certificate', '--count', '2',
-                                  '--not-before', text)
-    ids = [order['id'] for order in created]
-    wanted = start.isoformat(sep=' ', timespec='milliseconds')
-    assert [(order['status'], order['not_before'])
-            for order in created] == [('PENDING', wanted)] * 2
-
-    # Held PENDING until then: they fill the type's bound.
+    # Two orders an hour ahead fill the bound, however slow the commands.
+    far = _db_now(database) + datetime.timedelta(hours=1)
+    held = _create_later(cluster, far, count=2)
+    assert [(order['status'], order['not_before']) for order in held] == [
+        ('PENDING', _shown(far))] * 2
     refused = processes.manage(cluster.config, 'order', 'create', '--type',
                                'certificate', check=False, env=cluster.env)
     assert refused.returncode != 0
     assert 'allows at most 2 PENDING orders' in refused.stderr
-    shown = cluster.manage_json('order', 'show', ids[0])
-    assert shown['not_before'] == wanted
+    shown = cluster.manage_json('order', 'show', held[0]['id'])
+    assert shown['not_before'] == _shown(far)
     assert shown['steps'][0]['status'] == 'RETRYING'
-    explained = cluster.manage_json('order', 'explain', ids[0])['why']
-    assert explained.startswith(
-        'created to start later: it starts at %s' % start.isoformat(
-            sep=' ', timespec='seconds')), explained
-    assert all(workflows.status(database, order_id) == models.PENDING
-               for order_id in ids)
+    assert shown['steps'][0]['next_retry_at'] == _shown(far)
+    explained = cluster.manage_json('order', 'explain', held[0]['id'])
+    assert explained['why'].startswith(
+        'created to start later: it starts at %s (not_before), in 0:59:'
+        % _shown(far, 'seconds')), explained
+    processes.manage(cluster.config, 'order', 'cancel', held[0]['id'],
+                     env=cluster.env)
 
-    workflows.wait_status(database, ids, models.ACTIVE, timeout=60)
-    for order_id in ids:
-        first = workflows.step_rows(database, order_id)['process_type_order']
-        # Both times from the database's clock.
-        assert start <= first.started_at, (start, first.started_at)
-        # Due at ``start``: the next pass casts it (a period, its jitter,
-        # and the cast and claim).
-        late = (first.started_at - start).total_seconds()
-        assert late < period * 1.2 + 2, late
-    # They ended: creates are accepted again.
+    # Its place taken by one that starts in a few seconds: created here,
+    # where no process start can delay it past its time (nothing is cast
+    # at its creation: the retry daemon casts its first step).
+    orders = api.OrderAPI(database, _conf(2))
+    start = orders.now() + datetime.timedelta(seconds=4)
+    soon = orders.create('certificate', {}, project_id='p',
+                         not_before=start)
+    assert (soon.status, soon.not_before) == (api.PENDING, start)
+    workflows.wait_status(database, [soon.id], models.ACTIVE, timeout=60)
+    first = workflows.step_rows(database, soon.id)['process_type_order']
+    # Both times from the database's clock.
+    assert start <= first.started_at, (start, first.started_at)
+    # Due at ``start``: the next pass casts it (a period, its jitter, and
+    # the cast and claim).
+    late = (first.started_at - start).total_seconds()
+    assert late < period * 1.2 + 2, late
+    # It ended: a create is accepted again.
     cluster.manage_json('order', 'create', '--type', 'certificate')
 
 
