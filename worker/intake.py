@@ -31,7 +31,10 @@ acknowledged: the broker sends this consumer at most
 connection, still unacknowledged) and keeps the rest ready in the topic's
 queue, for whichever worker process has room. Nothing is dropped and no
 step waits for a dispatch deadline; a process that dies returns its
-unread messages to the queue.
+unread messages to the queue. While the room stays full (every thread on
+a hung call) the connection stays alive: oslo.messaging's heartbeat
+thread reads it every few seconds for the broker's heartbeats, and may
+take one message each time, which waits beside the listener's.
 
 Why not drop what is beyond the bound and let the retry daemon dispatch
 it again (the database is the truth)? A message reaches the manager only
