@@ -14,7 +14,7 @@ worker_group = cfg.OptGroup(
 #: ``max_queued_steps``: its default and the largest value it takes (the
 #: burst benchmark's reference runs with the largest: no bound in
 #: practice).
-MAX_QUEUED_STEPS_DEFAULT = 1000
+MAX_QUEUED_STEPS_DEFAULT = 500
 MAX_QUEUED_STEPS_MAX = 1000000
 
 worker_opts = [
