@@ -260,6 +260,7 @@ class RemoteCall(types_base.OrderType):
         with urllib.request.urlopen('%s?%s' % (order.meta['url'], query),
                                     timeout=30) as response:
             response.read()
+        return results.Completed()
 
 
 class SingleStep(types_base.OrderType):

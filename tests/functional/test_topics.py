@@ -46,7 +46,11 @@ def _start(deployment, slow_pool=True):
     fast = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
     fast.wait_for_log('serving topic %s (order types: certificate, fanout, '
-                      'recording_fanout)' % cluster.topic)
+                      % cluster.topic)
+    # Every installed type but the slow one, whose steps go to its topic.
+    [served] = [line.split('order types: ')[1] for line in
+                fast.log().splitlines() if 'serving topic' in line]
+    assert SLOW not in served.rstrip(')').split(', ')
     retry.wait_for_log('Retry scheduler started')
     [fast_pid] = fast.children()
     slow_pid = _start_slow_pool(cluster, slow_topic) if slow_pool else None
