@@ -285,7 +285,8 @@ def _waves(count, duration, order_type):
     """
     failing = hung = max(1, count // 50)
     poison = max(1, count // 100)
-    limited = max(1, count // 50)
+    # Enough per key that runs contend for its slots.
+    limited = max(5, count // 20)
     rest = count - failing - hung - poison - limited * len(LIMITED_KEYS)
     number = max(3, min(rest, duration // 6))
     kinds = _KINDS[order_type]
