@@ -101,12 +101,12 @@ def _type_opts():
                          'of each step that ends (step.done, step.failed), '
                          'besides its status changes. Unset: as the order '
                          'type declares.'),
-        cfg.IntOpt('max_running', min=1, max=1000000,
+        cfg.IntOpt('max_running', min=0, max=1000000,
                    help='How many steps of orders of this type may run at '
                         'once, across every worker and host; a step over '
                         'the bound waits for one to end, as for a resource '
-                        'slot. Unset: as the order type declares (no '
-                        'bound by default).'),
+                        'slot. 0 for no bound. Unset: as the order type '
+                        'declares (no bound by default).'),
         cfg.IntOpt('max_pending', min=1, max=100000000,
                    help='How many orders of this type may be PENDING at '
                         'once: creating one more is refused '
