@@ -5,6 +5,7 @@ created on the PostgreSQL or MariaDB server named by the environment.
 """
 
 import os
+import time
 import uuid
 
 import sqlalchemy as sa
@@ -49,16 +50,30 @@ def create(backend, tmp_path, server=None):
 
 
 def drop(backend, url, server=None):
-    """Drop a database made by ``create`` (best effort)."""
+    """Drop a database made by ``create`` (best effort).
+
+    PostgreSQL refuses ``WITH (FORCE)`` to a role that may not signal
+    every backend on the database, and an autovacuum worker busy on it
+    is one: tried again a few times, then left to its throwaway server.
+    """
     if backend == 'sqlite':
         return
     target = sa.engine.make_url(url)
     engine = _admin_engine(server or server_url(backend))
-    with engine.connect() as connection:
-        if backend == 'postgresql':
-            connection.exec_driver_sql(
-                'DROP DATABASE IF EXISTS %s WITH (FORCE)' % target.database)
-        else:
-            connection.exec_driver_sql(
-                'DROP DATABASE IF EXISTS %s' % target.database)
-    engine.dispose()
+    statement = ('DROP DATABASE IF EXISTS %s WITH (FORCE)'
+                 if backend == 'postgresql' else 'DROP DATABASE IF EXISTS %s')
+    try:
+        for attempt in range(_DROP_ATTEMPTS):
+            try:
+                with engine.connect() as connection:
+                    connection.exec_driver_sql(statement % target.database)
+                return
+            except sa.exc.DBAPIError:
+                if attempt == _DROP_ATTEMPTS - 1:
+                    return
+                time.sleep(1)
+    finally:
+        engine.dispose()
+
+
+_DROP_ATTEMPTS = 5
