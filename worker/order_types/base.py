@@ -141,6 +141,13 @@ class Workflow:
     meta_schema: dict[str, typing.Any] | None = dataclasses.field(
         default=None, hash=False)
 
+    def __hash__(self) -> int:
+        # By name: a type's name is unique in a process. The workers key
+        # their caches of policies and resource keys by workflow at every
+        # claim, and the generated hash would hash every field of every
+        # step each time. Equal workflows have equal names.
+        return hash(self.type_name)
+
     @property
     def names(self) -> tuple[str, ...]:
         """The workflow's step names, in declaration order."""

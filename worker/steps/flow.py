@@ -113,7 +113,7 @@ class Limits:
         self._conf = conf
         #: ``[worker] resource_recheck_seconds``.
         self.recheck_seconds = conf.worker.resource_recheck_seconds
-        self._declared: dict[tuple[str, str], typing.Any] = {}
+        self._declared: dict[tuple[typing.Any, str], typing.Any] = {}
         self._prefixes: dict[str, tuple[int, typing.Any]] = {}
 
     def need(self, workflow: typing.Any, step: str, policy: typing.Any,
@@ -121,12 +121,10 @@ class Limits:
              ) -> Need | None:
         """The ``Need`` of a run of ``step`` of ``order``, or None if it
         needs no key (the claim then costs what it always did)."""
-        # By name: a type's name is unique in a process, and hashes at no
-        # cost (a ``Workflow`` hashes every field of every step).
-        declared = self._declared.get((workflow.type_name, step))
+        declared = self._declared.get((workflow, step))
         if declared is None:
-            declared = self._declared[workflow.type_name, step] = \
-                self._declare(workflow, step, policy)
+            declared = self._declared[workflow, step] = self._declare(
+                workflow, step, policy)
         implicit, resources = declared
         if not implicit and resources is None:
             return None
