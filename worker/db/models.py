@@ -179,6 +179,10 @@ class Order(Base):
     #: The ``Schedule`` that created it, if one did.
     schedule_id: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(36), index=True)
+    #: The W3C trace context (``traceparent``, ``tracestate``) of the
+    #: request that created it, so that a step run days later joins its
+    #: trace; None when tracing was off.
+    trace_context: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
@@ -543,6 +547,15 @@ class NotificationUrl(Base):
         orm.mapped_column(Timestamp)
     disabled_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         Timestamp)
+    #: The Standard Webhooks secret (``whsec_…``) that signs requests to
+    #: the URL; None until ``notification url set-secret``.
+    secret: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    #: The secret it replaced, which also signs until
+    #: ``previous_secret_until`` (a rotation).
+    previous_secret: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    previous_secret_until: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(Timestamp)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     #: When the row was last written: a delivery that stops to wait for
     #: the URL writes it, so that it conflicts with ``enable_url`` even on
