@@ -1,16 +1,35 @@
-"""``barbican-retry-manage notification …``: the URLs and what they got."""
+"""``barbican-retry-manage notification …``: the URLs and what they got.
+
+A URL's secrets are never shown: ``has_secret`` says whether it has one
+of its own and ``previous_secret_until`` until when the one it replaced
+still signs; ``url set-secret`` prints a secret it generates, once.
+"""
+
+import argparse
+import datetime
 
 from cliff import lister
+from cliff import show
 
 from scheduler.manage import display
 from scheduler.manage import orders
+from scheduler.manage import schedules
 from worker.common import order_actions
 from worker.db import models
 from worker.notifications import events
+from worker.notifications import signing
+from worker.notifications import subscriptions
+from worker.notifications import targets
 from worker import rpcapi
 
 URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
-               'last_failure_at', 'disabled_at', 'waiting_deliveries')
+               'last_failure_at', 'disabled_at', 'waiting_deliveries',
+               'has_secret', 'previous_secret_until')
+#: ``url show``: the list's columns and when the row was made and written.
+URL_SHOW_COLUMNS = URL_COLUMNS + ('created_at', 'updated_at')
+#: The columns read from the row as they are.
+_ROW_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
+                'last_failure_at', 'disabled_at')
 
 DELIVERY_COLUMNS = ('url', 'state', 'delivered_sequence', 'last_sequence',
                     'waiting_events', 'attempt', 'failures', 'next_retry_at',
@@ -33,20 +52,113 @@ def _url(session, store, text):
     return row
 
 
+def _url_values(url, waiting, now):
+    """The ``URL_COLUMNS`` of a URL's row; never its secrets."""
+    until = url.previous_secret_until
+    return display.row(url, _ROW_COLUMNS) + (
+        waiting, url.secret is not None,
+        display.value(until) if until is not None and until > now else None)
+
+
 class ListUrls(lister.Lister):
-    """List the URLs that receive notifications, and which are unavailable.
-    """
+    """List the URLs that receive notifications, which are unavailable,
+    and which have a secret of their own."""
 
     def take_action(self, parsed_args):
         database = self.app.database
         store = database.repositories.notifications
+        now = self.app.now()
         with database.reader() as session:
             urls = store.list_urls(session)
             waiting = {url.id: len(store.paused(session, url.id, None))
                        for url in urls if not url.available}
-        return URL_COLUMNS, [
-            display.row(url, URL_COLUMNS[:-1]) + (waiting.get(url.id, 0),)
-            for url in urls]
+        return URL_COLUMNS, [_url_values(url, waiting.get(url.id, 0), now)
+                             for url in urls]
+
+
+class ShowUrl(show.ShowOne):
+    """Show one URL: its state, its last error, whether it has a secret of
+    its own and until when the previous one signs (never the secrets)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('url', help='The URL (or its id).')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        store = database.repositories.notifications
+        now = self.app.now()
+        with database.reader() as session:
+            url = _url(session, store, parsed_args.url)
+            waiting = (0 if url.available else
+                       len(store.paused(session, url.id, None)))
+        return URL_SHOW_COLUMNS, _url_values(url, waiting, now) + (
+            display.value(url.created_at), display.value(url.updated_at))
+
+
+class SetSecret(show.ShowOne):
+    """Give a URL its own Standard Webhooks secret (the URL is added if
+    no order named it yet). A secret generated here is printed once,
+    and never again. With --keep-old-for, the secret it replaces (or
+    [notifications] secret, if it had none) also signs until then, so that
+    its receiver can switch at its own pace; without, it stops at once."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('url', help='The URL (or its id).')
+        parser.add_argument(
+            '--secret', metavar='whsec_…', type=_secret,
+            help='The secret: "whsec_" and %d to %d random bytes in '
+                 'base64. Default: %d bytes generated, printed once.'
+                 % (signing.MIN_SECRET_BYTES, signing.MAX_SECRET_BYTES,
+                    signing.GENERATED_BYTES))
+        parser.add_argument(
+            '--keep-old-for', metavar='DURATION', type=schedules.duration,
+            help='How long the secret replaced also signs (30s, 5m, 1h, '
+                 '30d), by the database server\'s clock. Default: it stops '
+                 'at once.')
+        return parser
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        store = database.repositories.notifications
+        now = self.app.now()
+        url_id = self._url_id(parsed_args.url, now)
+        secret = parsed_args.secret or signing.generate_secret()
+        until = None
+        if parsed_args.keep_old_for is not None:
+            until = now + datetime.timedelta(seconds=parsed_args.keep_old_for)
+        with database.session() as session, session.begin():
+            store.set_secret(session, url_id, secret, until, now)
+            url = store.get_url(session, url_id)
+        return (('url', 'generated_secret', 'previous_secret_until'),
+                (url.url, None if parsed_args.secret else secret,
+                 display.value(until)))
+
+    def _url_id(self, text, now):
+        """The id of the URL named; a URL not known yet is added, if
+        ``[notifications]`` allows its host."""
+        database = self.app.database
+        store = database.repositories.notifications
+        with database.reader() as session:
+            try:
+                return _url(session, store, text).id
+            except LookupError:
+                if text.isdigit():
+                    raise
+        group = self.app.conf.notifications
+        if text not in group.endpoints:
+            targets.AllowedHosts.parse(group.allowed_hosts).check(text)
+        return subscriptions.url_ids(database, [text], now)[0]
+
+
+def _secret(text):
+    """An argparse type: a valid ``whsec_`` secret."""
+    try:
+        return signing.check_secret(text)
+    except signing.InvalidSecret as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class EnableUrl(lister.Lister):

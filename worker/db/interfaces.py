@@ -465,6 +465,11 @@ class Notifications(typing.Protocol):
     def list_urls(self, session: Any) -> list[rows.Url]:
         """Every URL, by id."""
 
+    def set_secret(self, session: Any, url_id: int, secret: str,
+                   previous_until: Moment | None, now: Moment) -> None:
+        """Give the URL a new secret; with ``previous_until``, the one it
+        had also signs until then."""
+
     def url_failed(self, session: Any, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""

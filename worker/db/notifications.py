@@ -61,6 +61,31 @@ def list_urls(session: orm.Session) -> list[rows.Url]:
     return list(session.scalars(sa.select(_Url).order_by(_Url.id)))
 
 
+def set_secret(session: orm.Session, url_id: int, secret: str,
+               previous_until: Moment | None, now: Moment) -> None:
+    """Give the URL a new Standard Webhooks ``secret``.
+
+    With ``previous_until``, the secret it had (or, if it had none,
+    ``[notifications] secret``: ``previous_secret`` stays NULL) also
+    signs until then; a secret older than that one stops at once.
+    Without, only the new one signs. One UPDATE that reads the old secret
+    itself, so two rotations at once each keep the one they replaced.
+    """
+    values: list[tuple[typing.Any, typing.Any]] = [
+        (_URLS.c.previous_secret, None), (_URLS.c.previous_secret_until,
+                                          None)]
+    if previous_until is not None:
+        values = [(_URLS.c.previous_secret, _URLS.c.secret),
+                  (_URLS.c.previous_secret_until, previous_until)]
+    # NOTE: in this order: MySQL assigns from left to right, each
+    # assignment seeing the ones before it; previous_secret must be given
+    # the old secret before secret is replaced.
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id)
+                       .ordered_values(*values, (_URLS.c.secret, secret),
+                                       (_URLS.c.updated_at, now)))
+
+
 def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
                disable: bool) -> None:
     """Count a failed request to the URL; ``disable``: make it unavailable.

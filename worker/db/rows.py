@@ -152,6 +152,9 @@ class Url(typing.Protocol):
     last_error: str | None
     last_failure_at: datetime.datetime | None
     disabled_at: datetime.datetime | None
+    secret: str | None
+    previous_secret: str | None
+    previous_secret_until: datetime.datetime | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
 

@@ -1,8 +1,12 @@
 """One signed HTTP POST of one event, with ``requests``.
 
-The body is the event's JSON; ``X-Barbican-Retry-Signature`` is
-``sha256=`` and the hex HMAC-SHA256 of the body under ``[notifications]
-secret``, as GitHub signs its webhooks. A 2xx answer acknowledges the
+The body is the event's JSON, signed as Standard Webhooks defines it
+(``signing``: ``webhook-id``, ``webhook-timestamp``,
+``webhook-signature``) under the keys of its URL. Deprecated, kept for
+one release: ``X-Barbican-Retry-Signature``, ``sha256=`` and the hex
+HMAC-SHA256 of the body under ``[notifications] secret``, and
+``X-Barbican-Retry-Event-Id``, the same value as ``webhook-id``. A 2xx
+answer acknowledges the
 event; anything else (another status, a redirect, which is never
 followed, a timeout, a refused or dropped connection) is a failure whose
 description is returned. At most ``max_response_bytes`` of a body are
@@ -14,14 +18,18 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 
 from oslo_log import log as logging
 import requests
 
+from worker.notifications import signing
 from worker.notifications import targets
 
 LOG = logging.getLogger(__name__)
 
+#: Deprecated (the Standard Webhooks headers replace them): removed in
+#: the release after the one that added those.
 SIGNATURE_HEADER = 'X-Barbican-Retry-Signature'
 EVENT_ID_HEADER = 'X-Barbican-Retry-Event-Id'
 USER_AGENT = 'barbican-retry-notifications/1'
@@ -36,9 +44,28 @@ def body_of(payload):
 
 
 def signature(secret, body):
-    """The ``X-Barbican-Retry-Signature`` value of ``body``."""
+    """The ``X-Barbican-Retry-Signature`` value of ``body`` (deprecated).
+    """
     return 'sha256=' + hmac.new(secret.encode('utf-8'), body,
                                 hashlib.sha256).hexdigest()
+
+
+def headers(keys, event_id, timestamp, body, legacy_secret):
+    """Every header of one request but the tracing ones.
+
+    :param keys: the Standard Webhooks keys (``signing.keys``).
+    :param timestamp: seconds since the epoch, as sent.
+    :param legacy_secret: the key of the deprecated
+        ``X-Barbican-Retry-Signature``.
+    """
+    found = {
+        'Content-Type': 'application/json',
+        'User-Agent': USER_AGENT,
+        EVENT_ID_HEADER: event_id,
+        SIGNATURE_HEADER: signature(legacy_secret or '', body),
+    }
+    found.update(signing.headers(keys, event_id, timestamp, body))
+    return found
 
 
 class Sender:
@@ -46,10 +73,13 @@ class Sender:
 
     :param conf: the configuration, read at each request (the options are
         mutable).
+    :param wall_clock: seconds since the epoch, for ``webhook-timestamp``:
+        this host's clock, which the receiver compares with its own.
     """
 
-    def __init__(self, conf):
+    def __init__(self, conf, wall_clock=time.time):
         self._conf = conf
+        self._wall_clock = wall_clock
         self._local = threading.local()
 
     def _session(self):
@@ -69,26 +99,23 @@ class Sender:
         if url not in group.endpoints:
             _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
-    def send(self, url, payload):
-        """POST ``payload`` to ``url``; None if acknowledged, else what went
-        wrong (one line)."""
+    def send(self, url, payload, keys=()):
+        """POST ``payload`` to ``url``, signed under ``keys``
+        (``signing.keys``); None if acknowledged, else what went wrong
+        (one line)."""
         group = self._conf.notifications
         try:
             self.check(url)
         except targets.RefusedUrl as exc:
             return str(exc)
         body = body_of(payload)
-        headers = {
-            'Content-Type': 'application/json',
-            'User-Agent': USER_AGENT,
-            EVENT_ID_HEADER: payload['event_id'],
-            SIGNATURE_HEADER: signature(group.secret or '', body),
-        }
+        sent_headers = headers(keys, payload['event_id'],
+                               int(self._wall_clock()), body, group.secret)
         verify = group.ca_file or group.verify_tls
         timeout = group.timeout_seconds
         try:
             with self._session().post(
-                    url, data=body, headers=headers, timeout=timeout,
+                    url, data=body, headers=sent_headers, timeout=timeout,
                     allow_redirects=False, stream=True,
                     verify=verify) as response:
                 # Bounded: a receiver cannot make us read more.

@@ -32,6 +32,7 @@ from oslo_log import log as logging
 
 from worker.db import models
 from worker.notifications import events as events_module
+from worker.notifications import signing
 from worker import policy as policy_module
 from worker import rpcapi
 from worker.steps import runs
@@ -109,7 +110,10 @@ def send(database, sender, conf, run, clock):
             break
         started = time.monotonic()
         body = events_module.payload(event, run.project_id)
-        failure = sender.send(url, body)
+        # The URL's row, read with the events, holds its secrets: a
+        # previous secret that expires during the run stops signing.
+        keys = signing.keys(target, clock(), group.secret)
+        failure = sender.send(url, body, keys)
         if failure is not None:
             return Sent(delivered, sent, '%s (event %d, after %.1fs)' % (
                 failure, event.sequence, time.monotonic() - started))

@@ -65,6 +65,19 @@ class InMemoryNotifications(base.Repository):
         return row
 
     @base.writes
+    def set_secret(self, session: Session, url_id: int, secret: str,
+                   previous_until: Moment | None, now: Moment) -> None:
+        """Give the URL a new secret; with ``previous_until``, the one it
+        had also signs until then."""
+        row = self._store.urls.get(url_id)
+        if row is None:
+            return
+        kept = row.secret if previous_until is not None else None
+        self._update_url(url_id, secret=secret, previous_secret=kept,
+                         previous_secret_until=previous_until,
+                         updated_at=now)
+
+    @base.writes
     def url_failed(self, session: Session, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""

@@ -39,9 +39,12 @@ class ScriptedSender:
         self.answers = list(answers)
         self.during = during
         self.sent = []
+        #: The keys each request was signed with.
+        self.keys = []
 
-    def send(self, url, payload):
+    def send(self, url, payload, keys=()):
         self.sent.append((url, payload))
+        self.keys.append(list(keys))
         if self.during is not None:
             self.during(url, payload)
         return self.answers.pop(0) if self.answers else None
@@ -167,6 +170,29 @@ def test_an_order_sends_its_events_in_order_then_its_delivery_rests(
     assert (step.status, step.output) == (models.STEP_DONE,
                                           {'delivered_sequence': 3})
     assert worker.delivered == [(1, False), (2, False)]
+
+
+def test_each_request_is_signed_with_its_url_s_keys_of_the_moment(
+        database):
+    """The URL's secrets come with its row: its own, the previous one
+    until it expires (by the worker's clock), the global one without."""
+    new, old = 'whsec_' + 'B' * 44, 'whsec_' + 'A' * 44
+    sender = ScriptedSender()
+    worker = Worker(database, sender, **{'notifications.secret': 'global'})
+    first, second = _order(database), _order(database)
+    worker.run(DELIVERY, first, 0)
+    url_id = _url(database).id
+    store = database.repositories.notifications
+    for secret, until in ((old, None),
+                          (new, NOW + datetime.timedelta(seconds=1))):
+        with database.session() as session, session.begin():
+            store.set_secret(session, url_id, secret, until, NOW)
+    worker.run(DELIVERY, second, 0)
+    with database.session() as session, session.begin():
+        store.set_secret(session, url_id, new, NOW, NOW)
+    _run_order(worker, first)
+    worker.deliver()
+    assert sender.keys == [[b'global'], [new, old], [new], [new]]
 
 
 def test_events_written_while_a_delivery_runs_are_sent_by_it_next(

@@ -1,5 +1,6 @@
 """One signed POST to a real HTTP server on 127.0.0.1."""
 
+import datetime
 import hashlib
 import hmac
 import http.server
@@ -7,6 +8,7 @@ import threading
 import time
 
 import pytest
+import standardwebhooks
 
 from tests import config
 from worker.notifications import sender as sender_module
@@ -59,12 +61,12 @@ def serve():
         server.close()
 
 
-def _sender(**overrides):
+def _sender(wall_clock=time.time, **overrides):
     options = {'notifications.allowed_hosts': ['127.0.0.1'],
                'notifications.secret': SECRET,
                'notifications.timeout_seconds': 0.5}
     options.update(overrides)
-    return sender_module.Sender(config.make_conf(**options))
+    return sender_module.Sender(config.make_conf(**options), wall_clock)
 
 
 def _status(code, body=b'', headers=()):
@@ -91,6 +93,27 @@ def test_a_2xx_acknowledges_and_the_body_is_signed(serve):
     assert body == (b'{"event":"order.created","event_id":"e1",'
                     b'"order_id":"o1","sequence":1,"status":"PENDING",'
                     b'"time":"2026-11-25T12:00:00.000000Z"}')
+
+
+def test_standard_webhooks_headers_under_the_keys_given(serve):
+    server = serve(_status(204))
+    key = 'whsec_' + 'A' * 43 + '='
+    assert _sender(wall_clock=lambda: 1764158400.7).send(
+        server.url, EVENT, [key]) is None
+    [(_, headers, body)] = server.requests
+    assert (headers['webhook-id'], headers['webhook-timestamp']) == (
+        'e1', '1764158400')
+    # The library verifies the request as it came, at its timestamp.
+    verifier = standardwebhooks.Webhook(key)
+    expected = verifier.sign('e1', _at(1764158400), body.decode())
+    assert headers['webhook-signature'] == expected
+    with pytest.raises(standardwebhooks.WebhookVerificationError,
+                       match='too old'):
+        verifier.verify(body, headers)
+
+
+def _at(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
 
 
 def test_any_other_status_fails_with_a_bounded_body(serve):
