@@ -1,9 +1,11 @@
 """A real HTTP receiver of notifications on 127.0.0.1, for the tests.
 
-It checks each request's signature, records the events it acknowledges
-in the order they arrive, and can be down (its port closed), or answer
-each event's first requests badly: slowly, with a 500 or a 404, or by
-closing the connection.
+It checks each request's signatures (the deprecated
+``X-Barbican-Retry-Signature``, and with ``webhook_secret`` the Standard
+Webhooks ones with the ``standardwebhooks`` library, as a receiver
+would), records the events it acknowledges in the order they arrive, and
+can be down (its port closed), or answer each event's first requests
+badly: slowly, with a 500 or a 404, or by closing the connection.
 """
 
 import collections
@@ -12,6 +14,8 @@ import json
 import socket
 import threading
 import time
+
+import standardwebhooks
 
 from tests.functional import processes
 from worker.notifications import sender
@@ -33,10 +37,21 @@ class Receiver:
     :param fault: how it answers the first ``fault_times`` requests of
         each event (OK: every request is acknowledged).
     :param slow_seconds: how long a SLOW answer takes.
+    :param webhook_secret: the Standard Webhooks secret it verifies each
+        request with (a ``whsec_…`` string, or the bytes of a key); may
+        be changed while it runs. None: it keeps the requests without
+        verifying them.
     """
 
-    def __init__(self, secret, fault=OK, fault_times=1, slow_seconds=3.0):
+    def __init__(self, secret, fault=OK, fault_times=1, slow_seconds=3.0,
+                 webhook_secret=None):
         self.secret = secret
+        self.webhook_secret = webhook_secret
+        #: Requests the library refused under ``webhook_secret``.
+        self.unverified = 0
+        #: With ``webhook_secret``: ``(body, headers, time.time())`` of
+        #: every request, as it came.
+        self.captured = []
         self.fault = fault
         self.fault_times = fault_times
         self.slow_seconds = slow_seconds
@@ -87,6 +102,8 @@ class Receiver:
             if request.headers.get(sender.SIGNATURE_HEADER) != \
                     sender.signature(self.secret, body):
                 self.bad_signatures += 1
+            if self.webhook_secret is not None:
+                self._verify(body, dict(request.headers))
         fault = self.fault if attempt <= self.fault_times else OK
         if fault == CLOSE:
             request.close_connection = True
@@ -106,6 +123,16 @@ class Receiver:
             self.first_at.setdefault(event['order_id'], self.last_at)
         request.send_response(204)
         request.end_headers()
+
+    def _verify(self, body, headers):
+        """Verify a request as a receiver would; keep it (under the lock).
+        """
+        self.captured.append((body, headers, time.time()))
+        try:
+            standardwebhooks.Webhook(self.webhook_secret).verify(body,
+                                                                 headers)
+        except standardwebhooks.WebhookVerificationError:
+            self.unverified += 1
 
     def first_seen(self):
         """``{order_id: [sequence, ...]}`` of the events acknowledged,

@@ -6,11 +6,15 @@ database; the receivers (``tests.functional.receiver``) listen on
 events: ``order.created``, ``order.active``, ``order.end``.
 """
 
+import base64
+import datetime
+import json
 import os
 import signal
 import time
 
 import pytest
+import standardwebhooks
 
 from tests.functional import databases
 from tests.functional import processes
@@ -350,3 +354,128 @@ def test_step_events_of_parallel_steps_are_numbered_without_gaps(
             models.PENDING] * (expected - 3) + [models.ACTIVE] * 3
     assert hook.bad_signatures == 0
     hook.stop()
+
+
+def _set_secret(cluster, url, *args):
+    """``notification url set-secret``'s answer."""
+    return cluster.manage_json('notification', 'url', 'set-secret', url,
+                               *args)
+
+
+def _wait_for_events(receivers_and_orders):
+    for receiver, created in receivers_and_orders:
+        processes.wait_for(lambda: _received_all(receiver, created), 60,
+                           'every event at %s' % receiver.url)
+        _assert_in_order(receiver, created)
+        assert receiver.unverified == 0
+
+
+def _verifies(key, captured):
+    """Which of the requests ``captured`` the library verifies with
+    ``key``, now."""
+    verifier = standardwebhooks.Webhook(key)
+    found = []
+    for body, headers, _ in captured:
+        try:
+            verifier.verify(body, headers)
+            found.append(True)
+        except standardwebhooks.WebhookVerificationError:
+            found.append(False)
+    return found
+
+
+def test_standard_webhooks_per_url_secrets_rotation_and_replay(
+        every_backend, monkeypatch):
+    """On each database, side by side: two URLs with a secret each, every
+    request verified by ``standardwebhooks`` at its receiver; one URL's
+    secret rotated while the old one still signs, then rotated again and
+    left to expire; a captured request replayed past the tolerance."""
+    given = 'whsec_' + base64.b64encode(b'given secret of 32 bytes, x' +
+                                        b'y' * 5).decode()
+    clusters = every_backend(_options())
+    first = next(iter(clusters.values()))[0]
+    refused = processes.manage(
+        first.config, 'notification', 'url', 'set-secret',
+        'http://127.0.0.1:9/hook', '--secret', 'whsec_c2hvcnQ=',
+        check=False, env=first.env)
+    assert refused.returncode != 0
+    assert 'a key is 24 to 64 bytes, not 5' in refused.stderr
+    hooks, created = {}, {}
+    for backend, (cluster, _) in clusters.items():
+        workflows.start(cluster)
+        a, b = (receivers.Receiver(SECRET), receivers.Receiver(SECRET))
+        a.webhook_secret = _set_secret(cluster, a.url)['generated_secret']
+        assert _set_secret(cluster, b.url, '--secret', given) == {
+            'url': b.url, 'generated_secret': None,
+            'previous_secret_until': None}
+        b.webhook_secret = given
+        hooks[backend] = (a.start(), b.start())
+        created[backend] = (_create(cluster, 2, a.url),
+                            _create(cluster, 2, b.url))
+    for backend, (cluster, _) in clusters.items():
+        a, b = hooks[backend]
+        _wait_for_events(zip(hooks[backend], created[backend]))
+        # One receiver cannot verify the other's requests.
+        assert not any(_verifies(given, a.captured))
+        assert not any(_verifies(a.webhook_secret, b.captured))
+        listed = cluster.manage_json('notification', 'url', 'list')
+        assert [(url['url'], url['has_secret'],
+                 url['previous_secret_until']) for url in listed] == [
+            (a.url, True, None), (b.url, True, None)]
+        assert a.webhook_secret not in json.dumps(listed)
+
+    # A rotation: the receiver holding the old secret still verifies
+    # (``unverified`` stays 0), one holding the new verifies at once.
+    rotated, sent = {}, {}
+    for backend, (cluster, _) in clusters.items():
+        a = hooks[backend][0]
+        rotated[backend] = _set_secret(cluster, a.url, '--keep-old-for',
+                                       '1h')
+        shown = cluster.manage_json('notification', 'url', 'show', a.url)
+        assert (shown['has_secret'], shown['previous_secret_until']) == (
+            True, rotated[backend]['previous_secret_until'])
+        sent[backend] = len(a.captured)
+        created[backend] = _create(cluster, 2, a.url)
+    for backend, (a, _) in hooks.items():
+        _wait_for_events([(a, created[backend])])
+        assert all(_verifies(rotated[backend]['generated_secret'],
+                             a.captured[sent[backend]:]))
+
+    # Rotated again, the old one kept for 1 s: past it, the secret
+    # before stops signing.
+    for backend, (cluster, _) in clusters.items():
+        a = hooks[backend][0]
+        a.webhook_secret = _set_secret(cluster, a.url, '--keep-old-for',
+                                       '1s')['generated_secret']
+    time.sleep(1.5)
+    for backend, (cluster, _) in clusters.items():
+        sent[backend] = len(hooks[backend][0].captured)
+        created[backend] = _create(cluster, 2, hooks[backend][0].url)
+    for backend, (a, b) in hooks.items():
+        _wait_for_events([(a, created[backend])])
+        assert not any(_verifies(rotated[backend]['generated_secret'],
+                                 a.captured[sent[backend]:]))
+        a.stop()
+        b.stop()
+
+    # Each request's timestamp is when it was sent, and a captured
+    # request replayed later than the tolerance (5 minutes) is refused.
+    a = hooks[backend][0]
+    for body, headers, received_at in a.captured:
+        assert abs(int(headers['webhook-timestamp']) - received_at) < 5
+    body, headers, _ = a.captured[-1]
+    assert _verifies(a.webhook_secret, [(body, headers, None)]) == [True]
+    monkeypatch.setattr(standardwebhooks.webhooks, 'datetime',
+                        _later(minutes=6))
+    with pytest.raises(standardwebhooks.WebhookVerificationError,
+                       match='too old'):
+        standardwebhooks.Webhook(a.webhook_secret).verify(body, headers)
+
+
+def _later(**delta):
+    """The library's ``datetime``, its ``now`` ``delta`` in the future."""
+    class Later(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.datetime.now(tz) + datetime.timedelta(**delta)
+    return Later

@@ -65,6 +65,32 @@ def test_notification_urls(db):
 
 
 @contract
+def test_a_url_s_secret_and_its_rotation(db):
+    store = db.repositories.notifications
+    url_id = write(db, store.add_url, HOOK, NOW).id
+    other = write(db, store.add_url, HOOK + '/2', NOW).id
+
+    def secrets(url=url_id):
+        row = read(db, store.get_url, url)
+        return row.secret, row.previous_secret, row.previous_secret_until
+
+    assert secrets() == (None, None, None)
+    # The first, kept: the previous key is the global one (none here).
+    write(db, store.set_secret, url_id, 'whsec_a', plus(60), plus(1))
+    assert secrets() == ('whsec_a', None, plus(60))
+    write(db, store.set_secret, url_id, 'whsec_b', plus(120), plus(2))
+    assert secrets() == ('whsec_b', 'whsec_a', plus(120))
+    assert read(db, store.get_url, url_id).updated_at == plus(2)
+    # During a rotation, another: the oldest stops.
+    write(db, store.set_secret, url_id, 'whsec_c', plus(180), plus(3))
+    assert secrets() == ('whsec_c', 'whsec_b', plus(180))
+    # Without keeping the old one: only the new signs, at once.
+    write(db, store.set_secret, url_id, 'whsec_d', None, plus(4))
+    assert secrets() == ('whsec_d', None, None)
+    assert secrets(other) == (None, None, None)
+
+
+@contract
 def test_events_are_numbered_per_order(db):
     from worker.notifications import events
     store = db.repositories.notifications
