@@ -31,10 +31,14 @@ notifications_opts = [
                      'URL.'),
     cfg.StrOpt('secret',
                secret=True,
-               help='Key of the HMAC-SHA256 signature of each request\'s '
-                    'body, sent as "X-Barbican-Retry-Signature: '
-                    'sha256=<hex>". Required when allowed_hosts or '
-                    'endpoints is set.'),
+               help='Key (its UTF-8 bytes) of the Standard Webhooks '
+                    'signature ("webhook-signature") of requests to URLs '
+                    'without a secret of their own ("barbican-retry-manage '
+                    'notification url set-secret"), and of the deprecated '
+                    '"X-Barbican-Retry-Signature: sha256=<hex HMAC-SHA256 '
+                    'of the body>" of every request, removed in the next '
+                    'release. Required when allowed_hosts or endpoints is '
+                    'set.'),
     cfg.FloatOpt('timeout_seconds',
                  default=10.0, min=0.1, max=300.0, mutable=True,
                  help='A request not answered within this many seconds '
