@@ -60,6 +60,15 @@ def _url_values(url, waiting, now):
         display.value(until) if until is not None and until > now else None)
 
 
+class _OneUrl:
+    """Mixin: the ``url`` argument."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('url', help='The URL (or its id).')
+        return parser
+
+
 class ListUrls(lister.Lister):
     """List the URLs that receive notifications, which are unavailable,
     and which have a secret of their own."""
@@ -76,14 +85,9 @@ class ListUrls(lister.Lister):
                              for url in urls]
 
 
-class ShowUrl(show.ShowOne):
+class ShowUrl(_OneUrl, show.ShowOne):
     """Show one URL: its state, its last error, whether it has a secret of
     its own and until when the previous one signs (never the secrets)."""
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('url', help='The URL (or its id).')
-        return parser
 
     def take_action(self, parsed_args):
         database = self.app.database
@@ -97,7 +101,7 @@ class ShowUrl(show.ShowOne):
             display.value(url.created_at), display.value(url.updated_at))
 
 
-class SetSecret(show.ShowOne):
+class SetSecret(_OneUrl, show.ShowOne):
     """Give a URL its own Standard Webhooks secret (the URL is added if
     no order named it yet). A secret generated here is printed once,
     and never again. With --keep-old-for, the secret it replaces (or
@@ -106,7 +110,6 @@ class SetSecret(show.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('url', help='The URL (or its id).')
         parser.add_argument(
             '--secret', metavar='whsec_…', type=_secret,
             help='The secret: "whsec_" and %d to %d random bytes in '
@@ -161,14 +164,9 @@ def _secret(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-class EnableUrl(lister.Lister):
+class EnableUrl(_OneUrl, lister.Lister):
     """Make an unavailable URL available; its waiting deliveries resume,
     each sending its events in order."""
-
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('url', help='The URL (or its id).')
-        return parser
 
     def take_action(self, parsed_args):
         database = self.app.database

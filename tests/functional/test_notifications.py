@@ -402,9 +402,16 @@ def test_standard_webhooks_per_url_secrets_rotation_and_replay(
         check=False, env=first.env)
     assert refused.returncode != 0
     assert 'a key is 24 to 64 bytes, not 5' in refused.stderr
+    # A URL no order named yet is added, if its host is allowed.
+    refused = processes.manage(
+        first.config, 'notification', 'url', 'set-secret',
+        'http://10.0.0.1/hook', check=False, env=first.env)
+    assert 'host 10.0.0.1 is not in [notifications] allowed_hosts' in \
+        refused.stderr
     hooks, created = {}, {}
-    for backend, (cluster, _) in clusters.items():
+    for cluster, _ in clusters.values():
         workflows.start(cluster)
+    for backend, (cluster, _) in clusters.items():
         a, b = (receivers.Receiver(SECRET), receivers.Receiver(SECRET))
         a.webhook_secret = _set_secret(cluster, a.url)['generated_secret']
         assert _set_secret(cluster, b.url, '--secret', given) == {
@@ -412,11 +419,12 @@ def test_standard_webhooks_per_url_secrets_rotation_and_replay(
             'previous_secret_until': None}
         b.webhook_secret = given
         hooks[backend] = (a.start(), b.start())
-        created[backend] = (_create(cluster, 2, a.url),
-                            _create(cluster, 2, b.url))
+        created[backend] = [order['id'] for order in cluster.manage_json(
+            'order', 'create', '--type', 'certificate', '--count', '2',
+            '--callback-url', a.url, '--callback-url', b.url)]
     for backend, (cluster, _) in clusters.items():
         a, b = hooks[backend]
-        _wait_for_events(zip(hooks[backend], created[backend]))
+        _wait_for_events([(a, created[backend]), (b, created[backend])])
         # One receiver cannot verify the other's requests.
         assert not any(_verifies(given, a.captured))
         assert not any(_verifies(a.webhook_secret, b.captured))

@@ -28,7 +28,7 @@ TIMESTAMP_HEADER = 'webhook-timestamp'
 SIGNATURE_HEADER = 'webhook-signature'
 #: The prefix of a secret, as the specification and its libraries write
 #: it: ``whsec_`` and the key in base64.
-SECRET_PREFIX = 'whsec_'
+SECRET_PREFIX = 'whsec_'  # nosec B105: a prefix, not a secret
 #: Bytes of a generated key; the specification asks for 24 to 64.
 GENERATED_BYTES = 32
 MIN_SECRET_BYTES = 24
