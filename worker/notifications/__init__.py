@@ -8,6 +8,7 @@ like any other step, fenced by its token, retried through the retry
 scheduler and taken back by its recovery. A delivery sends the order's
 events to its URL one after the other, in ``sequence`` order, the next
 only once the previous one was acknowledged with a 2xx (``delivery``,
-``sender``). Callback URLs must name a host the operator allows
+``sender``), signed as Standard Webhooks under the URL's secrets
+(``signing``). Callback URLs must name a host the operator allows
 (``targets``).
 """
