@@ -19,6 +19,9 @@ for ever. oslo.messaging logs and swallows a failed send
 (``notify/messaging.py`` and ``notifier.py`` catch every exception): a
 filter on those two loggers tells the thread that its send failed,
 which it counts and logs at most once per ``LOG_EVERY_SECONDS``.
+The errors the driver logs at each attempt to reach a dead broker are
+kept out of the log too, in that thread only: the rate-limited line
+says it all.
 
 Without a driver (the default) nothing is built and nothing is queued:
 ``from_conf`` returns None.
@@ -39,6 +42,7 @@ import prometheus_client
 
 from worker import context as context_module
 from worker.db import models
+from worker import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -65,6 +69,9 @@ LOG_EVERY_SECONDS = 60.0
 #: The loggers of oslo.messaging that report a failed send.
 _SEND_LOGGERS = ('oslo_messaging.notify.messaging',
                  'oslo_messaging.notify.notifier')
+#: Its loggers that report each attempt to reach the broker, before the
+#: send succeeds or fails.
+_ATTEMPT_LOGGERS = ('oslo.messaging._drivers.impl_rabbit',)
 #: The labels of ``counter``'s series.
 SENT, DROPPED, FAILED = 'sent', 'dropped', 'failed'
 RESULTS = (SENT, DROPPED, FAILED)
@@ -105,6 +112,9 @@ def from_conf(conf, registry=None):
     options = conf.oslo_messaging_notifications
     if not options.driver:
         return None
+    # The exchange and queues of our RPC: ``[DEFAULT] control_exchange``
+    # (``barbican_retry``), durable.
+    rpc.set_defaults()
     transport = oslo_messaging.get_notification_transport(conf)
     retry = options.retry if options.retry >= 0 else DEFAULT_RETRY
     notifier = oslo_messaging.Notifier(
@@ -160,7 +170,7 @@ class Announcer:
 
     def start(self):
         """Start the thread that sends."""
-        for name in _SEND_LOGGERS:
+        for name in _SEND_LOGGERS + _ATTEMPT_LOGGERS:
             std_logging.getLogger(name).addFilter(self._catcher)
         self._thread = threading.Thread(target=self._drain, daemon=True,
                                         name='bus-notifications')
@@ -183,13 +193,13 @@ class Announcer:
         except queue.Full:
             self._count(DROPPED)
 
-    def close(self, timeout=5.0):
+    def close(self, timeout=2.0):
         """Send what is queued for ``timeout`` seconds at most, stop the
         thread, close the transport; what is left is dropped."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout)
-            for name in _SEND_LOGGERS:
+            for name in _SEND_LOGGERS + _ATTEMPT_LOGGERS:
                 std_logging.getLogger(name).removeFilter(self._catcher)
         if self._transport is not None:
             self._transport.cleanup()
@@ -232,10 +242,10 @@ class Announcer:
 
 
 class _FailureCatcher(std_logging.Filter):
-    """Takes the error records oslo.messaging logs in the sending thread
-    (a send it swallowed): records it as the send's failure, and keeps
-    the record (with the whole payload) out of the log; the announcer
-    logs the failures itself, rate-limited."""
+    """Takes the error records oslo.messaging logs in the sending thread:
+    keeps them out of the log (the announcer logs the failures itself,
+    rate-limited, without the whole payload), and records those of
+    ``_SEND_LOGGERS`` (a send it swallowed) as the send's failure."""
 
     def __init__(self):
         super().__init__()
@@ -247,8 +257,9 @@ class _FailureCatcher(std_logging.Filter):
         if (threading.current_thread() is not self.thread or
                 record.levelno < std_logging.ERROR):
             return True
-        error = record.exc_info[1] if record.exc_info else None
-        self.failure = error or record.getMessage()
+        if record.name in _SEND_LOGGERS:
+            error = record.exc_info[1] if record.exc_info else None
+            self.failure = error or record.getMessage()
         return False
 
 
