@@ -8,6 +8,7 @@ from worker.common import bus
 from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
+from worker.common import reports
 from worker.conf import order_types as type_conf
 from worker.db import models
 from worker.db import session as db_session
@@ -18,6 +19,9 @@ from worker import rpc
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
+
+#: The name of its Guru Meditation Reports (``worker.common.reports``).
+SERVICE_NAME = 'barbican-worker'
 
 
 class WorkerService(service.Service):
@@ -50,6 +54,9 @@ class WorkerService(service.Service):
         """Connect to the database and the broker, then serve."""
         backend.require_threading()
         super().start()
+        # A forked process keeps the launcher's signal handler, not the
+        # file trigger's thread.
+        reports.install(self._conf, SERVICE_NAME)
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
