@@ -12,6 +12,7 @@ from scheduler import metrics as scheduler_metrics
 from scheduler import retention
 from scheduler import ticks
 from worker.common import backend
+from worker.common import bus
 from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
@@ -59,6 +60,7 @@ class SchedulerService(service.Service):
         self._manager = None
         self._heartbeat = None
         self._metrics = None
+        self._announcer = None
         self._census_failing = False
         self._timer = None
 
@@ -91,6 +93,9 @@ class SchedulerService(service.Service):
             self.tg.add_timer_args(self._conf.report_interval,
                                    self._take_census, initial_delay=0,
                                    stop_on_exception=False)
+        # The orders of schedules' ticks are announced on the bus.
+        self._announcer = bus.from_conf(
+            self._conf, self._metrics and self._metrics.registry)
         self._manager = manager.RetryManager(
             self._conf, self._database, worker_api,
             stop_event=self._stopping, observe_lateness=observe_lateness,
@@ -106,7 +111,8 @@ class SchedulerService(service.Service):
         self._ticks = ticks.Ticks(
             self._conf, self._database, schedule_api.ScheduleAPI(
                 self._database, self._conf, worker_api, now=self._clock,
-                rows_per_cast=self._conf.scheduler.rows_per_cast),
+                rows_per_cast=self._conf.scheduler.rows_per_cast,
+                announcer=self._announcer),
             self._stopping)
         self.tg.add_dynamic_timer_args(
             self._periodic_ticks, initial_delay=0, stop_on_exception=False)
@@ -218,6 +224,9 @@ class SchedulerService(service.Service):
         super().stop(graceful)
         if self._heartbeat is not None:
             self._heartbeat.remove()
+        if self._announcer is not None:
+            self._announcer.close()
+            self._announcer = None
         if self._transport is not None and not self._shared_transport:
             self._transport.cleanup()
         self._transport = None

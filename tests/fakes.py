@@ -146,3 +146,17 @@ class Extreme:
     def uniform(self, a, b):
         """``b`` if drawing the highest, else ``a``."""
         return b if self._highest else a
+
+
+class RecordingAnnouncer:
+    """A ``worker.common.bus.Announcer`` that records what it is asked to
+    announce: ``(event_type, order_id, project_id, status, reason)``."""
+
+    def __init__(self):
+        self.announced = []
+
+    def order(self, event_type, order_id, project_id, status, moment,
+              reason=None, request=None):
+        """Record one announcement."""
+        self.announced.append((event_type, order_id, project_id, status,
+                               reason))

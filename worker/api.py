@@ -35,6 +35,7 @@ from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
 from worker.common import admission
+from worker.common import bus
 from worker.common import clock as clock_module
 from worker.common import order_actions
 from worker import conf as worker_conf
@@ -325,16 +326,22 @@ class OrderAPI:
         dispatches them after ``[scheduler] dispatch_deadline_seconds``).
     :param now: returns the time (naive UTC) that the workers and the
         retry daemon compare with; by default, the database's.
+    :param announcer: a ``worker.common.bus.Announcer`` that announces
+        the orders' creation, cancellation and resumption on the bus, or
+        None.
     """
 
     def __init__(self, database, conf, worker_api=None, now=None,
-                 rows_per_cast=50):
+                 rows_per_cast=50, announcer=None):
         self._database = database
+        self._announcer = announcer
         self._conf = conf
         self._worker_api = worker_api
         self._now = now
         self._rows_per_cast = rows_per_cast
         self._transport = None
+        # The announcer ``from_config`` built, which ``close`` closes.
+        self._own_announcer = None
 
     @classmethod
     def from_config(cls, conf):
@@ -342,15 +349,22 @@ class OrderAPI:
         ``[DEFAULT] transport_url``.
 
         Registers the options it reads (the worker's) on ``conf``; the
-        caller parsed its files already.
+        caller parsed its files already. With ``[oslo_messaging_notifications]
+        driver`` set, it announces its orders' changes on the bus
+        (``worker.common.bus``).
         """
         database, worker_api, transport = connect(conf)
-        api = cls(database, conf, worker_api)
+        announcer = bus.from_conf(conf)
+        api = cls(database, conf, worker_api, announcer=announcer)
         api._transport = transport
+        api._own_announcer = announcer
         return api
 
     def close(self):
-        """Close the database connections and the RPC transport."""
+        """Close the database connections and the RPC transport; send
+        the announcements still queued (a few seconds at most)."""
+        if self._own_announcer is not None:
+            self._own_announcer.close()
         if self._transport is not None:
             self._transport.cleanup()
         self._database.dispose()
@@ -490,6 +504,7 @@ class OrderAPI:
                      'order %s first', idempotency_key, existing.id,
                      context=context)
             return [existing]
+        self._announce(bus.CREATE, created.orders, models.PENDING, now)
         if count > 1:
             return [_order(row, ()) for row in created.orders]
         # What was just written, without reading it back.
@@ -637,11 +652,17 @@ class OrderAPI:
         if order.status in (CANCELLING, CANCELLED):
             return order
         cancelled = None
+        now = self.now()
         if order.status == PENDING:
             cancelled = order_actions.cancel_order(
                 self._database, self._worker_api, _workflow(order.type),
-                order.id, reason, self.now(),
+                order.id, reason, now,
                 request=context_module.of_order(order))
+        if cancelled is not None and cancelled.compensation is None:
+            # CANCELLED at once; with a compensation step, the worker
+            # that ends it announces it.
+            self._announce(bus.CANCELLED, [order], CANCELLED, now,
+                           reason=reason)
         if cancelled is None:
             # It ended meanwhile, or had ended.
             order = self.get(order_id, project_id=project_id)
@@ -676,16 +697,18 @@ class OrderAPI:
                 'order %s is %s: only an ERROR order can be resumed'
                 % (order.id, order.status))
         request = context_module.of_order(order)
+        now = self.now()
         try:
             resumed = order_actions.resume_order(
                 self._database, self._worker_api, _workflow(order.type),
-                order.id, self.now(), request=request)
+                order.id, now, request=request)
         except order_actions.NothingToResume as exc:
             raise OrderNotResumable(str(exc)) from None
         if resumed is None:
             LOG.info('Order %s was resumed by another request first',
                      order.id, context=context_module.for_ids(request))
             return self.get(order.id)
+        self._announce(bus.RESUMED, [order], PENDING, now)
         LOG.info('Order %s resumed by %s (it was ERROR: %s); step(s) %s '
                  'start again%s', order.id, _who(context), order.error_reason,
                  ', '.join(step.step for step in resumed.started),
@@ -728,6 +751,16 @@ class OrderAPI:
                                                          OrderAPIError))
                 failed[order_id] = str(exc)
         return BulkResume(resumed=tuple(resumed), failed=failed)
+
+    def _announce(self, event_type, orders, status, now, reason=None):
+        """Announce on the bus that ``orders`` (rows or ``Order``) moved
+        to ``status`` at ``now``, once that committed."""
+        if self._announcer is None:
+            return
+        for order in orders:
+            self._announcer.order(event_type, order.id, order.project_id,
+                                  status, now, reason=reason,
+                                  request=context_module.of_order(order))
 
     def wait(self, order_id, *, timeout, project_id=None):
         """Return the ``Order`` once it is ACTIVE, ERROR or CANCELLED.

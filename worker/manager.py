@@ -64,13 +64,16 @@ class WorkerManager:
         and whether a request failed, or None.
     :param sender: posts one event (``worker.notifications.sender``); a
         parameter so tests replace the network.
+    :param announcer: a ``worker.common.bus.Announcer`` for the orders
+        the results end, or None.
     """
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
 
     def __init__(self, conf, database, service_name, worker_api=None,
                  clock=timeutils.utcnow, observe_result=None,
-                 step_concurrency=1, observe_delivery=None, sender=None):
+                 step_concurrency=1, observe_delivery=None, sender=None,
+                 announcer=None):
         observe_result = observe_result or (lambda result: None)
         # The steps of a run_steps message run here, as many at once as a
         # process runs messages: a message is a way to carry steps, not an
@@ -84,7 +87,8 @@ class WorkerManager:
         self._claimer = claim_module.Claimer(
             database, step_kinds, service_name, clock, observe_result)
         self._applier = apply_module.Applier(database, clock, worker_api,
-                                             observe_result, _MAX_BATCH)
+                                             observe_result, _MAX_BATCH,
+                                             announcer=announcer)
         # Claims and results are written in batches: those of the steps
         # that reach the database while a batch is being written go
         # together in the next.

@@ -26,6 +26,7 @@ import datetime
 import typing
 
 from worker import api
+from worker.common import bus
 from worker.common import ticks
 
 __all__ = ['ScheduleAPI', 'Schedule', 'ScheduleNotFound', 'InvalidSchedule',
@@ -90,22 +91,28 @@ class ScheduleAPI:
     """
 
     def __init__(self, database, conf, worker_api=None, now=None,
-                 rows_per_cast=50):
+                 rows_per_cast=50, announcer=None):
         self._database = database
         self._transport = None
+        self._own_announcer = None
         self._orders = api.OrderAPI(database, conf, worker_api, now=now,
-                                    rows_per_cast=rows_per_cast)
+                                    rows_per_cast=rows_per_cast,
+                                    announcer=announcer)
 
     @classmethod
     def from_config(cls, conf):
         """Build the API as ``OrderAPI.from_config`` does."""
         database, worker_api, transport = api.connect(conf)
-        schedules = cls(database, conf, worker_api)
+        announcer = bus.from_conf(conf)
+        schedules = cls(database, conf, worker_api, announcer=announcer)
+        schedules._own_announcer = announcer
         schedules._transport = transport
         return schedules
 
     def close(self):
         """Close the database connections and the RPC transport."""
+        if self._own_announcer is not None:
+            self._own_announcer.close()
         if self._transport is not None:
             self._transport.cleanup()
         self._database.dispose()

@@ -4,9 +4,11 @@ from oslo_log import log as logging
 from oslo_service import service
 
 from worker.common import backend
+from worker.common import bus
 from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
+from worker.common import reports
 from worker.conf import order_types as type_conf
 from worker.db import models
 from worker.db import session as db_session
@@ -17,6 +19,9 @@ from worker import rpc
 from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
+
+#: The name of its Guru Meditation Reports (``worker.common.reports``).
+SERVICE_NAME = 'barbican-worker'
 
 
 class WorkerService(service.Service):
@@ -43,11 +48,15 @@ class WorkerService(service.Service):
         self._endpoint = None
         self._database = None
         self._heartbeat = None
+        self._announcer = None
 
     def start(self):
         """Connect to the database and the broker, then serve."""
         backend.require_threading()
         super().start()
+        # A forked process keeps the launcher's signal handler, not the
+        # file trigger's thread.
+        reports.install(self._conf, SERVICE_NAME)
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
@@ -57,10 +66,11 @@ class WorkerService(service.Service):
                                               topic=topic)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
-        observe_result = observe_delivery = None
+        observe_result = observe_delivery = registry = None
         self._room = intake.Room(self._conf.worker.max_queued_steps)
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
+            registry = step_metrics.registry
             metrics_server.export_clock_offset(step_metrics.registry,
                                                database_clock)
             step_metrics.export_queued_steps(self._room)
@@ -73,12 +83,14 @@ class WorkerService(service.Service):
         # for the next steps of the orders we run; deliveries to [worker]
         # topic.
         worker_api = rpcapi.WorkerAPI.from_conf(self._conf, transport)
+        self._announcer = bus.from_conf(self._conf, registry)
         self._endpoint = manager.WorkerManager(
             self._conf, self._database, self._heartbeat.name,
             worker_api=worker_api, clock=database_clock.now,
             observe_result=observe_result,
             observe_delivery=observe_delivery,
-            step_concurrency=rpc.executor_threads(self._conf))
+            step_concurrency=rpc.executor_threads(self._conf),
+            announcer=self._announcer)
         self.tg.add_timer_args(self._conf.report_interval,
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,
@@ -104,5 +116,8 @@ class WorkerService(service.Service):
         super().stop(graceful)
         if self._heartbeat is not None:
             self._heartbeat.remove()
+        if self._announcer is not None:
+            self._announcer.close()
+            self._announcer = None
         if self._database is not None:
             self._database.dispose()

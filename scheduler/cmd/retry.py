@@ -14,6 +14,7 @@ from oslo_config import cfg
 from scheduler import conf as scheduler_conf
 from scheduler import in_process
 from scheduler import service as scheduler_service
+from worker.common import reports
 from worker import conf as worker_conf
 
 
@@ -31,6 +32,7 @@ def main(argv=None):
         conf, argv, 'barbican-retry', (scheduler_conf.register_opts,),
         (scheduler_conf.validate,))
     in_process.register_opts(conf)
+    reports.install(conf, 'barbican-retry')
     return in_process.run(conf, scheduler_service.SchedulerService(conf))
 
 

@@ -11,6 +11,7 @@ from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler.manage import connection
+from worker.common import bus
 from worker.common import clock
 from worker import conf as worker_conf
 from worker import rpc
@@ -35,6 +36,8 @@ class ManageApp(app.App):
         self.conf = None
         self._database = None
         self._transport = None
+        self._announcer = None
+        self._announcer_built = False
         self._clock = None
         self._config_args = []
 
@@ -104,8 +107,19 @@ class ManageApp(app.App):
             self._transport = rpc.get_transport(self.conf)
         return rpcapi.WorkerAPI.from_conf(self.conf, self._transport)
 
+    def announcer(self):
+        """The announcer of orders on the bus (``worker.common.bus``),
+        or None without ``[oslo_messaging_notifications] driver``."""
+        if not self._announcer_built:
+            self._announcer_built = True
+            self._announcer = bus.from_conf(self.conf)
+        return self._announcer
+
     def clean_up(self, cmd, result, err):
-        """Close connections before exiting."""
+        """Close connections before exiting; send the announcements
+        still queued (``bus.Announcer.close``)."""
+        if self._announcer is not None:
+            self._announcer.close()
         if self._transport is not None:
             self._transport.cleanup()
         if self._database is not None:

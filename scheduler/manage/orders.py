@@ -69,12 +69,14 @@ def order_api(app, casts=False):
 
     :param casts: the commands that start steps get the app's RPC client
         (or, without one, leave the casts to the retry daemon, which
-        dispatches the steps after its dispatch deadline).
+        dispatches the steps after its dispatch deadline), and its
+        announcer of orders on the bus (``app.announcer``).
     """
     return api.OrderAPI(app.database, app.conf,
                         worker_api_or_none(app) if casts else None,
                         now=app.now,
-                        rows_per_cast=app.conf.scheduler.rows_per_cast)
+                        rows_per_cast=app.conf.scheduler.rows_per_cast,
+                        announcer=app.announcer() if casts else None)
 
 
 def worker_api_or_none(app):

@@ -10,6 +10,7 @@ import sys
 from oslo_config import cfg
 from oslo_service import service
 
+from worker.common import reports
 from worker import conf as worker_conf
 from worker.conf import worker as worker_options
 from worker import service as worker_service
@@ -24,6 +25,8 @@ def main(argv=None):
                      extra_register=command_line)
     worker_conf.refuse_invalid_reloads(conf, argv, 'barbican-worker',
                                        extra_register=command_line)
+    # The launcher's own; each process of the pool installs its own.
+    reports.install(conf, worker_service.SERVICE_NAME)
     served = worker_service.WorkerService(conf, topic=conf.topic)
     launcher = service.launch(conf, served,
                               workers=conf.worker.workers,

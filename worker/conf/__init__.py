@@ -8,6 +8,7 @@ so that tests can build isolated configurations and so that nothing reads
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from worker.common import reports
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
@@ -31,9 +32,11 @@ def validate(conf):
 
 
 def register_opts(conf):
-    """Register every worker-side option group on ``conf``."""
+    """Register every worker-side option group on ``conf``, and
+    oslo.reports' ``[oslo_reports]`` (``worker.common.reports``)."""
     for module in _MODULES:
         module.register_opts(conf)
+    reports.register_opts(conf)
 
 
 def check_values(conf):

@@ -26,6 +26,7 @@ import threading
 from oslo_log import log as logging
 
 from worker.db import models
+from worker.steps import announce
 from worker.steps import flow
 from worker.steps import runs
 from worker.steps import transactions
@@ -44,16 +45,19 @@ class Applier:
     :param observe_result: called with each result's kind, ``superseded``
         for one discarded.
     :param max_cast: the most steps cast in one message.
+    :param announcer: a ``worker.common.bus.Announcer`` that announces
+        the orders a batch ended, or None.
     """
 
     def __init__(self, database, clock, worker_api, observe_result,
-                 max_cast):
+                 max_cast, announcer=None):
         self._database = database
         self._repositories = database.repositories
         self._clock = clock
         self._worker_api = worker_api
         self._observe_result = observe_result
         self._max_cast = max_cast
+        self._announcer = announcer
         # Results the database refused: (run, result).
         self._deferred = []
         self._deferred_lock = threading.Lock()
@@ -78,6 +82,8 @@ class Applier:
                 # A step or order of the batch moved on: written again one
                 # result at a time, which finds the result superseded.
                 batched = False
+        announce.announce_writes(self._announcer, items, decided,
+                                 self._clock())
         casts = []
         for (run, _), decision in zip(items, decided):
             if decision is None:

@@ -70,6 +70,20 @@ def test_a_due_tick_makes_one_order_and_its_steps_are_cast(
         1.9, abs=0.05)
 
 
+def test_a_ticks_order_is_announced_once_by_the_daemon_that_made_it(
+        database, conf, client):
+    _create(database, conf, client)
+    announcer = fakes.RecordingAnnouncer()
+    daemon = ticks.Ticks(conf, database, schedule_api.ScheduleAPI(
+        database, conf, rpcapi.WorkerAPI(client), now=lambda: _at(2.5),
+        announcer=announcer), threading.Event())
+    assert daemon.run_once(_at(2.5)).created == 1
+    assert daemon.run_once(_at(2.6)).created == 0
+    [order] = _orders(database)
+    assert announcer.announced == [
+        ('order.create', order.id, 'p', 'PENDING', None)]
+
+
 def test_daemons_that_see_one_tick_make_one_order(database, conf, client):
     schedule = _create(database, conf, client)
     first, second = (_daemon(database, conf, client) for _ in range(2))

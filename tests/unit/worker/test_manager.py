@@ -163,13 +163,13 @@ class Worker:
         return delivered
 
 
-def _worker(database, step_concurrency=1, **overrides):
+def _worker(database, step_concurrency=1, announcer=None, **overrides):
     client, observed = fakes.RecordingRPCClient(), []
     return Worker(manager.WorkerManager(
         config.make_conf(**overrides), database, OWNER,
         worker_api=rpcapi.WorkerAPI(client), clock=lambda: NOW,
-        observe_result=observed.append, step_concurrency=step_concurrency),
-        client, observed)
+        observe_result=observed.append, step_concurrency=step_concurrency,
+        announcer=announcer), client, observed)
 
 
 def _order(database, type_name='certificate', meta=None, priority=0,
@@ -436,6 +436,25 @@ def test_a_plugin_that_raises_fails_its_order(database, use_plugin):
         'step process_type_order failed after 1 attempt(s): '
         'RuntimeError: boom')
     assert state.steps[REQUEST].last_error == 'RuntimeError: boom'
+
+
+def test_the_results_that_end_an_order_are_announced(database, use_plugin):
+    announcer = fakes.RecordingAnnouncer()
+    active = _order(database)
+    failed = _order(database)
+    use_plugin(ScriptedPlugin(base.Completed(meta={'certificate': 'pem'})))
+    worker = _worker(database, announcer=announcer)
+    worker.run(REQUEST, active, 0)
+    # A step's result that does not end the order announces nothing.
+    assert announcer.announced == []
+    worker.deliver()
+    use_plugin(ScriptedPlugin(RuntimeError('boom')))
+    worker.run(REQUEST, failed, 0)
+    assert announcer.announced == [
+        ('order.active', active, models.DEFAULT_PROJECT, models.ACTIVE,
+         None),
+        ('order.error', failed, models.DEFAULT_PROJECT, models.ERROR,
+         _state(database, failed).order.error_reason)]
 
 
 def test_a_result_overtaken_while_the_step_ran_is_discarded(database,

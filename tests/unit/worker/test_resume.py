@@ -348,3 +348,24 @@ def test_resume_many_takes_an_aware_time_as_utc(orders, database, clock):
     since = since - datetime.timedelta(seconds=5)
     assert [resumed.id for resumed in orders.resume_many(
         since=since).resumed] == [order.id]
+
+
+def test_create_cancel_and_resume_are_announced_after_they_commit(
+        database, client, clock, conf):
+    announcer = fakes.RecordingAnnouncer()
+    orders = api.OrderAPI(database, conf, rpcapi.WorkerAPI(client),
+                          now=lambda: clock.now, announcer=announcer)
+    order = _failed_at_issue(orders, database, clock)
+    orders.resume(order.id)
+    with pytest.raises(api.OrderNotResumable):
+        orders.resume(order.id)
+    cancelled = orders.create('certificate', {}, project_id=PROJECT)
+    orders.cancel(cancelled.id, reason='not needed')
+    orders.cancel(cancelled.id)
+    # The ERROR was the worker's (not this API's) to announce.
+    assert announcer.announced == [
+        ('order.create', order.id, PROJECT, models.PENDING, None),
+        ('order.resumed', order.id, PROJECT, models.PENDING, None),
+        ('order.create', cancelled.id, PROJECT, models.PENDING, None),
+        ('order.cancelled', cancelled.id, PROJECT, models.CANCELLED,
+         'not needed')]
