@@ -488,13 +488,28 @@ class Notifications(typing.Protocol):
                    order_id: str) -> dict[str, tuple[str, int]]:
         """``{name: (status, generation)}`` of the order's deliveries."""
 
+    def deliveries_of_orders(self, session: Any,
+                             order_ids: abc.Collection[str]
+                             ) -> dict[str, dict[str, tuple[str, int]]]:
+        """``{order_id: {name: (status, generation)}}`` in one read."""
+
     def add_events(self, session: Any, order_id: str,
                    events: abc.Iterable[events_module.Event],
                    now: Moment) -> list[int]:
         """Append ``events`` to the order's; their sequences."""
 
+    def add_events_many(self, session: Any,
+                        events: abc.Mapping[str, abc.Sequence[
+                            events_module.Event]],
+                        now: Moment) -> dict[str, list[int]]:
+        """Append each order's events at once; their sequences."""
+
     def last_sequence(self, session: Any, order_id: str) -> int:
         """The sequence of the order's last event; 0 if none."""
+
+    def last_sequences(self, session: Any,
+                       order_ids: abc.Collection[str]) -> dict[str, int]:
+        """``{order_id: last sequence}`` of the orders with events."""
 
     def events_after(self, session: Any, order_id: str, sequence: int,
                      limit: int | None) -> list[rows.Event]:
@@ -503,6 +518,10 @@ class Notifications(typing.Protocol):
     def wake(self, session: Any, order_id: str,
              names: abc.Collection[str] | None, now: Moment) -> None:
         """Make the order's finished deliveries ``names`` PENDING."""
+
+    def wake_many(self, session: Any, order_ids: abc.Collection[str],
+                  now: Moment) -> None:
+        """Make every finished delivery of ``order_ids`` PENDING."""
 
     def paused(self, session: Any, url_id: int,
                limit: int) -> list[tuple[str, int]]:

@@ -135,13 +135,26 @@ def lock_order(session: orm.Session, order_id: str, now: Moment) -> None:
 def deliveries(session: orm.Session,
                order_id: str) -> dict[str, tuple[str, int]]:
     """``{name: (status, generation)}`` of the order's deliveries."""
-    return {name: (status, generation) for name, status, generation in
-            session.execute(_DELIVERIES, {'order_id': order_id})}
+    return deliveries_of_orders(session, [order_id]).get(order_id, {})
 
 
-_DELIVERIES = (sa.select(_STEPS.c.name, _STEPS.c.status,
+def deliveries_of_orders(session: orm.Session,
+                         order_ids: abc.Collection[str]
+                         ) -> dict[str, dict[str, tuple[str, int]]]:
+    """``{order_id: {name: (status, generation)}}`` of the deliveries of
+    ``order_ids``, in one read; an order without any is left out."""
+    found: dict[str, dict[str, tuple[str, int]]] = {}
+    if order_ids:
+        for order_id, name, status, generation in session.execute(
+                _DELIVERIES, {'order_ids': list(order_ids)}):
+            found.setdefault(order_id, {})[name] = (status, generation)
+    return found
+
+
+_DELIVERIES = (sa.select(_STEPS.c.order_id, _STEPS.c.name, _STEPS.c.status,
                          _STEPS.c.generation)
-               .where(_STEPS.c.order_id == sa.bindparam('order_id'),
+               .where(_STEPS.c.order_id.in_(
+                   sa.bindparam('order_ids', expanding=True)),
                       models.delivery_steps(_STEPS.c.name)))
 
 
@@ -150,21 +163,41 @@ def add_events(session: orm.Session, order_id: str,
                now: Moment) -> list[int]:
     """Append ``events`` to the order's; returns their sequences.
 
-    The caller holds the order's row (``lock_order``, or a status change),
-    so no other transaction numbers events of this order meanwhile; the
-    unique (order_id, sequence) makes a mistake an error, not a gap.
-
     :param events: ``worker.notifications.events.Event`` values.
     """
-    last = last_sequence(session, order_id)
-    added: list[dict[str, typing.Any]] = [
-        dict(event_id=str(uuid.uuid4()), order_id=order_id,
-             sequence=last + offset, event=event.event, status=event.status,
-             step=event.step, detail=event.detail, created_at=now)
-        for offset, event in enumerate(events, 1)]
+    return add_events_many(session, {order_id: list(events)},
+                           now).get(order_id, [])
+
+
+def add_events_many(session: orm.Session,
+                    events: abc.Mapping[str, abc.Sequence[
+                        events_module.Event]],
+                    now: Moment) -> dict[str, list[int]]:
+    """Append ``events[order_id]`` to each order's: one read of their last
+    sequences, one INSERT; returns ``{order_id: [sequence, ...]}``.
+
+    The caller holds the orders' rows (``lock_order``, or a status
+    change), so no other transaction numbers events of these orders
+    meanwhile; the unique (order_id, sequence) makes a mistake an error,
+    not a gap.
+    """
+    last = last_sequences(session, [order_id for order_id, found
+                                    in events.items() if found])
+    added: list[dict[str, typing.Any]] = []
+    sequences: dict[str, list[int]] = {}
+    for order_id, found in events.items():
+        start = last.get(order_id, 0)
+        sequences[order_id] = [start + offset
+                               for offset in range(1, len(found) + 1)]
+        added.extend(
+            dict(event_id=str(uuid.uuid4()), order_id=order_id,
+                 sequence=start + offset, event=event.event,
+                 status=event.status, step=event.step,
+                 detail=event.detail, created_at=now)
+            for offset, event in enumerate(found, 1))
     if added:
         statements.execute(session, sa.insert(_EVENTS), added)
-    return [row['sequence'] for row in added]
+    return sequences
 
 
 def last_sequence(session: orm.Session, order_id: str) -> int:
@@ -172,6 +205,24 @@ def last_sequence(session: orm.Session, order_id: str) -> int:
     return session.scalar(
         sa.select(sa.func.coalesce(sa.func.max(_Event.sequence), 0))
         .where(_Event.order_id == order_id)) or 0
+
+
+def last_sequences(session: orm.Session,
+                   order_ids: abc.Collection[str]) -> dict[str, int]:
+    """``{order_id: sequence of its last event}`` in one read, through
+    the unique (order_id, sequence); an order without events is left out.
+    """
+    if not order_ids:
+        return {}
+    return {order_id: sequence for order_id, sequence in session.execute(
+        _LAST_SEQUENCES, {'order_ids': list(order_ids)})}
+
+
+_LAST_SEQUENCES = (sa.select(_EVENTS.c.order_id,
+                             sa.func.max(_EVENTS.c.sequence))
+                   .where(_EVENTS.c.order_id.in_(
+                       sa.bindparam('order_ids', expanding=True)))
+                   .group_by(_EVENTS.c.order_id))
 
 
 def events_after(session: orm.Session, order_id: str, sequence: int,
@@ -199,6 +250,27 @@ _WAKE = (sa.update(_STEPS)
                 _STEPS.c.status == models.STEP_DONE)
          .values(statements.setting(_STEPS, ['dispatched_at', 'updated_at']))
          .values(status=models.STEP_PENDING, finished_at=None))
+
+
+def wake_many(session: orm.Session, order_ids: abc.Collection[str],
+              now: Moment) -> None:
+    """Make every finished delivery of ``order_ids`` PENDING again,
+    dispatched at ``now``, in one UPDATE: they have new events to send.
+    """
+    if order_ids:
+        statements.execute(session, _WAKE_ALL, {
+            'order_ids': list(order_ids), 'set_dispatched_at': now,
+            'set_updated_at': now})
+
+
+_WAKE_ALL = (sa.update(_STEPS)
+             .where(_STEPS.c.order_id.in_(
+                 sa.bindparam('order_ids', expanding=True)),
+                    models.delivery_steps(_STEPS.c.name),
+                    _STEPS.c.status == models.STEP_DONE)
+             .values(statements.setting(_STEPS,
+                                        ['dispatched_at', 'updated_at']))
+             .values(status=models.STEP_PENDING, finished_at=None))
 
 
 def paused(session: orm.Session, url_id: int,

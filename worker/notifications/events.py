@@ -78,16 +78,37 @@ def record(session, repositories, order_id, events, now, request=None):
         transaction committed; the others are sending, retrying or
         waiting for their URL, and will send these events in turn.
     """
+    return record_many(session, repositories,
+                       [(order_id, events, request)], now)
+
+
+def record_many(session, repositories, recorded, now):
+    """``record`` for several orders, each at most once, in three
+    statements whatever their number: one read of their deliveries, the
+    events' (``notifications.add_events_many``: one read, one INSERT),
+    one UPDATE waking the finished deliveries.
+
+    :param recorded: ``[(order_id, events, request), ...]``; the caller's
+        transaction holds each order's row.
+    :returns: the deliveries woken, as ``rpcapi.Step``.
+    """
     store = repositories.notifications
-    deliveries = store.deliveries(session, order_id)
-    if not deliveries or not events:
+    recorded = [(order_id, list(events), request)
+                for order_id, events, request in recorded if events]
+    deliveries = store.deliveries_of_orders(
+        session, [order_id for order_id, _, _ in recorded])
+    if not deliveries:
         return []
-    store.add_events(session, order_id, events, now)
-    finished = sorted(name for name, (status, _) in deliveries.items()
-                      if status == models.STEP_DONE)
-    store.wake(session, order_id, finished, now)
-    return [rpcapi.Step(name, order_id, deliveries[name][1], request)
-            for name in finished]
+    store.add_events_many(session, {
+        order_id: events for order_id, events, _ in recorded
+        if order_id in deliveries}, now)
+    woken = [rpcapi.Step(name, order_id, found[name][1], request)
+             for order_id, _, request in recorded
+             for found in (deliveries.get(order_id, {}),)
+             for name in sorted(found)
+             if found[name][0] == models.STEP_DONE]
+    store.wake_many(session, sorted({step.order_id for step in woken}), now)
+    return woken
 
 
 def delivered_sequence(step):

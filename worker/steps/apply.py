@@ -94,8 +94,9 @@ class Applier:
             self._observe_result(decision.kind)
             casts.extend(decision.casts)
         if woken:
-            LOG.debug('Woke %d step(s) waiting for the resource slots the '
-                      'results freed', len(woken))
+            LOG.debug('Woke %d step(s): deliveries with new events, or '
+                      'steps waiting for the resource slots the results '
+                      'freed', len(woken))
         self._cast(casts + woken)
         return [None] * len(items)
 
@@ -132,7 +133,8 @@ class Applier:
     @transactions.retried
     def _write_results(self, items, undone, batched):
         """Per item, its ``runs.Decision`` as written, or None
-        (superseded); and the steps woken by the resource slots the runs
+        (superseded); and the steps woken by the batch: the deliveries its
+        events woke, and the steps waiting for the resource slots the runs
         freed (``flow.release``: every run's result frees its slots,
         a superseded one's too).
 
@@ -172,12 +174,15 @@ class Applier:
                 else:
                     decided[index] = self._write_one(
                         session, index, run, decision, now, recorded)
-            writes.write_batch(session, self._repositories,
-                               [decided[index].writes for index in batch] +
-                               [self._of_orders_kept(session, recorded)],
-                               now)
-            woken = flow.release(session, self._repositories,
-                                 [run for run, _ in items], now)
+            # The deliveries the batch's events woke are cast with the
+            # steps the resource slots woke: a batch is written whole or
+            # not at all.
+            woken = writes.write_batch(
+                session, self._repositories,
+                [decided[index].writes for index in batch] +
+                [self._of_orders_kept(session, recorded)], now)
+            woken += flow.release(session, self._repositories,
+                                  [run for run, _ in items], now)
         return decided, woken
 
     def _of_orders_kept(self, session, recorded):

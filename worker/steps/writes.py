@@ -345,11 +345,13 @@ class RevokeOpen(Single):
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordEvents(Single):
+class RecordEvents:
     """Append events to the order's, if it has deliveries; wakes them.
 
     Follows the write that holds the order's row (a status change, or
-    the lock a step event is decided under).
+    the lock a step event is decided under). Its ``*_many`` form writes
+    the events of every order of a batch in the same three statements
+    (``events.record_many``), and answers the deliveries it woke.
     """
 
     order_id: str
@@ -357,19 +359,32 @@ class RecordEvents(Single):
     #: The order's request ids, which the casts of the deliveries carry.
     request: context_module.RequestIds | None = None
 
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = True
+    #: ``write_many`` answers the steps woken, not a count of rows.
+    wakes: typing.ClassVar[bool] = True
+
     def write(self, session: typing.Any, repositories: Repos,
               now: Moment) -> Casts:
         """Execute it; the deliveries woken are to be cast."""
-        return tuple(events_module.record(session, repositories,
-                                          self.order_id, list(self.events),
-                                          now, request=self.request))
+        return tuple(self.write_many(session, repositories, [self], now))
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any],
+                   now: Moment) -> list[rpcapi.Step]:
+        """Execute several, each of another order; the deliveries woken.
+        """
+        return events_module.record_many(session, repositories, [
+            (w.order_id, w.events, w.request) for w in writes], now)
 
 
-#: The kinds a batch writes, in this order: the fenced writes first, then
-#: a retry's delete of its step's row before the row it adds; the runs'
-#: rows last, once every fence held.
-_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, DeleteRetryRows,
-                AddRetryRow, StartSteps, RecordRun)
+#: The kinds a batch writes, in this order: the fenced writes first (a
+#: status change holds its order's row before its events are numbered),
+#: then a retry's delete of its step's row before the row it adds; the
+#: runs' rows last, once every fence held.
+_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, RecordEvents,
+                DeleteRetryRows, AddRetryRow, StartSteps, RecordRun)
 
 
 def batched(writes: abc.Iterable[typing.Any]) -> bool:
@@ -400,8 +415,10 @@ def write_one(session: typing.Any, repositories: Repos,
 
 def write_batch(session: typing.Any, repositories: Repos,
                 results: abc.Iterable[abc.Iterable[typing.Any]],
-                now: Moment) -> None:
-    """Execute the writes of several results, each kind at once.
+                now: Moment) -> list[rpcapi.Step]:
+    """Execute the writes of several results, each kind at once; the
+    steps they woke (``RecordEvents``' deliveries), to cast after the
+    commit.
 
     :param results: the writes of each result, all ``batched``, each the
         only result of its order (a batch writes by kind, not in the order
@@ -417,17 +434,21 @@ def write_batch(session: typing.Any, repositories: Repos,
                 raise TypeError('not a write of a batch: %r' % (write,))
             by_kind[type(write)].append(write)
     expected = moved = 0
+    woken: list[rpcapi.Step] = []
     for kind in _BATCH_ORDER:
         group = by_kind.pop(kind, ())
         if not group:
             continue
         count = kind.write_many(session, repositories, group, now)
-        if kind.fenced:
+        if getattr(kind, 'wakes', False):
+            woken.extend(count)
+        elif kind.fenced:
             expected += len(group)
             moved += count
             if moved != expected:
                 raise Moved('%d of %d fenced writes moved a row'
                             % (moved, expected))
+    return woken
 
 
 def fenced_answer(written: bool | int) -> Casts:

@@ -117,28 +117,52 @@ class InMemoryNotifications(base.Repository):
     def deliveries(self, session: Session,
                    order_id: str) -> dict[str, tuple[str, int]]:
         """``{name: (status, generation)}`` of the order's deliveries."""
-        return {step.name: (step.status, step.generation)
-                for step in self._store.steps.values()
-                if step.order_id == order_id and
-                models.is_delivery(step.name)}
+        return self.deliveries_of_orders(session, [order_id]).get(
+            order_id, {})
+
+    @base.reads
+    def deliveries_of_orders(self, session: Session,
+                             order_ids: abc.Collection[str]
+                             ) -> dict[str, dict[str, tuple[str, int]]]:
+        """``{order_id: {name: (status, generation)}}``; an order without
+        deliveries is left out."""
+        wanted = set(order_ids)
+        found: dict[str, dict[str, tuple[str, int]]] = {}
+        for step in self._store.steps.values():
+            if step.order_id in wanted and models.is_delivery(step.name):
+                found.setdefault(step.order_id, {})[step.name] = (
+                    step.status, step.generation)
+        return found
 
     @base.writes
     def add_events(self, session: Session, order_id: str,
                    events: abc.Iterable[events_module.Event],
                    now: Moment) -> list[int]:
         """Append ``events`` to the order's; returns their sequences."""
-        if order_id not in self._store.orders:
-            raise base.missing_order('notification_events')
-        last = self._last(order_id)
-        sequences = []
-        for offset, event in enumerate(events, 1):
-            row = base.EventRecord(
-                id=None, event_id=str(uuid.uuid4()), order_id=order_id,
-                sequence=last + offset, event=event.event,
-                status=event.status, step=event.step,
-                detail=base.to_json(event.detail), created_at=now)
-            self._store.events[order_id, row.sequence] = row
-            sequences.append(row.sequence)
+        return self.add_events_many(session, {order_id: list(events)},
+                                    now).get(order_id, [])
+
+    @base.writes
+    def add_events_many(self, session: Session,
+                        events: abc.Mapping[str, abc.Sequence[
+                            events_module.Event]],
+                        now: Moment) -> dict[str, list[int]]:
+        """Append ``events[order_id]`` to each order's; their sequences.
+        """
+        sequences: dict[str, list[int]] = {}
+        for order_id, found in events.items():
+            if found and order_id not in self._store.orders:
+                raise base.missing_order('notification_events')
+            last = self._last(order_id)
+            sequences[order_id] = []
+            for offset, event in enumerate(found, 1):
+                row = base.EventRecord(
+                    id=None, event_id=str(uuid.uuid4()), order_id=order_id,
+                    sequence=last + offset, event=event.event,
+                    status=event.status, step=event.step,
+                    detail=base.to_json(event.detail), created_at=now)
+                self._store.events[order_id, row.sequence] = row
+                sequences[order_id].append(row.sequence)
         return sequences
 
     def _last(self, order_id: str) -> int:
@@ -149,6 +173,14 @@ class InMemoryNotifications(base.Repository):
     def last_sequence(self, session: Session, order_id: str) -> int:
         """The sequence of the order's last event; 0 if none."""
         return self._last(order_id)
+
+    @base.reads
+    def last_sequences(self, session: Session,
+                       order_ids: abc.Collection[str]) -> dict[str, int]:
+        """``{order_id: last sequence}``; an order without events is left
+        out."""
+        return {order_id: last for order_id in order_ids
+                for last in (self._last(order_id),) if last}
 
     @base.reads
     def events_after(self, session: Session, order_id: str, sequence: int,
@@ -174,6 +206,14 @@ class InMemoryNotifications(base.Repository):
                 self._store.steps[order_id, name] = base.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
                     updated_at=now, finished_at=None)
+
+    @base.writes
+    def wake_many(self, session: Session, order_ids: abc.Collection[str],
+                  now: Moment) -> None:
+        """Make every finished delivery of ``order_ids`` PENDING again."""
+        for order_id, found in self.deliveries_of_orders(
+                session, order_ids).items():
+            self.wake(session, order_id, list(found), now)
 
     @base.reads
     def paused(self, session: Session, url_id: int,
