@@ -142,7 +142,7 @@ def measure(transport_url, count, worker_processes, workdir, log,
                 done, last = procs.wait_for_status(
                     database, '', count,
                     timeout=60 + count * len(workflow.names) / 20.0)
-            events = _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
+            _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
             busy = _busy_share(cpu_before, psutil.cpu_times())
             pool_figures = watch.stop(steps=done * len(workflow.names))
             dropped = procs.count_in_log(workers, 'Dropped ')

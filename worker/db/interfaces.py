@@ -462,6 +462,10 @@ class Notifications(typing.Protocol):
     def get_url(self, session: Any, url_id: int) -> rows.Url | None:
         """The URL with this id, or None."""
 
+    def get_urls(self, session: Any,
+                 url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
+        """``{id: row}`` of those of ``url_ids`` that exist."""
+
     def list_urls(self, session: Any) -> list[rows.Url]:
         """Every URL, by id."""
 
@@ -514,6 +518,11 @@ class Notifications(typing.Protocol):
     def events_after(self, session: Any, order_id: str, sequence: int,
                      limit: int | None) -> list[rows.Event]:
         """The order's events after ``sequence``, up to ``limit``."""
+
+    def events_after_many(self, session: Any, after: abc.Mapping[str, int],
+                          limit: int) -> dict[str, list[rows.Event]]:
+        """Each order's events after ``after[order_id]``, up to ``limit``.
+        """
 
     def wake(self, session: Any, order_id: str,
              names: abc.Collection[str] | None, now: Moment) -> None:

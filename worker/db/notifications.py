@@ -56,6 +56,16 @@ def get_url(session: orm.Session, url_id: int) -> rows.Url | None:
     return session.get(_Url, url_id)
 
 
+def get_urls(session: orm.Session,
+             url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
+    """``{id: NotificationUrl}`` of those of ``url_ids`` that exist, in one
+    read."""
+    if not url_ids:
+        return {}
+    return {row.id: row for row in session.scalars(
+        sa.select(_Url).where(_Url.id.in_(list(url_ids))))}
+
+
 def list_urls(session: orm.Session) -> list[rows.Url]:
     """Every URL, by id."""
     return list(session.scalars(sa.select(_Url).order_by(_Url.id)))
@@ -153,9 +163,9 @@ def deliveries_of_orders(session: orm.Session,
 
 _DELIVERIES = (sa.select(_STEPS.c.order_id, _STEPS.c.name, _STEPS.c.status,
                          _STEPS.c.generation)
-               .where(_STEPS.c.order_id.in_(
-                   sa.bindparam('order_ids', expanding=True)),
-                      models.delivery_steps(_STEPS.c.name)))
+               .where(_STEPS.c.order_id.in_(sa.bindparam(
+                   'order_ids', expanding=True)),
+                   models.delivery_steps(_STEPS.c.name)))
 
 
 def add_events(session: orm.Session, order_id: str,
@@ -234,6 +244,30 @@ def events_after(session: orm.Session, order_id: str, sequence: int,
         .order_by(_Event.sequence).limit(limit)))
 
 
+def events_after_many(session: orm.Session, after: abc.Mapping[str, int],
+                      limit: int) -> dict[str, list[rows.Event]]:
+    """``{order_id: its events after after[order_id], in order, up to
+    limit}`` in one read (the deliveries a claim took: their runs need
+    no read of their own). Each order's first ``limit`` are picked by
+    ``row_number()``, which SQLite, PostgreSQL and MariaDB all have."""
+    if not after:
+        return {}
+    rank = sa.func.row_number().over(partition_by=_EVENTS.c.order_id,
+                                     order_by=_EVENTS.c.sequence)
+    ranked = (sa.select(_EVENTS.c.id, rank.label('rank'))
+              .where(sa.or_(*(sa.and_(_EVENTS.c.order_id == order_id,
+                                      _EVENTS.c.sequence > sequence)
+                              for order_id, sequence in after.items())))
+              .subquery())
+    found: dict[str, list[rows.Event]] = {order_id: [] for order_id in after}
+    for event in session.scalars(
+            sa.select(_Event).join(ranked, ranked.c.id == _Event.id)
+            .where(ranked.c.rank <= limit)
+            .order_by(_Event.order_id, _Event.sequence)):
+        found[event.order_id].append(event)
+    return found
+
+
 def wake(session: orm.Session, order_id: str,
          names: abc.Collection[str] | None, now: Moment) -> None:
     """Make the order's finished deliveries ``names`` PENDING again,
@@ -264,10 +298,10 @@ def wake_many(session: orm.Session, order_ids: abc.Collection[str],
 
 
 _WAKE_ALL = (sa.update(_STEPS)
-             .where(_STEPS.c.order_id.in_(
-                 sa.bindparam('order_ids', expanding=True)),
-                    models.delivery_steps(_STEPS.c.name),
-                    _STEPS.c.status == models.STEP_DONE)
+             .where(_STEPS.c.order_id.in_(sa.bindparam(
+                 'order_ids', expanding=True)),
+                 models.delivery_steps(_STEPS.c.name),
+                 _STEPS.c.status == models.STEP_DONE)
              .values(statements.setting(_STEPS,
                                         ['dispatched_at', 'updated_at']))
              .values(status=models.STEP_PENDING, finished_at=None))

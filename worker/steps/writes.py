@@ -350,8 +350,9 @@ class RecordEvents:
 
     Follows the write that holds the order's row (a status change, or
     the lock a step event is decided under). Its ``*_many`` form writes
-    the events of every order of a batch in the same three statements
-    (``events.record_many``), and answers the deliveries it woke.
+    the events of every order of a batch in the same few statements
+    (``events.record_many``), and answers the deliveries it woke (a
+    list, where the other kinds answer a count of rows).
     """
 
     order_id: str
@@ -361,8 +362,6 @@ class RecordEvents:
 
     fenced: typing.ClassVar[bool] = False
     batched: typing.ClassVar[bool] = True
-    #: ``write_many`` answers the steps woken, not a count of rows.
-    wakes: typing.ClassVar[bool] = True
 
     def write(self, session: typing.Any, repositories: Repos,
               now: Moment) -> Casts:
@@ -375,8 +374,10 @@ class RecordEvents:
                    now: Moment) -> list[rpcapi.Step]:
         """Execute several, each of another order; the deliveries woken.
         """
-        return events_module.record_many(session, repositories, [
-            (w.order_id, w.events, w.request) for w in writes], now)
+        woken: list[rpcapi.Step] = events_module.record_many(
+            session, repositories,
+            [(w.order_id, w.events, w.request) for w in writes], now)
+        return woken
 
 
 #: The kinds a batch writes, in this order: the fenced writes first (a
@@ -440,7 +441,8 @@ def write_batch(session: typing.Any, repositories: Repos,
         if not group:
             continue
         count = kind.write_many(session, repositories, group, now)
-        if getattr(kind, 'wakes', False):
+        if isinstance(count, list):
+            # RecordEvents: the deliveries it woke.
             woken.extend(count)
         elif kind.fenced:
             expected += len(group)

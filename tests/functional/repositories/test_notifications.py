@@ -94,6 +94,40 @@ def test_events_are_numbered_per_order(db):
 
 
 @contract
+def test_events_and_deliveries_of_many_orders_at_once(db):
+    from worker.notifications import events
+    store, steps_repo = db.repositories.notifications, db.repositories.steps
+    url = write(db, store.add_url, HOOK, NOW)
+    name = models.delivery_name(url.id)
+    a, b, bare = _subscribed(db, url.id), _subscribed(db, url.id), \
+        new_order(db)
+    write(db, store.add_events, a, events.status_changed(models.PENDING),
+          NOW)
+    assert write(db, store.add_events_many, {
+        a: events.status_changed(models.ACTIVE),
+        b: events.status_changed(models.PENDING)}, plus(1)) == {
+        a: [2, 3], b: [1]}
+    assert read(db, store.last_sequences, [a, b, bare]) == {a: 3, b: 1}
+    assert read(db, store.deliveries_of_orders, [a, b, bare]) == {
+        a: {name: (models.STEP_PENDING, 0)},
+        b: {name: (models.STEP_PENDING, 0)}}
+    found = read(db, store.events_after_many, {a: 1, b: 0}, 1)
+    assert [(e.order_id, e.sequence) for e in found[a] + found[b]] == [
+        (a, 2), (b, 1)]
+    assert {url_id: row.url for url_id, row in read(
+        db, store.get_urls, [url.id, url.id + 1]).items()} == {url.id: HOOK}
+
+    # Only the finished delivery wakes.
+    assert write(db, steps_repo.claim, a, name, 0, NOW, 'w', plus(60))
+    assert write(db, steps_repo.record_delivery, a, name, 1, plus(1),
+                 models.STEP_DONE, 3, 0)
+    write(db, store.wake_many, [a, b, bare], plus(2))
+    assert (step_of(db, a, name).status, step_of(db, a, name).dispatched_at
+            ) == (models.STEP_PENDING, plus(2))
+    assert step_of(db, b, name).dispatched_at == NOW
+
+
+@contract
 def test_deliveries_wake_pause_and_resume(db):
     store, steps_repo = db.repositories.notifications, db.repositories.steps
     order_id = _subscribed(db, 1, 2)

@@ -52,6 +52,14 @@ class InMemoryNotifications(base.Repository):
         return copy.deepcopy(self._store.urls.get(url_id))
 
     @base.reads
+    def get_urls(self, session: Session,
+                 url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
+        """``{id: row}`` of those of ``url_ids`` that exist."""
+        return {url_id: row for url_id in url_ids
+                for row in (self.get_url(session, url_id),)
+                if row is not None}
+
+    @base.reads
     def list_urls(self, session: Session) -> list[rows.Url]:
         """Every URL, by id."""
         return copy.deepcopy(sorted(self._store.urls.values(),
@@ -190,6 +198,16 @@ class InMemoryNotifications(base.Repository):
             (row for (key, number), row in self._store.events.items()
              if key == order_id and number > sequence),
             key=lambda row: row.sequence)[:limit])
+
+    @base.reads
+    def events_after_many(self, session: Session,
+                          after: abc.Mapping[str, int],
+                          limit: int) -> dict[str, list[rows.Event]]:
+        """``{order_id: its events after after[order_id], up to limit}``.
+        """
+        return {order_id: self.events_after(session, order_id, sequence,
+                                            limit)
+                for order_id, sequence in after.items()}
 
     def events_of_order(self, session: Session,
                         order_id: str) -> list[rows.Event]:
