@@ -177,6 +177,7 @@ class Orders(typing.Protocol):
 Claim = steps.Claim
 Retry = steps.Retry
 Finish = steps.Finish
+Delivery = steps.Delivery
 Start = steps.Start
 
 
@@ -250,6 +251,11 @@ class Steps(typing.Protocol):
                         last_error: str | None = None,
                         dispatched: bool = False) -> bool:
         """Write a delivery's run."""
+
+    def record_delivery_many(self, session: Any,
+                             deliveries: abc.Iterable[Delivery],
+                             now: Moment) -> int:
+        """Write several deliveries' runs; how many were."""
 
     def add(self, session: Any, order_id: str, step: str,
             now: Moment) -> None:
@@ -476,6 +482,10 @@ class Notifications(typing.Protocol):
     def url_succeeded(self, session: Any, url_id: int) -> None:
         """A request was acknowledged: its failures start again."""
 
+    def url_succeeded_many(self, session: Any,
+                           url_ids: abc.Collection[int]) -> None:
+        """``url_succeeded`` of several URLs at once."""
+
     def hold_url(self, session: Any, url_id: int, now: Moment) -> bool:
         """Write the URL's row; True if it is available."""
 
@@ -487,6 +497,10 @@ class Notifications(typing.Protocol):
 
     def lock_order(self, session: Any, order_id: str, now: Moment) -> None:
         """Hold the order's row for this transaction."""
+
+    def lock_orders(self, session: Any, order_ids: abc.Collection[str],
+                    now: Moment) -> None:
+        """Hold the orders' rows for this transaction."""
 
     def deliveries(self, session: Any,
                    order_id: str) -> dict[str, tuple[str, int]]:

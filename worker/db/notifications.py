@@ -87,13 +87,21 @@ def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
 
 def url_succeeded(session: orm.Session, url_id: int) -> None:
     """A request to the URL was acknowledged: its failures start again.
-
-    Writes only if it had failures, so the deliveries of many orders to
-    one URL do not all write its row.
     """
-    statements.execute(session, sa.update(_URLS)
-                       .where(_URLS.c.id == url_id, _URLS.c.failures > 0)
-                       .values(failures=0))
+    url_succeeded_many(session, [url_id])
+
+
+def url_succeeded_many(session: orm.Session,
+                       url_ids: abc.Collection[int]) -> None:
+    """``url_succeeded`` of several URLs in one UPDATE.
+
+    Writes only those that had failures, so the deliveries of many orders
+    to one URL do not all write its row.
+    """
+    if url_ids:
+        statements.execute(session, sa.update(_URLS).where(
+            _URLS.c.id.in_(sorted(set(url_ids))), _URLS.c.failures > 0)
+            .values(failures=0))
 
 
 def hold_url(session: orm.Session, url_id: int, now: Moment) -> bool:
@@ -136,10 +144,18 @@ def lock_order(session: orm.Session, order_id: str, now: Moment) -> None:
     UPDATE`` locks on one node only, while two writes of one row from
     different nodes conflict, and one of them is retried.
     """
-    orders = statements.ORDERS
-    statements.execute(session, sa.update(orders)
-                       .where(orders.c.id == order_id)
-                       .values(updated_at=now))
+    lock_orders(session, [order_id], now)
+
+
+def lock_orders(session: orm.Session, order_ids: abc.Collection[str],
+                now: Moment) -> None:
+    """``lock_order`` of several orders in one UPDATE (the results of the
+    deliveries of a batch)."""
+    if order_ids:
+        orders = statements.ORDERS
+        statements.execute(session, sa.update(orders)
+                           .where(orders.c.id.in_(sorted(set(order_ids))))
+                           .values(updated_at=now))
 
 
 def deliveries(session: orm.Session,

@@ -165,44 +165,6 @@ def send(database, sender, conf, run, clock, pending=None):
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordDelivery(writes.Single):
-    """Write a delivery's run, if still at ``token``
-    (``steps.record_delivery``)."""
-
-    order_id: str
-    step: str
-    token: int
-    status: str
-    delivered: int
-    failures: int
-    last_error: str | None = None
-    dispatched: bool = False
-
-    fenced: typing.ClassVar[bool] = True
-
-    def write(self, session: typing.Any, repositories: writes.Repos,
-              now: writes.Moment) -> writes.Casts:
-        """Execute it."""
-        return writes.fenced_answer(repositories.steps.record_delivery(
-            session, self.order_id, self.step, self.token, now, self.status,
-            self.delivered, self.failures, self.last_error,
-            self.dispatched))
-
-
-@dataclasses.dataclass(frozen=True)
-class UrlSucceeded(writes.Single):
-    """A delivery's URL acknowledged events: its failures count from 0."""
-
-    url_id: int
-
-    def write(self, session: typing.Any, repositories: writes.Repos,
-              now: writes.Moment) -> writes.Casts:
-        """Execute it."""
-        repositories.notifications.url_succeeded(session, self.url_id)
-        return ()
-
-
-@dataclasses.dataclass(frozen=True)
 class UrlFailed(writes.Single):
     """A request to a delivery's URL failed; ``unavailable``: it is now
     unavailable."""
@@ -262,12 +224,31 @@ class DeliveryKind:
             self._observe_delivery(result.sent, result.failure is not None)
         return result
 
-    def decide(self, session, repositories, run, result, now):
+    def prepare(self, session, repositories, runs_alone, now):
+        """Lock the orders of the deliveries ``runs_alone`` (each the only
+        result of its order in the batch) and read their last sequences,
+        for all at once: ``{order_id: last sequence}``, which ``decide``
+        is given as ``facts``."""
+        order_ids = sorted({run.order_id for run in runs_alone})
+        store = repositories.notifications
+        store.lock_orders(session, order_ids, now)
+        last = store.last_sequences(session, order_ids)
+        return {order_id: last.get(order_id, 0) for order_id in order_ids}
+
+    def decide(self, session, repositories, run, result, now, facts=None):
         """The ``runs.Decision`` of a delivery's result, decided under
-        the order's row lock, which every writer of events holds."""
-        repositories.notifications.lock_order(session, run.order_id, now)
+        the order's row lock, which every writer of events holds.
+
+        :param facts: what ``prepare`` read under the lock, or None: the
+            lock is taken and the last sequence read here.
+        """
+        last = (facts or {}).get(run.order_id)
+        if last is None:
+            store = repositories.notifications
+            store.lock_order(session, run.order_id, now)
+            last = store.last_sequence(session, run.order_id)
         return _Decider(session, repositories, self._conf, run,
-                        now).decide(result)
+                        now).decide(result, last)
 
 
 class _Decider:
@@ -281,17 +262,18 @@ class _Decider:
         self._now = now
         self._url_id = models.url_id_of(run.step)
 
-    def decide(self, result):
+    def decide(self, result, last):
+        """The decision of ``result``; ``last``: the order's last event,
+        read under its lock."""
         run = self._run
         if isinstance(result, Paused):
             return self._paused(result)
         url = ()
         if result.sent:
-            url = (UrlSucceeded(self._url_id),)
+            url = (writes.UrlSucceeded(self._url_id),)
         if result.failure is not None:
             return self._failed(result, url)
-        if self._store.last_sequence(self._session,
-                                     run.order_id) > result.delivered:
+        if last > result.delivered:
             return runs.Decision(
                 runs.DELIVERED, 'delivery %s: %d sent, through %d; more to '
                 'send' % (run.step, result.sent, result.delivered),
@@ -355,7 +337,7 @@ class _Decider:
         ``retry`` with the error it keeps (none when it goes on at once).
         """
         run = self._run
-        recorded = (RecordDelivery(
+        recorded = (writes.RecordDelivery(
             run.order_id, run.step, run.token, status, result.delivered,
             failures, last_error, dispatched),)
         if run.failures or status == models.STEP_WAITING:

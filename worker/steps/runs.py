@@ -186,7 +186,11 @@ class StepKind(typing.Protocol):
 
     def decide(self, session: typing.Any,
                repositories: repositories_module.Repositories, run: Run,
-               result: Outcome,
-               now: datetime.datetime) -> 'Decision | None':
+               result: Outcome, now: datetime.datetime,
+               facts: typing.Any = None) -> 'Decision | None':
         """The decision of ``result``, in the apply's transaction; None
-        if the order moved on."""
+        if the order moved on.
+
+        :param facts: what the kind's ``prepare`` (if it has one) read
+            for the results of the batch, once for all of them.
+        """

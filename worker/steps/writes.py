@@ -296,6 +296,47 @@ class RecordRun(_Batched):
 
 
 @dataclasses.dataclass(frozen=True)
+class RecordDelivery(_Batched):
+    """Write a delivery's run, if still at ``token``
+    (``steps.record_delivery``; decided by ``worker.steps.delivery``)."""
+
+    order_id: str
+    step: str
+    token: int
+    status: str
+    delivered: int
+    failures: int
+    last_error: str | None = None
+    dispatched: bool = False
+
+    fenced: typing.ClassVar[bool] = True
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
+        """Execute several; returns how many deliveries were still at
+        their token."""
+        return repositories.steps.record_delivery_many(session, [
+            (w.order_id, w.step, w.token, w.status, w.delivered,
+             w.failures, w.last_error, w.dispatched) for w in writes], now)
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlSucceeded(_Batched):
+    """A delivery's URL acknowledged events: its failures count from 0."""
+
+    url_id: int
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
+        """Execute several in one UPDATE."""
+        repositories.notifications.url_succeeded_many(
+            session, [w.url_id for w in writes])
+        return 0
+
+
+@dataclasses.dataclass(frozen=True)
 class FailOrder(Single):
     """Move a live order to ERROR with ``reason``."""
 
@@ -384,8 +425,9 @@ class RecordEvents:
 #: status change holds its order's row before its events are numbered),
 #: then a retry's delete of its step's row before the row it adds; the
 #: runs' rows last, once every fence held.
-_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, RecordEvents,
-                DeleteRetryRows, AddRetryRow, StartSteps, RecordRun)
+_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, RecordDelivery,
+                RecordEvents, UrlSucceeded, DeleteRetryRows, AddRetryRow,
+                StartSteps, RecordRun)
 
 
 def batched(writes: abc.Iterable[typing.Any]) -> bool:
@@ -421,17 +463,19 @@ def write_batch(session: typing.Any, repositories: Repos,
     steps they woke (``RecordEvents``' deliveries), to cast after the
     commit.
 
-    :param results: the writes of each result, all ``batched``, each the
-        only result of its order (a batch writes by kind, not in the order
-        each result listed its writes, which is the same only for writes
-        of different rows).
+    :param results: the writes of each result, all ``batched``; of one
+        order, the results of one workflow step at most and of its
+        deliveries (a batch writes by kind, not in the order each result
+        listed its writes, which is the same only for writes of different
+        rows; a delivery's row is written before the events that find it
+        DONE and wake it).
     :raises Moved: a fenced write moved fewer rows than it was given; the
         caller must roll back.
     """
     by_kind: dict[type, list[typing.Any]] = collections.defaultdict(list)
     for writes in results:
         for write in writes:
-            if not write.batched:
+            if not write.batched or type(write) not in _BATCH_ORDER:
                 raise TypeError('not a write of a batch: %r' % (write,))
             by_kind[type(write)].append(write)
     expected = moved = 0

@@ -94,6 +94,12 @@ class InMemoryNotifications(base.Repository):
         if row is not None and row.failures > 0:
             self._update_url(url_id, failures=0)
 
+    def url_succeeded_many(self, session: Session,
+                           url_ids: abc.Collection[int]) -> None:
+        """``url_succeeded`` of several URLs."""
+        for url_id in url_ids:
+            self.url_succeeded(session, url_id)
+
     @base.writes
     def hold_url(self, session: Session, url_id: int, now: Moment) -> bool:
         """Touch the URL's row; True if it is available."""
@@ -120,6 +126,12 @@ class InMemoryNotifications(base.Repository):
         if order is not None:
             self._store.orders[order_id] = base.replace(
                 order, updated_at=now)
+
+    def lock_orders(self, session: Session, order_ids: abc.Collection[str],
+                    now: Moment) -> None:
+        """``lock_order`` of several orders."""
+        for order_id in order_ids:
+            self.lock_order(session, order_id, now)
 
     @base.reads
     def deliveries(self, session: Session,
