@@ -508,8 +508,9 @@ class Notifications(typing.Protocol):
 
     def deliveries_of_orders(self, session: Any,
                              order_ids: abc.Collection[str]
-                             ) -> dict[str, dict[str, tuple[str, int]]]:
-        """``{order_id: {name: (status, generation)}}`` in one read."""
+                             ) -> dict[str, dict[str, tuple[str, int, bool]]]:
+        """``{order_id: {name: (status, generation, waiting)}}`` in one
+        read; ``waiting``: its first run waits."""
 
     def add_events(self, session: Any, order_id: str,
                    events: abc.Iterable[events_module.Event],
@@ -544,7 +545,8 @@ class Notifications(typing.Protocol):
 
     def wake_many(self, session: Any, order_ids: abc.Collection[str],
                   now: Moment) -> None:
-        """Make every finished delivery of ``order_ids`` PENDING."""
+        """Make every finished delivery of ``order_ids``, and every one
+        whose first run waits, PENDING."""
 
     def paused(self, session: Any, url_id: int,
                limit: int) -> list[tuple[str, int]]:

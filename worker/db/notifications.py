@@ -161,24 +161,35 @@ def lock_orders(session: orm.Session, order_ids: abc.Collection[str],
 def deliveries(session: orm.Session,
                order_id: str) -> dict[str, tuple[str, int]]:
     """``{name: (status, generation)}`` of the order's deliveries."""
-    return deliveries_of_orders(session, [order_id]).get(order_id, {})
+    return {name: (status, generation) for name, (status, generation, _)
+            in deliveries_of_orders(session, [order_id]).get(
+                order_id, {}).items()}
 
 
 def deliveries_of_orders(session: orm.Session,
                          order_ids: abc.Collection[str]
-                         ) -> dict[str, dict[str, tuple[str, int]]]:
-    """``{order_id: {name: (status, generation)}}`` of the deliveries of
-    ``order_ids``, in one read; an order without any is left out."""
-    found: dict[str, dict[str, tuple[str, int]]] = {}
+                         ) -> dict[str, dict[str, tuple[str, int, bool]]]:
+    """``{order_id: {name: (status, generation, waiting)}}`` of the
+    deliveries of ``order_ids``, in one read; an order without any is
+    left out. ``waiting``: PENDING, never run nor cast, its first run
+    waiting for its retry row (``first_run_delay_seconds``)."""
+    found: dict[str, dict[str, tuple[str, int, bool]]] = {}
     if order_ids:
-        for order_id, name, status, generation in session.execute(
+        for order_id, name, status, generation, waiting in session.execute(
                 _DELIVERIES, {'order_ids': list(order_ids)}):
-            found.setdefault(order_id, {})[name] = (status, generation)
+            found.setdefault(order_id, {})[name] = (status, generation,
+                                                    bool(waiting))
     return found
 
 
+#: A delivery whose first run waits: never claimed, never cast.
+_FIRST_RUN_WAITS = sa.and_(_STEPS.c.status == models.STEP_PENDING,
+                           _STEPS.c.attempt == 0,
+                           _STEPS.c.dispatched_at.is_(None),
+                           _STEPS.c.owner.is_(None))
 _DELIVERIES = (sa.select(_STEPS.c.order_id, _STEPS.c.name, _STEPS.c.status,
-                         _STEPS.c.generation)
+                         _STEPS.c.generation,
+                         sa.case((_FIRST_RUN_WAITS, 1), else_=0))
                .where(_STEPS.c.order_id.in_(sa.bindparam(
                    'order_ids', expanding=True)),
                    models.delivery_steps(_STEPS.c.name)))
@@ -313,9 +324,10 @@ _WAKE = (sa.update(_STEPS)
 
 def wake_many(session: orm.Session, order_ids: abc.Collection[str],
               now: Moment) -> None:
-    """Make every finished delivery of ``order_ids`` PENDING again,
-    dispatched at ``now``, in one UPDATE: they have new events to send.
-    """
+    """Make every finished delivery of ``order_ids``, and every one whose
+    first run waits, PENDING and dispatched at ``now``, in one UPDATE:
+    they have new events to send. The caller casts them, and deletes the
+    retry rows of those whose first run waited."""
     if order_ids:
         statements.execute(session, _WAKE_ALL, {
             'order_ids': list(order_ids), 'set_dispatched_at': now,
@@ -326,7 +338,8 @@ _WAKE_ALL = (sa.update(_STEPS)
              .where(_STEPS.c.order_id.in_(sa.bindparam(
                  'order_ids', expanding=True)),
                  models.delivery_steps(_STEPS.c.name),
-                 _STEPS.c.status == models.STEP_DONE)
+                 sa.or_(_STEPS.c.status == models.STEP_DONE,
+                        _FIRST_RUN_WAITS))
              .values(statements.setting(_STEPS,
                                         ['dispatched_at', 'updated_at']))
              .values(status=models.STEP_PENDING, finished_at=None))

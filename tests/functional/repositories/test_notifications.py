@@ -108,22 +108,30 @@ def test_events_and_deliveries_of_many_orders_at_once(db):
         b: events.status_changed(models.PENDING)}, plus(1)) == {
         a: [2, 3], b: [1]}
     assert read(db, store.last_sequences, [a, b, bare]) == {a: 3, b: 1}
-    assert read(db, store.deliveries_of_orders, [a, b, bare]) == {
-        a: {name: (models.STEP_PENDING, 0)},
-        b: {name: (models.STEP_PENDING, 0)}}
+    # One whose first run waits for its retry row: never cast.
+    waits = new_order(db)
+    write(db, steps_repo.create, waits, [name], {name}, NOW,
+          dispatched=False)
+    assert read(db, store.deliveries_of_orders, [a, b, bare, waits]) == {
+        a: {name: (models.STEP_PENDING, 0, False)},
+        b: {name: (models.STEP_PENDING, 0, False)},
+        waits: {name: (models.STEP_PENDING, 0, True)}}
     found = read(db, store.events_after_many, {a: 1, b: 0}, 1)
     assert [(e.order_id, e.sequence) for e in found[a] + found[b]] == [
         (a, 2), (b, 1)]
     assert {url_id: row.url for url_id, row in read(
         db, store.get_urls, [url.id, url.id + 1]).items()} == {url.id: HOOK}
 
-    # Only the finished delivery wakes.
+    # The finished delivery wakes, and the one whose first run waits;
+    # not the one that is cast or running.
     assert write(db, steps_repo.claim, a, name, 0, NOW, 'w', plus(60))
     assert write(db, steps_repo.record_delivery, a, name, 1, plus(1),
                  models.STEP_DONE, 3, 0)
-    write(db, store.wake_many, [a, b, bare], plus(2))
-    assert (step_of(db, a, name).status, step_of(db, a, name).dispatched_at
-            ) == (models.STEP_PENDING, plus(2))
+    write(db, store.wake_many, [a, b, bare, waits], plus(2))
+    for order_id in (a, waits):
+        woken = step_of(db, order_id, name)
+        assert (woken.status, woken.dispatched_at) == (
+            models.STEP_PENDING, plus(2))
     assert step_of(db, b, name).dispatched_at == NOW
 
 

@@ -137,21 +137,23 @@ class InMemoryNotifications(base.Repository):
     def deliveries(self, session: Session,
                    order_id: str) -> dict[str, tuple[str, int]]:
         """``{name: (status, generation)}`` of the order's deliveries."""
-        return self.deliveries_of_orders(session, [order_id]).get(
-            order_id, {})
+        return {name: (status, generation)
+                for name, (status, generation, _) in
+                self.deliveries_of_orders(session, [order_id]).get(
+                    order_id, {}).items()}
 
     @base.reads
     def deliveries_of_orders(self, session: Session,
                              order_ids: abc.Collection[str]
-                             ) -> dict[str, dict[str, tuple[str, int]]]:
-        """``{order_id: {name: (status, generation)}}``; an order without
-        deliveries is left out."""
+                             ) -> dict[str, dict[str, tuple[str, int, bool]]]:
+        """``{order_id: {name: (status, generation, waiting)}}``; an order
+        without deliveries is left out."""
         wanted = set(order_ids)
-        found: dict[str, dict[str, tuple[str, int]]] = {}
+        found: dict[str, dict[str, tuple[str, int, bool]]] = {}
         for step in self._store.steps.values():
             if step.order_id in wanted and models.is_delivery(step.name):
                 found.setdefault(step.order_id, {})[step.name] = (
-                    step.status, step.generation)
+                    step.status, step.generation, _first_run_waits(step))
         return found
 
     @base.writes
@@ -240,10 +242,16 @@ class InMemoryNotifications(base.Repository):
     @base.writes
     def wake_many(self, session: Session, order_ids: abc.Collection[str],
                   now: Moment) -> None:
-        """Make every finished delivery of ``order_ids`` PENDING again."""
+        """Make every finished delivery of ``order_ids``, and every one
+        whose first run waits, PENDING and dispatched at ``now``."""
         for order_id, found in self.deliveries_of_orders(
                 session, order_ids).items():
-            self.wake(session, order_id, list(found), now)
+            for name, (status, _, waiting) in found.items():
+                if status == models.STEP_DONE or waiting:
+                    step = self._store.steps[order_id, name]
+                    self._store.steps[order_id, name] = base.replace(
+                        step, status=models.STEP_PENDING,
+                        dispatched_at=now, updated_at=now, finished_at=None)
 
     @base.reads
     def paused(self, session: Session, url_id: int,
@@ -275,3 +283,9 @@ class InMemoryNotifications(base.Repository):
             step.status for step in self._store.steps.values()
             if models.is_delivery(step.name) and
             step.status in base.OPEN))
+
+
+def _first_run_waits(step: typing.Any) -> bool:
+    """A delivery whose first run waits: never claimed, never cast."""
+    return (step.status == models.STEP_PENDING and step.attempt == 0 and
+            step.dispatched_at is None and step.owner is None)

@@ -97,10 +97,11 @@ class Worker:
             self.manager.run_steps(ctxt, kwargs['steps'])
 
 
-def _order(database, urls=(URL,)):
+def _order(database, urls=(URL,), first_run_delay=0.0):
     [order] = order_actions.create_orders(
         database, None, order_types.get('certificate'), {}, 1, NOW,
-        notify=list(urls), origin=orders.Origin(project_id=PROJECT))
+        notify=list(urls), origin=orders.Origin(project_id=PROJECT),
+        first_run_delay=first_run_delay)
     return order.id
 
 
@@ -167,6 +168,26 @@ def test_an_order_sends_its_events_in_order_then_its_delivery_rests(
     assert (step.status, step.output) == (models.STEP_DONE,
                                           {'delivered_sequence': 3})
     assert worker.delivered == [(1, False), (2, False)]
+
+
+def test_a_first_run_that_waits_sends_the_events_of_a_quick_order_at_once(
+        database):
+    sender = ScriptedSender()
+    worker = Worker(database, sender)
+    order_id = _order(database, first_run_delay=30.0)
+    # Not cast: a retry row starts it in 30 s unless an event comes first.
+    [row] = _retries(database, order_id)
+    assert (row.retry_task, row.retry_at) == (
+        DELIVERY, NOW + datetime.timedelta(seconds=30))
+
+    _run_order(worker, order_id)
+    assert (DELIVERY, {'order_id': order_id, 'generation': 0}) in \
+        worker.client.casts
+    assert _retries(database, order_id) == []
+    worker.deliver()
+    assert sender.sequences() == [1, 2, 3]
+    assert worker.delivered == [(3, False)]
+    assert _step(database, order_id, DELIVERY).status == models.STEP_DONE
 
 
 def test_events_written_while_a_delivery_runs_are_sent_by_it_next(
