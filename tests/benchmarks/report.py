@@ -310,7 +310,9 @@ def _rows_notified(result):
                 notified.get('orders_notified') == notified['orders'])
     return [Row(
         '30.3 certificate orders/s, each subscribed to one URL, 2 worker '
-        'processes', '%.1f orders/s' % notified['rate'],
+        'processes (first_run_delay_seconds = %g)'
+        % notified.get('first_run_delay', 0.0),
+        '%.1f orders/s' % notified['rate'],
         'without: %.1f orders/s' % two['rate'], ratio, '>= 0.75x',
         ratio is not None and ratio >= 0.75), Row(
         '     events delivered in order (%d orders, %d events)'
