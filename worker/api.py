@@ -482,7 +482,9 @@ class OrderAPI:
                 now, rows_per_cast=self._rows_per_cast,
                 priority=priority, notify=urls, origin=origin,
                 not_before=not_before,
-                max_pending=type_options.max_pending(self._conf, workflow))
+                max_pending=type_options.max_pending(self._conf, workflow),
+                first_run_delay=(
+                    self._conf.notifications.first_run_delay_seconds))
         except admission.TooManyPending as exc:
             # A concurrent request with our key took the last place: its
             # order is ours, never refused.

@@ -297,23 +297,38 @@ def _rows_fanout(result):
 
 
 def _rows_notified(result):
-    """Issue 10: events delivered/s beside the orders/s of that run."""
+    """Issue 30, part 3: orders/s with every order subscribed to one URL
+    against the same run without, every event delivered in order; events
+    per second and what the receiver cost beside them."""
     notified, two = result.get('notified_two'), result['two']
     if not notified:
         return []
+    expected = 3 * notified['orders']
+    ratio = notified['rate'] / two['rate'] if two['rate'] else None
+    in_order = (notified.get('events', 0) == expected and
+                notified.get('events_out_of_order', 0) == 0 and
+                notified.get('orders_notified') == notified['orders'])
     return [Row(
-        '10. events delivered/s to a local receiver, 2 worker processes '
-        '(%d orders, %d of %d events)' % (
-            notified['orders'], notified.get('events', 0),
-            3 * notified['orders']),
-        '%.0f events/s' % notified.get('event_rate', 0.0),
-        'orders of that run: %.1f orders/s' % notified['rate'],
-        None, '(info)', None), Row(
-        '    certificate orders/s with notifications, 2 worker processes',
+        '30.3 certificate orders/s, each subscribed to one URL, 2 worker '
+        'processes (first_run_delay_seconds = %g)'
+        % notified.get('first_run_delay', 0.0),
         '%.1f orders/s' % notified['rate'],
-        'without: %.1f orders/s' % two['rate'],
-        notified['rate'] / two['rate'] if two['rate'] else None, '(info)',
-        None)]
+        'without: %.1f orders/s' % two['rate'], ratio, '>= 0.75x',
+        ratio is not None and ratio >= 0.75), Row(
+        '     events delivered in order (%d orders, %d events)'
+        % (notified['orders'], expected),
+        '%d, %d out of order, %d again' % (
+            notified.get('events', 0),
+            notified.get('events_out_of_order', 0),
+            notified.get('events_duplicated', 0)),
+        'orders with all 3: %d' % notified.get('orders_notified', 0),
+        None, 'all, in order', in_order), Row(
+        '     events delivered/s to the receiver process',
+        '%.0f events/s' % notified.get('event_rate', 0.0),
+        'receiver CPU: %.0f us/request, %.2f s in all' % (
+            1e6 * notified.get('receiver_cpu_per_event', 0.0),
+            notified.get('receiver_cpu_seconds', 0.0)),
+        None, '(info)', None)]
 
 
 def _rows_cluster(result):

@@ -16,10 +16,14 @@ Rate = N / (last order ACTIVE - first cast).
   parallel, issue, poll, then two steps in parallel; seven steps, with
   ``[fanout] poll_interval_seconds`` = 0.
 - ``certificate`` with notifications (2 processes): each order has a
-  callback URL, a receiver in this process on 127.0.0.1
-  (``tests.functional.receiver``); its three events (created, active,
-  end) are delivered by the same workers. Events/s = events acknowledged
-  / (last acknowledged - first cast), beside the orders/s of that run.
+  callback URL, a receiver process on 127.0.0.1
+  (``tests.benchmarks.receiver``: kept-alive connections, signatures
+  verified, each order's events checked in ``sequence`` order); its three
+  events (created, active, end) are delivered by the same workers, the
+  deliveries' first run waiting for the order's end (``FIRST_RUN_DELAY``).
+  Events/s = events acknowledged / (last acknowledged - first cast),
+  beside the orders/s of that run; the receiver's CPU time is counted
+  per event, as it shares the CPUs with the pool.
 
 The machine's CPU use over the same interval is recorded beside each
 figure: a second worker process can only add what the first left idle of
@@ -37,8 +41,8 @@ from oslo_utils import timeutils
 
 from tests.benchmarks import env
 from tests.benchmarks import procs
+from tests.benchmarks import receiver as receivers
 from tests.functional import databases
-from tests.functional import receiver as receivers
 from worker.common import order_actions
 from worker.db import orders
 from worker import order_types
@@ -62,9 +66,10 @@ class _Held:
         self.messages.append(list(steps))
 
 
-def create_orders(database, workflow, count, notify=()):
+def create_orders(database, workflow, count, notify=(), first_run_delay=0.0):
     """Create ``count`` orders of ``workflow``; their casts, one per order
-    (and one per order's delivery to each URL of ``notify``).
+    (and one per order's delivery to each URL of ``notify``, unless their
+    first run waits ``first_run_delay``).
     """
     held = _Held()
     # With request ids, as worker.api gives every order: their casts
@@ -73,7 +78,8 @@ def create_orders(database, workflow, count, notify=()):
     order_actions.create_orders(database, held, workflow, {}, count,
                                 timeutils.utcnow(),
                                 rows_per_cast=len(workflow.roots()),
-                                notify=notify, origin=_ORIGIN)
+                                notify=notify, origin=_ORIGIN,
+                                first_run_delay=first_run_delay)
     return held.messages
 
 
@@ -84,6 +90,13 @@ _ORIGIN = orders.Origin(
     global_request_id='req-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b')
 
 _SECRET = 'benchmark-secret'
+#: ``[notifications] first_run_delay_seconds`` of the notified run. The
+#: orders are all created before the workers start, and the last ones end
+#: after the whole backlog: the delay covers that, so that each order's
+#: ACTIVE event starts its delivery, which sends its three events in one
+#: run. A delay shorter than an order's life costs a second run (and, for
+#: the orders still queued when it passes, a cast by the retry daemon).
+FIRST_RUN_DELAY = 60.0
 #: The events of one certificate order: created, active, end.
 _EVENTS_PER_ORDER = 3
 
@@ -110,15 +123,18 @@ def measure(transport_url, count, worker_processes, workdir, log,
                'simple_certificate': {'delay_before_update_seconds': 0},
                'fanout': {'poll_interval_seconds': 0}}
     if receiver:
-        options['notifications'] = {'allowed_hosts': '127.0.0.1',
-                                    'secret': _SECRET}
+        options['notifications'] = {
+            'allowed_hosts': '127.0.0.1', 'secret': _SECRET,
+            'first_run_delay_seconds': FIRST_RUN_DELAY}
     with env.database('postgresql', workdir) as (url, database):
         if prepare is not None:
             prepare(database)
         config = procs.write_config(workdir, name, url, transport_url,
                                     topic, options)
-        messages = create_orders(database, workflow, count,
-                                 notify=[receiver.url] if receiver else ())
+        messages = create_orders(
+            database, workflow, count,
+            notify=[receiver.url] if receiver else (),
+            first_run_delay=FIRST_RUN_DELAY if receiver else 0.0)
         api = env.worker_api(transport_url, topic)
         with procs.workers(workdir, config, worker_processes,
                            name + '-workers') as workers, \
@@ -128,6 +144,8 @@ def measure(transport_url, count, worker_processes, workdir, log,
             watch = procs.PoolWatch(workers, retry)
             first_cast = timeutils.utcnow()
             started = time.monotonic()
+            if receiver:
+                receiver.mark()
             cpu_before = psutil.cpu_times()
             with (during or _nothing)(database):
                 with concurrent.futures.ThreadPoolExecutor(
@@ -137,18 +155,14 @@ def measure(transport_url, count, worker_processes, workdir, log,
                 done, last = procs.wait_for_status(
                     database, '', count,
                     timeout=60 + count * len(workflow.names) / 20.0)
-            events = _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
+            _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
             busy = _busy_share(cpu_before, psutil.cpu_times())
             pool_figures = watch.stop(steps=done * len(workflow.names))
             dropped = procs.count_in_log(workers, 'Dropped ')
     seconds = (last - first_cast).total_seconds() if last else float('nan')
     if receiver:
-        receiver.stop()
-        events_seconds = (receiver.last_at - started if receiver.last_at
-                          else float('nan'))
-        pool_figures.update(events=events, events_seconds=events_seconds,
-                            event_rate=(events / events_seconds
-                                        if receiver.last_at else 0.0))
+        pool_figures.update(_receiver_figures(receiver, started),
+                            first_run_delay=FIRST_RUN_DELAY)
     return {
         'order_type': order_type, 'steps_per_order': len(workflow.names),
         'processes': worker_processes, 'orders': count, 'done': done,
@@ -161,18 +175,39 @@ def measure(transport_url, count, worker_processes, workdir, log,
     }
 
 
+def _receiver_figures(receiver, started):
+    """The events the receiver acknowledged, and what it cost; stops it.
+    """
+    try:
+        stats = receiver.stats()
+        cpu = receiver.cpu_seconds()
+    finally:
+        receiver.stop()
+    events, last_at = stats['events'], stats['last_at']
+    seconds = last_at - started if last_at else float('nan')
+    return {'events': events, 'events_seconds': seconds,
+            'event_rate': events / seconds if last_at else 0.0,
+            'events_duplicated': stats['duplicates'],
+            'events_out_of_order': stats['out_of_order'],
+            'events_bad_signature': stats['bad_signatures'],
+            'orders_notified': stats['events_per_order'].get(
+                str(_EVENTS_PER_ORDER), 0),
+            'receiver_cpu_seconds': cpu,
+            'receiver_cpu_per_event': cpu / max(stats['requests'], 1)}
+
+
 def _nothing(database):
     return contextlib.nullcontext()
 
 
 def _wait_for_events(receiver, expected, timeout=120):
-    """Wait until ``receiver`` acknowledged ``expected`` distinct events;
+    """Wait until ``receiver`` acknowledged ``expected`` events in order;
     how many it did (0 without a receiver)."""
     if receiver is None:
         return 0
     deadline = time.monotonic() + timeout
     while receiver.count() < expected and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.2)
     return receiver.count()
 
 

@@ -7,6 +7,7 @@ dispatches them again after ``[scheduler] dispatch_deadline_seconds``.
 """
 
 import dataclasses
+import datetime
 import typing
 
 from oslo_log import log as logging
@@ -34,15 +35,17 @@ class Created:
 
 def create_orders(database, worker_api, workflow, meta, count, now,
                   rows_per_cast=50, priority=0, notify=(),
-                  origin=orders.NO_ORIGIN):
+                  origin=orders.NO_ORIGIN, first_run_delay=0.0):
     """``create``, returning the orders created only."""
     return create(database, worker_api, workflow, meta, count, now,
-                  rows_per_cast, priority, notify, origin).orders
+                  rows_per_cast, priority, notify, origin,
+                  first_run_delay=first_run_delay).orders
 
 
 def create(database, worker_api, workflow, meta, count, now,
            rows_per_cast=50, priority=0, notify=(),
-           origin=orders.NO_ORIGIN, not_before=None, max_pending=None):
+           origin=orders.NO_ORIGIN, not_before=None, max_pending=None,
+           first_run_delay=0.0):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
@@ -64,6 +67,10 @@ def create(database, worker_api, workflow, meta, count, now,
         sent when they are created). At or before ``now``: at once.
     :param max_pending: the type's ``[order_type:T] max_pending``, or None
         for no bound (``worker.common.admission``).
+    :param first_run_delay: seconds before the deliveries' first run
+        (``[notifications] first_run_delay_seconds``): more than 0, they
+        are not cast, but get a retry row due then, and the order's next
+        event starts them sooner (``events.record``).
     :returns: a ``Created``.
     :raises ValueError: ``priority`` is not a priority.
     :raises admission.TooManyPending: the orders would put more than
@@ -80,17 +87,20 @@ def create(database, worker_api, workflow, meta, count, now,
     deliveries = tuple(models.delivery_name(url_id) for url_id in
                        subscriptions.url_ids(database, notify, now))
     request = context_module.of_order(origin)
+    first_run_at = (now + datetime.timedelta(seconds=first_run_delay)
+                    if deliveries and first_run_delay > 0 else None)
     writing = (database, workflow, meta, count, now, priority, origin,
-               not_before, max_pending, deliveries)
+               not_before, max_pending, deliveries, first_run_at)
     try:
         created = _write_orders(*writing)
     except admission.MissingLock:
         admission.add_lock(database, workflow.type_name, now)
         created = _write_orders(*writing)
     roots = () if not_before is not None else workflow.roots()
+    cast_now = roots + (deliveries if first_run_at is None else ())
     steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
              for order in created
-             for name in roots + deliveries]
+             for name in cast_now]
     cast_steps(worker_api, steps, rows_per_cast,
                context=context_module.for_ids(request))
     return Created(created, deliveries)
@@ -98,11 +108,12 @@ def create(database, worker_api, workflow, meta, count, now,
 
 @db_session.retry_lost_race
 def _write_orders(database, workflow, meta, count, now, priority, origin,
-                  not_before, max_pending, deliveries):
+                  not_before, max_pending, deliveries, first_run_at):
     """``create``'s transaction: admission, the orders, their steps, the
-    retry rows of an order that starts later, the deliveries' first
-    event. Run again whole when it lost a race (a deadlock; on Galera,
-    another node's create of a bounded type certified first)."""
+    retry rows of an order that starts later and of deliveries whose first
+    run waits, the deliveries' first event. Run again whole when it lost
+    a race (a deadlock; on Galera, another node's create of a bounded type
+    certified first)."""
     repositories = database.repositories
     with database.session() as session, session.begin():
         admission.admit(session, repositories, workflow.type_name,
@@ -116,12 +127,20 @@ def _write_orders(database, workflow, meta, count, now, priority, origin,
             repositories.retry_tasks.add_many(session, _first_retries(
                 created, workflow.roots(), not_before, now, priority,
                 context_module.of_order(origin)))
-        for order in created:
-            if deliveries:
+        if first_run_at is not None:
+            repositories.retry_tasks.add_many(session, _first_retries(
+                created, deliveries, first_run_at, now, priority,
+                context_module.of_order(origin)))
+        if deliveries:
+            for order in created:
                 repositories.steps.create(session, order.id, deliveries,
-                                          set(deliveries), now)
-                events.record(session, repositories, order.id,
-                              events.status_changed(models.PENDING), now)
+                                          set(deliveries), now,
+                                          dispatched=first_run_at is None)
+            # Added, not recorded: there is no delivery to wake yet (the
+            # new ones are cast, or wait for their first run).
+            repositories.notifications.add_events_many(session, {
+                order.id: events.status_changed(models.PENDING)
+                for order in created}, now)
     return created
 
 

@@ -76,6 +76,16 @@ notifications_opts = [
                default=20, min=1, max=1000, mutable=True,
                help='Events one delivery sends, one after the other, '
                     'before it lets other work run.'),
+    cfg.FloatOpt('first_run_delay_seconds',
+                 default=0.0, min=0.0, max=3600.0, mutable=True,
+                 help='Seconds the deliveries of a new order wait before '
+                      'their first run, so that the events of an order '
+                      'that moves on quickly share one run: the order\'s '
+                      'next event starts them at once; otherwise the '
+                      'retry daemon casts them once the delay passed '
+                      '(within [scheduler] schedule_period_seconds '
+                      'more). 0 starts them with the order, one run for '
+                      'order.created and another for the events after it.'),
 ]
 
 

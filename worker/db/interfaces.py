@@ -177,6 +177,7 @@ class Orders(typing.Protocol):
 Claim = steps.Claim
 Retry = steps.Retry
 Finish = steps.Finish
+Delivery = steps.Delivery
 Start = steps.Start
 
 
@@ -250,6 +251,11 @@ class Steps(typing.Protocol):
                         last_error: str | None = None,
                         dispatched: bool = False) -> bool:
         """Write a delivery's run."""
+
+    def record_delivery_many(self, session: Any,
+                             deliveries: abc.Iterable[Delivery],
+                             now: Moment) -> int:
+        """Write several deliveries' runs; how many were."""
 
     def add(self, session: Any, order_id: str, step: str,
             now: Moment) -> None:
@@ -462,6 +468,10 @@ class Notifications(typing.Protocol):
     def get_url(self, session: Any, url_id: int) -> rows.Url | None:
         """The URL with this id, or None."""
 
+    def get_urls(self, session: Any,
+                 url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
+        """``{id: row}`` of those of ``url_ids`` that exist."""
+
     def list_urls(self, session: Any) -> list[rows.Url]:
         """Every URL, by id."""
 
@@ -477,6 +487,10 @@ class Notifications(typing.Protocol):
     def url_succeeded(self, session: Any, url_id: int) -> None:
         """A request was acknowledged: its failures start again."""
 
+    def url_succeeded_many(self, session: Any,
+                           url_ids: abc.Collection[int]) -> None:
+        """``url_succeeded`` of several URLs at once."""
+
     def hold_url(self, session: Any, url_id: int, now: Moment) -> bool:
         """Write the URL's row; True if it is available."""
 
@@ -489,25 +503,55 @@ class Notifications(typing.Protocol):
     def lock_order(self, session: Any, order_id: str, now: Moment) -> None:
         """Hold the order's row for this transaction."""
 
+    def lock_orders(self, session: Any, order_ids: abc.Collection[str],
+                    now: Moment) -> None:
+        """Hold the orders' rows for this transaction."""
+
     def deliveries(self, session: Any,
                    order_id: str) -> dict[str, tuple[str, int]]:
         """``{name: (status, generation)}`` of the order's deliveries."""
+
+    def deliveries_of_orders(self, session: Any,
+                             order_ids: abc.Collection[str]
+                             ) -> dict[str, dict[str, tuple[str, int, bool]]]:
+        """``{order_id: {name: (status, generation, waiting)}}`` in one
+        read; ``waiting``: its first run waits."""
 
     def add_events(self, session: Any, order_id: str,
                    events: abc.Iterable[events_module.Event],
                    now: Moment) -> list[int]:
         """Append ``events`` to the order's; their sequences."""
 
+    def add_events_many(self, session: Any,
+                        events: abc.Mapping[str, abc.Sequence[
+                            events_module.Event]],
+                        now: Moment) -> dict[str, list[int]]:
+        """Append each order's events at once; their sequences."""
+
     def last_sequence(self, session: Any, order_id: str) -> int:
         """The sequence of the order's last event; 0 if none."""
+
+    def last_sequences(self, session: Any,
+                       order_ids: abc.Collection[str]) -> dict[str, int]:
+        """``{order_id: last sequence}`` of the orders with events."""
 
     def events_after(self, session: Any, order_id: str, sequence: int,
                      limit: int | None) -> list[rows.Event]:
         """The order's events after ``sequence``, up to ``limit``."""
 
+    def events_after_many(self, session: Any, after: abc.Mapping[str, int],
+                          limit: int) -> dict[str, list[rows.Event]]:
+        """Each order's events after ``after[order_id]``, up to ``limit``.
+        """
+
     def wake(self, session: Any, order_id: str,
              names: abc.Collection[str] | None, now: Moment) -> None:
         """Make the order's finished deliveries ``names`` PENDING."""
+
+    def wake_many(self, session: Any, order_ids: abc.Collection[str],
+                  now: Moment) -> None:
+        """Make every finished delivery of ``order_ids``, and every one
+        whose first run waits, PENDING."""
 
     def paused(self, session: Any, url_id: int,
                limit: int) -> list[tuple[str, int]]:

@@ -56,6 +56,16 @@ def get_url(session: orm.Session, url_id: int) -> rows.Url | None:
     return session.get(_Url, url_id)
 
 
+def get_urls(session: orm.Session,
+             url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
+    """``{id: NotificationUrl}`` of those of ``url_ids`` that exist, in one
+    read."""
+    if not url_ids:
+        return {}
+    return {row.id: row for row in session.scalars(
+        sa.select(_Url).where(_Url.id.in_(list(url_ids))))}
+
+
 def list_urls(session: orm.Session) -> list[rows.Url]:
     """Every URL, by id."""
     return list(session.scalars(sa.select(_Url).order_by(_Url.id)))
@@ -102,13 +112,21 @@ def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
 
 def url_succeeded(session: orm.Session, url_id: int) -> None:
     """A request to the URL was acknowledged: its failures start again.
-
-    Writes only if it had failures, so the deliveries of many orders to
-    one URL do not all write its row.
     """
-    statements.execute(session, sa.update(_URLS)
-                       .where(_URLS.c.id == url_id, _URLS.c.failures > 0)
-                       .values(failures=0))
+    url_succeeded_many(session, [url_id])
+
+
+def url_succeeded_many(session: orm.Session,
+                       url_ids: abc.Collection[int]) -> None:
+    """``url_succeeded`` of several URLs in one UPDATE.
+
+    Writes only those that had failures, so the deliveries of many orders
+    to one URL do not all write its row.
+    """
+    if url_ids:
+        statements.execute(session, sa.update(_URLS).where(
+            _URLS.c.id.in_(sorted(set(url_ids))), _URLS.c.failures > 0)
+            .values(failures=0))
 
 
 def hold_url(session: orm.Session, url_id: int, now: Moment) -> bool:
@@ -151,23 +169,55 @@ def lock_order(session: orm.Session, order_id: str, now: Moment) -> None:
     UPDATE`` locks on one node only, while two writes of one row from
     different nodes conflict, and one of them is retried.
     """
-    orders = statements.ORDERS
-    statements.execute(session, sa.update(orders)
-                       .where(orders.c.id == order_id)
-                       .values(updated_at=now))
+    lock_orders(session, [order_id], now)
+
+
+def lock_orders(session: orm.Session, order_ids: abc.Collection[str],
+                now: Moment) -> None:
+    """``lock_order`` of several orders in one UPDATE (the results of the
+    deliveries of a batch)."""
+    if order_ids:
+        orders = statements.ORDERS
+        statements.execute(session, sa.update(orders)
+                           .where(orders.c.id.in_(sorted(set(order_ids))))
+                           .values(updated_at=now))
 
 
 def deliveries(session: orm.Session,
                order_id: str) -> dict[str, tuple[str, int]]:
     """``{name: (status, generation)}`` of the order's deliveries."""
-    return {name: (status, generation) for name, status, generation in
-            session.execute(_DELIVERIES, {'order_id': order_id})}
+    return {name: (status, generation) for name, (status, generation, _)
+            in deliveries_of_orders(session, [order_id]).get(
+                order_id, {}).items()}
 
 
-_DELIVERIES = (sa.select(_STEPS.c.name, _STEPS.c.status,
-                         _STEPS.c.generation)
-               .where(_STEPS.c.order_id == sa.bindparam('order_id'),
-                      models.delivery_steps(_STEPS.c.name)))
+def deliveries_of_orders(session: orm.Session,
+                         order_ids: abc.Collection[str]
+                         ) -> dict[str, dict[str, tuple[str, int, bool]]]:
+    """``{order_id: {name: (status, generation, waiting)}}`` of the
+    deliveries of ``order_ids``, in one read; an order without any is
+    left out. ``waiting``: PENDING, never run nor cast, its first run
+    waiting for its retry row (``first_run_delay_seconds``)."""
+    found: dict[str, dict[str, tuple[str, int, bool]]] = {}
+    if order_ids:
+        for order_id, name, status, generation, waiting in session.execute(
+                _DELIVERIES, {'order_ids': list(order_ids)}):
+            found.setdefault(order_id, {})[name] = (status, generation,
+                                                    bool(waiting))
+    return found
+
+
+#: A delivery whose first run waits: never claimed, never cast.
+_FIRST_RUN_WAITS = sa.and_(_STEPS.c.status == models.STEP_PENDING,
+                           _STEPS.c.attempt == 0,
+                           _STEPS.c.dispatched_at.is_(None),
+                           _STEPS.c.owner.is_(None))
+_DELIVERIES = (sa.select(_STEPS.c.order_id, _STEPS.c.name, _STEPS.c.status,
+                         _STEPS.c.generation,
+                         sa.case((_FIRST_RUN_WAITS, 1), else_=0))
+               .where(_STEPS.c.order_id.in_(sa.bindparam(
+                   'order_ids', expanding=True)),
+                   models.delivery_steps(_STEPS.c.name)))
 
 
 def add_events(session: orm.Session, order_id: str,
@@ -175,21 +225,41 @@ def add_events(session: orm.Session, order_id: str,
                now: Moment) -> list[int]:
     """Append ``events`` to the order's; returns their sequences.
 
-    The caller holds the order's row (``lock_order``, or a status change),
-    so no other transaction numbers events of this order meanwhile; the
-    unique (order_id, sequence) makes a mistake an error, not a gap.
-
     :param events: ``worker.notifications.events.Event`` values.
     """
-    last = last_sequence(session, order_id)
-    added: list[dict[str, typing.Any]] = [
-        dict(event_id=str(uuid.uuid4()), order_id=order_id,
-             sequence=last + offset, event=event.event, status=event.status,
-             step=event.step, detail=event.detail, created_at=now)
-        for offset, event in enumerate(events, 1)]
+    return add_events_many(session, {order_id: list(events)},
+                           now).get(order_id, [])
+
+
+def add_events_many(session: orm.Session,
+                    events: abc.Mapping[str, abc.Sequence[
+                        events_module.Event]],
+                    now: Moment) -> dict[str, list[int]]:
+    """Append ``events[order_id]`` to each order's: one read of their last
+    sequences, one INSERT; returns ``{order_id: [sequence, ...]}``.
+
+    The caller holds the orders' rows (``lock_order``, or a status
+    change), so no other transaction numbers events of these orders
+    meanwhile; the unique (order_id, sequence) makes a mistake an error,
+    not a gap.
+    """
+    last = last_sequences(session, [order_id for order_id, found
+                                    in events.items() if found])
+    added: list[dict[str, typing.Any]] = []
+    sequences: dict[str, list[int]] = {}
+    for order_id, found in events.items():
+        start = last.get(order_id, 0)
+        sequences[order_id] = [start + offset
+                               for offset in range(1, len(found) + 1)]
+        added.extend(
+            dict(event_id=str(uuid.uuid4()), order_id=order_id,
+                 sequence=start + offset, event=event.event,
+                 status=event.status, step=event.step,
+                 detail=event.detail, created_at=now)
+            for offset, event in enumerate(found, 1))
     if added:
         statements.execute(session, sa.insert(_EVENTS), added)
-    return [row['sequence'] for row in added]
+    return sequences
 
 
 def last_sequence(session: orm.Session, order_id: str) -> int:
@@ -199,6 +269,24 @@ def last_sequence(session: orm.Session, order_id: str) -> int:
         .where(_Event.order_id == order_id)) or 0
 
 
+def last_sequences(session: orm.Session,
+                   order_ids: abc.Collection[str]) -> dict[str, int]:
+    """``{order_id: sequence of its last event}`` in one read, through
+    the unique (order_id, sequence); an order without events is left out.
+    """
+    if not order_ids:
+        return {}
+    return {order_id: sequence for order_id, sequence in session.execute(
+        _LAST_SEQUENCES, {'order_ids': list(order_ids)})}
+
+
+_LAST_SEQUENCES = (sa.select(_EVENTS.c.order_id,
+                             sa.func.max(_EVENTS.c.sequence))
+                   .where(_EVENTS.c.order_id.in_(
+                       sa.bindparam('order_ids', expanding=True)))
+                   .group_by(_EVENTS.c.order_id))
+
+
 def events_after(session: orm.Session, order_id: str, sequence: int,
                  limit: int | None) -> list[rows.Event]:
     """The order's events after ``sequence``, in order, up to ``limit``."""
@@ -206,6 +294,39 @@ def events_after(session: orm.Session, order_id: str, sequence: int,
         sa.select(_Event).where(_Event.order_id == order_id,
                                 _Event.sequence > sequence)
         .order_by(_Event.sequence).limit(limit)))
+
+
+def events_after_many(session: orm.Session, after: abc.Mapping[str, int],
+                      limit: int) -> dict[str, list[rows.Event]]:
+    """``{order_id: its events after after[order_id], in order, up to
+    limit}`` (the deliveries a claim took: their runs need no read of
+    their own).
+
+    One read per distinct ``after[order_id]`` (a batch of claims holds a
+    few: 0 for deliveries that sent nothing yet), each a statement
+    compiled once and cached; each order's first ``limit`` are picked by
+    ``row_number()``, which SQLite, PostgreSQL and MariaDB all have.
+    """
+    by_sequence: dict[int, list[str]] = {}
+    for order_id, sequence in after.items():
+        by_sequence.setdefault(sequence, []).append(order_id)
+    found: dict[str, list[rows.Event]] = {order_id: [] for order_id in after}
+    for sequence, order_ids in sorted(by_sequence.items()):
+        for event in session.scalars(_EVENTS_AFTER, {
+                'order_ids': order_ids, 'sequence': sequence,
+                'limit': limit}):
+            found[event.order_id].append(event)
+    return found
+
+
+_RANKED = (sa.select(_EVENTS.c.id, sa.func.row_number().over(
+    partition_by=_EVENTS.c.order_id, order_by=_EVENTS.c.sequence
+).label('rank')).where(
+    _EVENTS.c.order_id.in_(sa.bindparam('order_ids', expanding=True)),
+    _EVENTS.c.sequence > sa.bindparam('sequence')).subquery())
+_EVENTS_AFTER = (sa.select(_Event).join(_RANKED, _RANKED.c.id == _Event.id)
+                 .where(_RANKED.c.rank <= sa.bindparam('limit'))
+                 .order_by(_Event.order_id, _Event.sequence))
 
 
 def wake(session: orm.Session, order_id: str,
@@ -224,6 +345,29 @@ _WAKE = (sa.update(_STEPS)
                 _STEPS.c.status == models.STEP_DONE)
          .values(statements.setting(_STEPS, ['dispatched_at', 'updated_at']))
          .values(status=models.STEP_PENDING, finished_at=None))
+
+
+def wake_many(session: orm.Session, order_ids: abc.Collection[str],
+              now: Moment) -> None:
+    """Make every finished delivery of ``order_ids``, and every one whose
+    first run waits, PENDING and dispatched at ``now``, in one UPDATE:
+    they have new events to send. The caller casts them, and deletes the
+    retry rows of those whose first run waited."""
+    if order_ids:
+        statements.execute(session, _WAKE_ALL, {
+            'order_ids': list(order_ids), 'set_dispatched_at': now,
+            'set_updated_at': now})
+
+
+_WAKE_ALL = (sa.update(_STEPS)
+             .where(_STEPS.c.order_id.in_(sa.bindparam(
+                 'order_ids', expanding=True)),
+                 models.delivery_steps(_STEPS.c.name),
+                 sa.or_(_STEPS.c.status == models.STEP_DONE,
+                        _FIRST_RUN_WAITS))
+             .values(statements.setting(_STEPS,
+                                        ['dispatched_at', 'updated_at']))
+             .values(status=models.STEP_PENDING, finished_at=None))
 
 
 def paused(session: orm.Session, url_id: int,

@@ -44,6 +44,9 @@ Retry = tuple[str, str, int, int, int, str | None]
 Finish = tuple[str, str, int, str, rows.JSON | None, str | None]
 #: ``start_many``'s: ``(order_id, steps, dispatched)``.
 Start = tuple[str, abc.Iterable[str] | None, bool]
+#: ``record_delivery_many``'s: ``(order_id, step, token, status,
+#: delivered, failures, last_error, dispatched)``.
+Delivery = tuple[str, str, int, str, int, int, str | None, bool]
 
 _Step = models.OrderStep
 _TABLE = statements.STEPS
@@ -478,14 +481,29 @@ def record_delivery(session: orm.Session, order_id: str, step: str,
         far acknowledged) or WAITING (its URL is unavailable).
     :param delivered: the sequence of the last event acknowledged.
     """
-    values: dict[str, Any] = dict(
-        status=status, failures=failures, last_error=last_error,
-        output={'delivered_sequence': delivered}, **_RELEASED)
-    if dispatched:
-        values['dispatched_at'] = now
-    if status == models.STEP_DONE:
-        values['finished_at'] = now
-    return _fenced_update(session, order_id, step, token, now, **values)
+    return record_delivery_many(session, [(
+        order_id, step, token, status, delivered, failures, last_error,
+        dispatched)], now) == 1
+
+
+def record_delivery_many(session: orm.Session,
+                         deliveries: abc.Iterable[Delivery],
+                         now: Moment) -> int:
+    """Write the runs of several deliveries (``record_delivery``'s
+    arguments each), one execution per set of columns; how many were
+    still at their token."""
+    updates = []
+    for (order_id, step, token, status, delivered, failures, last_error,
+         dispatched) in deliveries:
+        values: dict[str, Any] = dict(
+            status=status, failures=failures, last_error=last_error,
+            output={'delivered_sequence': delivered}, **_RELEASED)
+        if dispatched:
+            values['dispatched_at'] = now
+        if status == models.STEP_DONE:
+            values['finished_at'] = now
+        updates.append((order_id, step, token, values))
+    return _fenced_updates(session, updates, now)
 
 
 def add(session: orm.Session, order_id: str, step: str, now: Moment) -> None:

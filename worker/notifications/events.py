@@ -6,7 +6,9 @@ the order until an operator resumes an ERROR order (``order.resumed``:
 its events go on after its ``order.end``). Order types that ask for it
 (``step_events``) add an event for each step that ends. ``record``
 appends events to an order that has deliveries and wakes those that had
-sent everything, so that they send the new ones.
+sent everything, so that they send the new ones, and those whose first
+run was waiting (``[notifications] first_run_delay_seconds``): the
+order's first events then go in one run.
 """
 
 import dataclasses
@@ -78,16 +80,44 @@ def record(session, repositories, order_id, events, now, request=None):
         transaction committed; the others are sending, retrying or
         waiting for their URL, and will send these events in turn.
     """
+    return record_many(session, repositories,
+                       [(order_id, events, request)], now)
+
+
+def record_many(session, repositories, recorded, now):
+    """``record`` for several orders, each at most once, in a few
+    statements whatever their number: one read of their deliveries, the
+    events' (``notifications.add_events_many``: one read, one INSERT),
+    one UPDATE waking the finished deliveries and those whose first run
+    waits (whose retry rows go).
+
+    :param recorded: ``[(order_id, events, request), ...]``; the caller's
+        transaction holds each order's row.
+    :returns: the deliveries woken, as ``rpcapi.Step``.
+    """
     store = repositories.notifications
-    deliveries = store.deliveries(session, order_id)
-    if not deliveries or not events:
+    recorded = [(order_id, list(events), request)
+                for order_id, events, request in recorded if events]
+    deliveries = store.deliveries_of_orders(
+        session, [order_id for order_id, _, _ in recorded])
+    if not deliveries:
         return []
-    store.add_events(session, order_id, events, now)
-    finished = sorted(name for name, (status, _) in deliveries.items()
-                      if status == models.STEP_DONE)
-    store.wake(session, order_id, finished, now)
-    return [rpcapi.Step(name, order_id, deliveries[name][1], request)
-            for name in finished]
+    store.add_events_many(session, {
+        order_id: events for order_id, events, _ in recorded
+        if order_id in deliveries}, now)
+    woken, first_runs = [], []
+    for order_id, _, request in recorded:
+        for name, (status, generation, waiting) in sorted(
+                deliveries.get(order_id, {}).items()):
+            if status == models.STEP_DONE or waiting:
+                woken.append(rpcapi.Step(name, order_id, generation,
+                                         request))
+            if waiting:
+                first_runs.append((order_id, name))
+    store.wake_many(session, sorted({step.order_id for step in woken}), now)
+    # Cast now: the retry row that would have started them later goes.
+    repositories.retry_tasks.delete_for_steps(session, first_runs)
+    return woken
 
 
 def delivered_sequence(step):

@@ -21,6 +21,7 @@ INSERT of them.
 
 import collections
 import dataclasses
+import itertools
 import threading
 
 from oslo_log import log as logging
@@ -100,8 +101,9 @@ class Applier:
             self._observe_result(decision.kind)
             casts.extend(decision.casts)
         if woken:
-            LOG.debug('Woke %d step(s) waiting for the resource slots the '
-                      'results freed', len(woken))
+            LOG.debug('Woke %d step(s): deliveries with new events, or '
+                      'steps waiting for the resource slots the results '
+                      'freed', len(woken))
         self._cast(casts + woken)
         return [None] * len(items)
 
@@ -138,13 +140,15 @@ class Applier:
     @transactions.retried
     def _write_results(self, items, undone, batched):
         """Per item, its ``runs.Decision`` as written, or None
-        (superseded); and the steps woken by the resource slots the runs
+        (superseded); and the steps woken by the batch: the deliveries its
+        events woke, and the steps waiting for the resource slots the runs
         freed (``flow.release``: every run's result frees its slots,
         a superseded one's too).
 
-        ``batched``: the results whose writes are all ``batched``, each
-        the only one of its order in the batch, are written together by
-        kind, after the others. A result found superseded is decided again
+        ``batched``: the results whose writes are all ``batched``, of
+        orders whose results in the batch are of one workflow step at
+        most (and its deliveries), are written together by kind, after
+        the others. A result found superseded is decided again
         if the transaction runs again (the race it lost was maybe with a
         rolled-back write); one in ``undone`` (``{index: its superseded
         history rows}``) is skipped.
@@ -158,33 +162,73 @@ class Applier:
         recorded = [row for rows in undone.values() for row in rows]
         # In the order of their orders and steps, so that two processes
         # writing results of the same orders lock them in the same order.
+        # Within an order, its deliveries before its workflow steps: a
+        # delivery's result, decided on the order's last event as it was
+        # before this transaction, is written before the events of the
+        # others, which then find it DONE and wake it.
         indexes = sorted((index for index in range(len(items))
                           if index not in undone),
-                         key=lambda index: (items[index][0].order_id,
-                                            items[index][0].step))
-        per_order = collections.Counter(items[index][0].order_id
-                                        for index in indexes)
+                         key=lambda index: (
+                             items[index][0].order_id,
+                             items[index][0].kind.runs_workflow,
+                             items[index][0].step))
         batch = []
         with self._database.session() as session, session.begin():
-            for index in indexes:
-                run, result = items[index]
-                decision = run.kind.decide(session, self._repositories, run,
-                                           result, now)
-                if decision is not None and batched and \
-                        per_order[run.order_id] == 1 and \
-                        writes.batched(decision.writes):
-                    batch.append(index)
-                    decided[index] = decision
-                else:
+            prepared = self._prepare(session, items, indexes, now)
+            for _, group in itertools.groupby(
+                    indexes, key=lambda index: items[index][0].order_id):
+                group = list(group)
+                if batched and _one_workflow_step(items, group):
+                    found = [self._decide(session, items[index], now,
+                                          prepared) for index in group]
+                    if all(decision is not None and
+                           writes.batched(decision.writes)
+                           for decision in found):
+                        batch.extend(group)
+                        for index, decision in zip(group, found):
+                            decided[index] = decision
+                        continue
+                    for index, decision in zip(group, found):
+                        decided[index] = self._write_one(
+                            session, index, items[index][0], decision, now,
+                            recorded)
+                    continue
+                # Parallel steps of one order: each decided after the
+                # writes of the one before.
+                for index in group:
                     decided[index] = self._write_one(
-                        session, index, run, decision, now, recorded)
-            writes.write_batch(session, self._repositories,
-                               [decided[index].writes for index in batch] +
-                               [self._of_orders_kept(session, recorded)],
-                               now)
-            woken = flow.release(session, self._repositories,
-                                 [run for run, _ in items], now)
+                        session, index, items[index][0],
+                        self._decide(session, items[index], now, prepared),
+                        now, recorded)
+            # The deliveries the batch's events woke are cast with the
+            # steps the resource slots woke: a batch is written whole or
+            # not at all.
+            woken = writes.write_batch(
+                session, self._repositories,
+                [decided[index].writes for index in batch] +
+                [self._of_orders_kept(session, recorded)], now)
+            woken += flow.release(session, self._repositories,
+                                  [run for run, _ in items], now)
         return decided, woken
+
+    def _prepare(self, session, items, indexes, now):
+        """``{kind: facts}``: what each kind that has a ``prepare`` (a
+        delivery's: its orders' locks and last sequences) reads once for
+        all its results of the batch, before any of them is written (an
+        order's deliveries are decided before its other results)."""
+        found = collections.defaultdict(list)
+        for index in indexes:
+            run = items[index][0]
+            if hasattr(run.kind, 'prepare'):
+                found[run.kind].append(run)
+        return {kind: kind.prepare(session, self._repositories, kind_runs,
+                                   now)
+                for kind, kind_runs in found.items()}
+
+    def _decide(self, session, item, now, prepared):
+        run, result = item
+        return run.kind.decide(session, self._repositories, run, result,
+                               now, prepared.get(run.kind))
 
     def _of_orders_kept(self, session, recorded):
         """The history rows ``recorded`` but the superseded ones of
@@ -237,6 +281,13 @@ class Applier:
                             'retry daemon will dispatch them: %s',
                             len(chunk), ', '.join(s.step for s in chunk),
                             exc, context=None)
+
+
+def _one_workflow_step(items, group):
+    """True if the results ``group`` (of one order) are of one workflow
+    step at most, with any of its deliveries: their writes are of
+    different rows, and may go in a batch together."""
+    return sum(items[index][0].kind.runs_workflow for index in group) <= 1
 
 
 class _Undo(Exception):

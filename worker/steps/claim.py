@@ -55,7 +55,8 @@ class Claimer:
         """Claim ``steps`` in one transaction (``GroupCommit``).
 
         :returns: per step, ``(Run, OrderView)``, or None if it was not
-            claimed. A delivery's view is None.
+            claimed. A delivery's view is what it will send
+            (``delivery.Pending``).
         """
         claimed, dropped, waiting = self._claim_in_a_transaction(steps)
         for step, refusal in waiting:
@@ -92,6 +93,7 @@ class Claimer:
                 session, claims, now, self._owner) if claims else set()
             if refused or any(facts.taken for facts in wanted.values()):
                 self._settle(session, steps, wanted, claimed, refused, now)
+            pending = self._read_pending(session, steps, wanted, claimed)
         answers = [None] * len(steps)
         waiting = []
         for index, facts in wanted.items():
@@ -99,10 +101,27 @@ class Claimer:
             if index in refused:
                 waiting.append((step, refused[index]))
             elif (step.order_id, step.step) in claimed:
-                answers[index] = self._claimed(step, now, facts)
+                answers[index] = self._claimed(
+                    step, now, facts,
+                    pending.get((step.order_id, step.step)))
             else:
                 dropped.append((step, facts.rows[step.step]))
         return answers, dropped, waiting
+
+    def _read_pending(self, session, steps, wanted, claimed):
+        """What the deliveries claimed will send: their URLs and events,
+        read for all of them at once (``delivery.read_pending``), so that
+        a run reads nothing of its own."""
+        deliveries = [
+            (steps[index].order_id, steps[index].step,
+             facts.rows[steps[index].step])
+            for index, facts in wanted.items()
+            if not facts.kind.runs_workflow and
+            (steps[index].order_id, steps[index].step) in claimed]
+        if not deliveries:
+            return {}
+        return self._kinds.delivery.read_pending(
+            session, self._repositories, deliveries)
 
     def _limit(self, session, steps, wanted, now):
         """Take the slots and starts of the steps of ``wanted`` that need
@@ -169,8 +188,9 @@ class Claimer:
             taken.add(key)
         return wanted, dropped
 
-    def _claimed(self, step, now, facts):
-        """The ``(Run, OrderView)`` of a step just claimed at ``now``."""
+    def _claimed(self, step, now, facts, pending):
+        """The ``(Run, OrderView)`` of a step just claimed at ``now``; a
+        delivery's view is its ``pending`` (``delivery.Pending``)."""
         order, rows, kind, workflow = (facts.order, facts.rows, facts.kind,
                                        facts.workflow)
         row = rows[step.step]
@@ -193,7 +213,9 @@ class Claimer:
             resources=(tuple(key.name for key in facts.need.keys)
                        if facts.need is not None else ()),
             resource_error=facts.need.error if facts.need else None)
-        if not kind.runs_workflow or not workflow.has_step(step.step):
+        if not kind.runs_workflow:
+            return run, pending
+        if not workflow.has_step(step.step):
             return run, None
         return run, _view(order, workflow, rows, run,
                           self._leases.extender(run))

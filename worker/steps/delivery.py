@@ -1,11 +1,13 @@
 """A delivery's run: send its order's next events to its URL, in order.
 
 A delivery is a step of its order (``notify:<url id>``), claimed and
-fenced like any other. Its run reads the events after
-``delivered_sequence`` and posts them one after the other, each only once
-the one before was acknowledged, so that a receiver sees an order's
-events first in ``sequence`` order (a run that lost its lease may send an
-event again: receivers drop duplicates by ``event_id``). Its result is
+fenced like any other. Its claim reads its URL and the events after
+``delivered_sequence`` (``read_pending``: for every delivery of a
+batch of claims in the same two reads), and its run posts them one
+after the other, each only once the one before was acknowledged, so
+that a receiver sees an order's events first in ``sequence`` order (a
+run that lost its lease may send an event again: receivers drop
+duplicates by ``event_id``). Its result is
 written under the order's row lock, which every writer of events holds:
 
 - every event acknowledged and none newer: the delivery is DONE, until
@@ -56,6 +58,47 @@ class Sent:
 
 
 @dataclasses.dataclass(frozen=True)
+class Pending:
+    """What a delivery's claim read for its run.
+
+    :param target: its URL's row, or None if the URL is gone.
+    :param events: the events after its ``delivered_sequence``, in order,
+        up to ``[notifications] events_per_run``.
+    """
+
+    target: typing.Any
+    events: tuple[typing.Any, ...]
+
+
+def read_pending(session, repositories, conf, claimed):
+    """The ``Pending`` of each delivery just claimed, in two reads
+    whatever their number, in the claim's transaction.
+
+    :param claimed: ``[(order_id, step, step row as the claim read it)]``.
+    :returns: ``{(order_id, step): Pending}``.
+    """
+    store = repositories.notifications
+    targets = store.get_urls(session, {models.url_id_of(step)
+                                       for _, step, _ in claimed})
+    # Two deliveries of one order (two URLs) may have sent different
+    # events: the events after the older of them serve both.
+    after = {}
+    for order_id, _, row in claimed:
+        delivered = events_module.delivered_sequence(row)
+        after[order_id] = min(after.get(order_id, delivered), delivered)
+    found = store.events_after_many(session, after,
+                                    conf.notifications.events_per_run)
+    pending = {}
+    for order_id, step, row in claimed:
+        delivered = events_module.delivered_sequence(row)
+        pending[order_id, step] = Pending(
+            targets.get(models.url_id_of(step)),
+            tuple(event for event in found.get(order_id, ())
+                  if event.sequence > delivered))
+    return pending
+
+
+@dataclasses.dataclass(frozen=True)
 class Paused:
     """The run found its URL unavailable and sent nothing."""
 
@@ -83,20 +126,23 @@ def policy(conf):
         timeout_seconds=lease_seconds(conf))
 
 
-def send(database, sender, conf, run, clock):
+def send(database, sender, conf, run, clock, pending=None):
     """Send the delivery's next events; returns ``Sent`` or ``Paused``.
 
     Stops at the first failure, after ``events_per_run`` events, or when
     one more request could outlast the run's lease.
+
+    :param pending: what its claim read (``Pending``), or None to read it
+        here.
     """
-    repositories = database.repositories
-    url_id = models.url_id_of(run.step)
     delivered = events_module.delivered_sequence(run.steps.get(run.step))
     group = conf.notifications
-    with database.reader() as session:
-        target = repositories.notifications.get_url(session, url_id)
-        pending = repositories.notifications.events_after(
-            session, run.order_id, delivered, group.events_per_run)
+    if pending is None:
+        with database.reader() as session:
+            pending = read_pending(session, database.repositories, conf, [
+                (run.order_id, run.step, run.steps.get(run.step))])[
+                    run.order_id, run.step]
+    target = pending.target
     if target is None:
         return Paused(delivered, 'its URL is gone')
     url = target.url
@@ -105,7 +151,7 @@ def send(database, sender, conf, run, clock):
     sent = 0
     # Each request may take its timeout to connect and again to answer.
     room = datetime.timedelta(seconds=2 * group.timeout_seconds + 1)
-    for event in pending:
+    for event in pending.events:
         if clock() + room > run.lease_until:
             break
         started = time.monotonic()
@@ -120,44 +166,6 @@ def send(database, sender, conf, run, clock):
         delivered = event.sequence
         sent += 1
     return Sent(delivered, sent)
-
-
-@dataclasses.dataclass(frozen=True)
-class RecordDelivery(writes.Single):
-    """Write a delivery's run, if still at ``token``
-    (``steps.record_delivery``)."""
-
-    order_id: str
-    step: str
-    token: int
-    status: str
-    delivered: int
-    failures: int
-    last_error: str | None = None
-    dispatched: bool = False
-
-    fenced: typing.ClassVar[bool] = True
-
-    def write(self, session: typing.Any, repositories: writes.Repos,
-              now: writes.Moment) -> writes.Casts:
-        """Execute it."""
-        return writes.fenced_answer(repositories.steps.record_delivery(
-            session, self.order_id, self.step, self.token, now, self.status,
-            self.delivered, self.failures, self.last_error,
-            self.dispatched))
-
-
-@dataclasses.dataclass(frozen=True)
-class UrlSucceeded(writes.Single):
-    """A delivery's URL acknowledged events: its failures count from 0."""
-
-    url_id: int
-
-    def write(self, session: typing.Any, repositories: writes.Repos,
-              now: writes.Moment) -> writes.Casts:
-        """Execute it."""
-        repositories.notifications.url_succeeded(session, self.url_id)
-        return ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,10 +211,16 @@ class DeliveryKind:
         """Every delivery's policy, from ``[notifications]``."""
         return self._policy
 
+    def read_pending(self, session, repositories, claimed):
+        """``read_pending`` with this worker's options: what the claims of
+        deliveries read for their runs."""
+        return read_pending(session, repositories, self._conf, claimed)
+
     def run(self, run, view):
-        """Send the delivery's next events (it has no view)."""
+        """Send the delivery's next events; its view is the ``Pending``
+        its claim read, or None."""
         result = send(self._database, self._sender, self._conf, run,
-                      self._clock)
+                      self._clock, view)
         if isinstance(result, Sent):
             if result.failure is not None:
                 LOG.warning('Delivery %s of order %s: %s', run.step,
@@ -214,12 +228,31 @@ class DeliveryKind:
             self._observe_delivery(result.sent, result.failure is not None)
         return result
 
-    def decide(self, session, repositories, run, result, now):
+    def prepare(self, session, repositories, runs_alone, now):
+        """Lock the orders of the deliveries ``runs_alone`` (each the only
+        result of its order in the batch) and read their last sequences,
+        for all at once: ``{order_id: last sequence}``, which ``decide``
+        is given as ``facts``."""
+        order_ids = sorted({run.order_id for run in runs_alone})
+        store = repositories.notifications
+        store.lock_orders(session, order_ids, now)
+        last = store.last_sequences(session, order_ids)
+        return {order_id: last.get(order_id, 0) for order_id in order_ids}
+
+    def decide(self, session, repositories, run, result, now, facts=None):
         """The ``runs.Decision`` of a delivery's result, decided under
-        the order's row lock, which every writer of events holds."""
-        repositories.notifications.lock_order(session, run.order_id, now)
+        the order's row lock, which every writer of events holds.
+
+        :param facts: what ``prepare`` read under the lock, or None: the
+            lock is taken and the last sequence read here.
+        """
+        last = (facts or {}).get(run.order_id)
+        if last is None:
+            store = repositories.notifications
+            store.lock_order(session, run.order_id, now)
+            last = store.last_sequence(session, run.order_id)
         return _Decider(session, repositories, self._conf, run,
-                        now).decide(result)
+                        now).decide(result, last)
 
 
 class _Decider:
@@ -233,17 +266,18 @@ class _Decider:
         self._now = now
         self._url_id = models.url_id_of(run.step)
 
-    def decide(self, result):
+    def decide(self, result, last):
+        """The decision of ``result``; ``last``: the order's last event,
+        read under its lock."""
         run = self._run
         if isinstance(result, Paused):
             return self._paused(result)
         url = ()
         if result.sent:
-            url = (UrlSucceeded(self._url_id),)
+            url = (writes.UrlSucceeded(self._url_id),)
         if result.failure is not None:
             return self._failed(result, url)
-        if self._store.last_sequence(self._session,
-                                     run.order_id) > result.delivered:
+        if last > result.delivered:
             return runs.Decision(
                 runs.DELIVERED, 'delivery %s: %d sent, through %d; more to '
                 'send' % (run.step, result.sent, result.delivered),
@@ -307,7 +341,7 @@ class _Decider:
         ``retry`` with the error it keeps (none when it goes on at once).
         """
         run = self._run
-        recorded = (RecordDelivery(
+        recorded = (writes.RecordDelivery(
             run.order_id, run.step, run.token, status, result.delivered,
             failures, last_error, dispatched),)
         if run.failures or status == models.STEP_WAITING:

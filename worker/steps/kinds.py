@@ -38,7 +38,7 @@ class Kinds:
                  observe_delivery: typing.Callable[[int, bool], None]
                  ) -> None:
         self.workflow_step = workflow.WorkflowStepKind(conf, clock)
-        self.delivery: runs.StepKind = delivery.DeliveryKind(
+        self.delivery = delivery.DeliveryKind(
             conf, database, sender, clock, observe_delivery)
         #: The resource keys of workflow steps (a delivery needs none).
         self.limits = flow.Limits(conf)

@@ -113,7 +113,7 @@ class _Decider:
                 order_status: str | None = None, reason: str | None = None,
                 error: str | None = None) -> tuple[writes.RecordEvents, ...]:
         """The ``RecordEvents`` of this result, if the order has
-        deliveries: none, or one.
+        deliveries and the result makes events: none, or one.
 
         :param step_status: the run's step ended so (an event if its type
             asks for step events).
@@ -129,6 +129,8 @@ class _Decider:
                 error))
         if order_status is not None:
             found.extend(events.status_changed(order_status, reason))
+        if not found:
+            return ()
         return (writes.RecordEvents(run.order_id, tuple(found),
                                     run.request),)
 

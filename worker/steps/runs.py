@@ -18,7 +18,6 @@ from worker import context as context_module
 from worker.db import models
 from worker.db import repositories as repositories_module
 from worker.order_types import base as types_base
-from worker.plugins import base
 from worker import policy as policy_module
 from worker import rpcapi
 
@@ -180,12 +179,18 @@ class StepKind(typing.Protocol):
                step: str) -> policy_module.StepPolicy:
         """The policy of ``step`` of an order of ``workflow``."""
 
-    def run(self, run: Run, view: base.OrderView | None) -> Outcome:
-        """Run the claimed step, outside any transaction."""
+    def run(self, run: Run, view: typing.Any) -> Outcome:
+        """Run the claimed step, outside any transaction, with what its
+        claim read: a workflow step's ``OrderView`` (or None), a
+        delivery's ``Pending``."""
 
     def decide(self, session: typing.Any,
                repositories: repositories_module.Repositories, run: Run,
-               result: Outcome,
-               now: datetime.datetime) -> 'Decision | None':
+               result: Outcome, now: datetime.datetime,
+               facts: typing.Any = None) -> 'Decision | None':
         """The decision of ``result``, in the apply's transaction; None
-        if the order moved on."""
+        if the order moved on.
+
+        :param facts: what the kind's ``prepare`` (if it has one) read
+            for the results of the batch, once for all of them.
+        """

@@ -62,9 +62,12 @@ class WorkflowStepKind:
         """The step's result: a precheck's, or the order type's."""
         return self._precheck(run, view) or self._call(run, view)
 
-    def decide(self, session, repositories, run, result, now):
+    def decide(self, session, repositories, run, result, now, facts=None):
         """The ``runs.Decision`` of ``result``, or None if the order is no
-        longer live (a result decided under the order's lock)."""
+        longer live (a result decided under the order's lock).
+
+        :param facts: unused: a workflow step's kind has no ``prepare``.
+        """
         steps = None
         if outcomes.needs_order(run, result):
             if not repositories.orders.lock_live(session, run.order_id,

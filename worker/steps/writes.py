@@ -296,6 +296,47 @@ class RecordRun(_Batched):
 
 
 @dataclasses.dataclass(frozen=True)
+class RecordDelivery(_Batched):
+    """Write a delivery's run, if still at ``token``
+    (``steps.record_delivery``; decided by ``worker.steps.delivery``)."""
+
+    order_id: str
+    step: str
+    token: int
+    status: str
+    delivered: int
+    failures: int
+    last_error: str | None = None
+    dispatched: bool = False
+
+    fenced: typing.ClassVar[bool] = True
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
+        """Execute several; returns how many deliveries were still at
+        their token."""
+        return repositories.steps.record_delivery_many(session, [
+            (w.order_id, w.step, w.token, w.status, w.delivered,
+             w.failures, w.last_error, w.dispatched) for w in writes], now)
+
+
+@dataclasses.dataclass(frozen=True)
+class UrlSucceeded(_Batched):
+    """A delivery's URL acknowledged events: its failures count from 0."""
+
+    url_id: int
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any], now: Moment) -> int:
+        """Execute several in one UPDATE."""
+        repositories.notifications.url_succeeded_many(
+            session, [w.url_id for w in writes])
+        return 0
+
+
+@dataclasses.dataclass(frozen=True)
 class FailOrder(Single):
     """Move a live order to ERROR with ``reason``."""
 
@@ -345,11 +386,14 @@ class RevokeOpen(Single):
 
 
 @dataclasses.dataclass(frozen=True)
-class RecordEvents(Single):
+class RecordEvents:
     """Append events to the order's, if it has deliveries; wakes them.
 
     Follows the write that holds the order's row (a status change, or
-    the lock a step event is decided under).
+    the lock a step event is decided under). Its ``*_many`` form writes
+    the events of every order of a batch in the same few statements
+    (``events.record_many``), and answers the deliveries it woke (a
+    list, where the other kinds answer a count of rows).
     """
 
     order_id: str
@@ -357,19 +401,33 @@ class RecordEvents(Single):
     #: The order's request ids, which the casts of the deliveries carry.
     request: context_module.RequestIds | None = None
 
+    fenced: typing.ClassVar[bool] = False
+    batched: typing.ClassVar[bool] = True
+
     def write(self, session: typing.Any, repositories: Repos,
               now: Moment) -> Casts:
         """Execute it; the deliveries woken are to be cast."""
-        return tuple(events_module.record(session, repositories,
-                                          self.order_id, list(self.events),
-                                          now, request=self.request))
+        return tuple(self.write_many(session, repositories, [self], now))
+
+    @staticmethod
+    def write_many(session: typing.Any, repositories: Repos,
+                   writes: abc.Sequence[typing.Any],
+                   now: Moment) -> list[rpcapi.Step]:
+        """Execute several, each of another order; the deliveries woken.
+        """
+        woken: list[rpcapi.Step] = events_module.record_many(
+            session, repositories,
+            [(w.order_id, w.events, w.request) for w in writes], now)
+        return woken
 
 
-#: The kinds a batch writes, in this order: the fenced writes first, then
-#: a retry's delete of its step's row before the row it adds; the runs'
-#: rows last, once every fence held.
-_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, DeleteRetryRows,
-                AddRetryRow, StartSteps, RecordRun)
+#: The kinds a batch writes, in this order: the fenced writes first (a
+#: status change holds its order's row before its events are numbered),
+#: then a retry's delete of its step's row before the row it adds; the
+#: runs' rows last, once every fence held.
+_BATCH_ORDER = (FinishStep, RetryStep, CompleteOrder, RecordDelivery,
+                RecordEvents, UrlSucceeded, DeleteRetryRows, AddRetryRow,
+                StartSteps, RecordRun)
 
 
 def batched(writes: abc.Iterable[typing.Any]) -> bool:
@@ -400,34 +458,43 @@ def write_one(session: typing.Any, repositories: Repos,
 
 def write_batch(session: typing.Any, repositories: Repos,
                 results: abc.Iterable[abc.Iterable[typing.Any]],
-                now: Moment) -> None:
-    """Execute the writes of several results, each kind at once.
+                now: Moment) -> list[rpcapi.Step]:
+    """Execute the writes of several results, each kind at once; the
+    steps they woke (``RecordEvents``' deliveries), to cast after the
+    commit.
 
-    :param results: the writes of each result, all ``batched``, each the
-        only result of its order (a batch writes by kind, not in the order
-        each result listed its writes, which is the same only for writes
-        of different rows).
+    :param results: the writes of each result, all ``batched``; of one
+        order, the results of one workflow step at most and of its
+        deliveries (a batch writes by kind, not in the order each result
+        listed its writes, which is the same only for writes of different
+        rows; a delivery's row is written before the events that find it
+        DONE and wake it).
     :raises Moved: a fenced write moved fewer rows than it was given; the
         caller must roll back.
     """
     by_kind: dict[type, list[typing.Any]] = collections.defaultdict(list)
     for writes in results:
         for write in writes:
-            if not write.batched:
+            if not write.batched or type(write) not in _BATCH_ORDER:
                 raise TypeError('not a write of a batch: %r' % (write,))
             by_kind[type(write)].append(write)
     expected = moved = 0
+    woken: list[rpcapi.Step] = []
     for kind in _BATCH_ORDER:
         group = by_kind.pop(kind, ())
         if not group:
             continue
         count = kind.write_many(session, repositories, group, now)
-        if kind.fenced:
+        if isinstance(count, list):
+            # RecordEvents: the deliveries it woke.
+            woken.extend(count)
+        elif kind.fenced:
             expected += len(group)
             moved += count
             if moved != expected:
                 raise Moved('%d of %d fenced writes moved a row'
                             % (moved, expected))
+    return woken
 
 
 def fenced_answer(written: bool | int) -> Casts:

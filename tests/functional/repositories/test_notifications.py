@@ -120,6 +120,48 @@ def test_events_are_numbered_per_order(db):
 
 
 @contract
+def test_events_and_deliveries_of_many_orders_at_once(db):
+    from worker.notifications import events
+    store, steps_repo = db.repositories.notifications, db.repositories.steps
+    url = write(db, store.add_url, HOOK, NOW)
+    name = models.delivery_name(url.id)
+    a, b, bare = _subscribed(db, url.id), _subscribed(db, url.id), \
+        new_order(db)
+    write(db, store.add_events, a, events.status_changed(models.PENDING),
+          NOW)
+    assert write(db, store.add_events_many, {
+        a: events.status_changed(models.ACTIVE),
+        b: events.status_changed(models.PENDING)}, plus(1)) == {
+        a: [2, 3], b: [1]}
+    assert read(db, store.last_sequences, [a, b, bare]) == {a: 3, b: 1}
+    # One whose first run waits for its retry row: never cast.
+    waits = new_order(db)
+    write(db, steps_repo.create, waits, [name], {name}, NOW,
+          dispatched=False)
+    assert read(db, store.deliveries_of_orders, [a, b, bare, waits]) == {
+        a: {name: (models.STEP_PENDING, 0, False)},
+        b: {name: (models.STEP_PENDING, 0, False)},
+        waits: {name: (models.STEP_PENDING, 0, True)}}
+    found = read(db, store.events_after_many, {a: 1, b: 0}, 1)
+    assert [(e.order_id, e.sequence) for e in found[a] + found[b]] == [
+        (a, 2), (b, 1)]
+    assert {url_id: row.url for url_id, row in read(
+        db, store.get_urls, [url.id, url.id + 1]).items()} == {url.id: HOOK}
+
+    # The finished delivery wakes, and the one whose first run waits;
+    # not the one that is cast or running.
+    assert write(db, steps_repo.claim, a, name, 0, NOW, 'w', plus(60))
+    assert write(db, steps_repo.record_delivery, a, name, 1, plus(1),
+                 models.STEP_DONE, 3, 0)
+    write(db, store.wake_many, [a, b, bare, waits], plus(2))
+    for order_id in (a, waits):
+        woken = step_of(db, order_id, name)
+        assert (woken.status, woken.dispatched_at) == (
+            models.STEP_PENDING, plus(2))
+    assert step_of(db, b, name).dispatched_at == NOW
+
+
+@contract
 def test_deliveries_wake_pause_and_resume(db):
     store, steps_repo = db.repositories.notifications, db.repositories.steps
     order_id = _subscribed(db, 1, 2)

@@ -52,6 +52,14 @@ class InMemoryNotifications(base.Repository):
         return copy.deepcopy(self._store.urls.get(url_id))
 
     @base.reads
+    def get_urls(self, session: Session,
+                 url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
+        """``{id: row}`` of those of ``url_ids`` that exist."""
+        return {url_id: row for url_id in url_ids
+                for row in (self.get_url(session, url_id),)
+                if row is not None}
+
+    @base.reads
     def list_urls(self, session: Session) -> list[rows.Url]:
         """Every URL, by id."""
         return copy.deepcopy(sorted(self._store.urls.values(),
@@ -99,6 +107,12 @@ class InMemoryNotifications(base.Repository):
         if row is not None and row.failures > 0:
             self._update_url(url_id, failures=0)
 
+    def url_succeeded_many(self, session: Session,
+                           url_ids: abc.Collection[int]) -> None:
+        """``url_succeeded`` of several URLs."""
+        for url_id in url_ids:
+            self.url_succeeded(session, url_id)
+
     @base.writes
     def hold_url(self, session: Session, url_id: int, now: Moment) -> bool:
         """Touch the URL's row; True if it is available."""
@@ -126,32 +140,64 @@ class InMemoryNotifications(base.Repository):
             self._store.orders[order_id] = base.replace(
                 order, updated_at=now)
 
+    def lock_orders(self, session: Session, order_ids: abc.Collection[str],
+                    now: Moment) -> None:
+        """``lock_order`` of several orders."""
+        for order_id in order_ids:
+            self.lock_order(session, order_id, now)
+
     @base.reads
     def deliveries(self, session: Session,
                    order_id: str) -> dict[str, tuple[str, int]]:
         """``{name: (status, generation)}`` of the order's deliveries."""
-        return {step.name: (step.status, step.generation)
-                for step in self._store.steps.values()
-                if step.order_id == order_id and
-                models.is_delivery(step.name)}
+        return {name: (status, generation)
+                for name, (status, generation, _) in
+                self.deliveries_of_orders(session, [order_id]).get(
+                    order_id, {}).items()}
+
+    @base.reads
+    def deliveries_of_orders(self, session: Session,
+                             order_ids: abc.Collection[str]
+                             ) -> dict[str, dict[str, tuple[str, int, bool]]]:
+        """``{order_id: {name: (status, generation, waiting)}}``; an order
+        without deliveries is left out."""
+        wanted = set(order_ids)
+        found: dict[str, dict[str, tuple[str, int, bool]]] = {}
+        for step in self._store.steps.values():
+            if step.order_id in wanted and models.is_delivery(step.name):
+                found.setdefault(step.order_id, {})[step.name] = (
+                    step.status, step.generation, _first_run_waits(step))
+        return found
 
     @base.writes
     def add_events(self, session: Session, order_id: str,
                    events: abc.Iterable[events_module.Event],
                    now: Moment) -> list[int]:
         """Append ``events`` to the order's; returns their sequences."""
-        if order_id not in self._store.orders:
-            raise base.missing_order('notification_events')
-        last = self._last(order_id)
-        sequences = []
-        for offset, event in enumerate(events, 1):
-            row = base.EventRecord(
-                id=None, event_id=str(uuid.uuid4()), order_id=order_id,
-                sequence=last + offset, event=event.event,
-                status=event.status, step=event.step,
-                detail=base.to_json(event.detail), created_at=now)
-            self._store.events[order_id, row.sequence] = row
-            sequences.append(row.sequence)
+        return self.add_events_many(session, {order_id: list(events)},
+                                    now).get(order_id, [])
+
+    @base.writes
+    def add_events_many(self, session: Session,
+                        events: abc.Mapping[str, abc.Sequence[
+                            events_module.Event]],
+                        now: Moment) -> dict[str, list[int]]:
+        """Append ``events[order_id]`` to each order's; their sequences.
+        """
+        sequences: dict[str, list[int]] = {}
+        for order_id, found in events.items():
+            if found and order_id not in self._store.orders:
+                raise base.missing_order('notification_events')
+            last = self._last(order_id)
+            sequences[order_id] = []
+            for offset, event in enumerate(found, 1):
+                row = base.EventRecord(
+                    id=None, event_id=str(uuid.uuid4()), order_id=order_id,
+                    sequence=last + offset, event=event.event,
+                    status=event.status, step=event.step,
+                    detail=base.to_json(event.detail), created_at=now)
+                self._store.events[order_id, row.sequence] = row
+                sequences[order_id].append(row.sequence)
         return sequences
 
     def _last(self, order_id: str) -> int:
@@ -164,6 +210,14 @@ class InMemoryNotifications(base.Repository):
         return self._last(order_id)
 
     @base.reads
+    def last_sequences(self, session: Session,
+                       order_ids: abc.Collection[str]) -> dict[str, int]:
+        """``{order_id: last sequence}``; an order without events is left
+        out."""
+        return {order_id: last for order_id in order_ids
+                for last in (self._last(order_id),) if last}
+
+    @base.reads
     def events_after(self, session: Session, order_id: str, sequence: int,
                      limit: int | None) -> list[rows.Event]:
         """The order's events after ``sequence``, up to ``limit``."""
@@ -171,6 +225,16 @@ class InMemoryNotifications(base.Repository):
             (row for (key, number), row in self._store.events.items()
              if key == order_id and number > sequence),
             key=lambda row: row.sequence)[:limit])
+
+    @base.reads
+    def events_after_many(self, session: Session,
+                          after: abc.Mapping[str, int],
+                          limit: int) -> dict[str, list[rows.Event]]:
+        """``{order_id: its events after after[order_id], up to limit}``.
+        """
+        return {order_id: self.events_after(session, order_id, sequence,
+                                            limit)
+                for order_id, sequence in after.items()}
 
     def events_of_order(self, session: Session,
                         order_id: str) -> list[rows.Event]:
@@ -187,6 +251,20 @@ class InMemoryNotifications(base.Repository):
                 self._store.steps[order_id, name] = base.replace(
                     step, status=models.STEP_PENDING, dispatched_at=now,
                     updated_at=now, finished_at=None)
+
+    @base.writes
+    def wake_many(self, session: Session, order_ids: abc.Collection[str],
+                  now: Moment) -> None:
+        """Make every finished delivery of ``order_ids``, and every one
+        whose first run waits, PENDING and dispatched at ``now``."""
+        for order_id, found in self.deliveries_of_orders(
+                session, order_ids).items():
+            for name, (status, _, waiting) in found.items():
+                if status == models.STEP_DONE or waiting:
+                    step = self._store.steps[order_id, name]
+                    self._store.steps[order_id, name] = base.replace(
+                        step, status=models.STEP_PENDING,
+                        dispatched_at=now, updated_at=now, finished_at=None)
 
     @base.reads
     def paused(self, session: Session, url_id: int,
@@ -218,3 +296,9 @@ class InMemoryNotifications(base.Repository):
             step.status for step in self._store.steps.values()
             if models.is_delivery(step.name) and
             step.status in base.OPEN))
+
+
+def _first_run_waits(step: typing.Any) -> bool:
+    """A delivery whose first run waits: never claimed, never cast."""
+    return (step.status == models.STEP_PENDING and step.attempt == 0 and
+            step.dispatched_at is None and step.owner is None)

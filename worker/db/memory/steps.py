@@ -196,6 +196,16 @@ class InMemorySteps(base.Repository):
             values['finished_at'] = now
         return self._fenced_update(order_id, step, token, now, **values)
 
+    def record_delivery_many(self, session: Session,
+                             deliveries: abc.Iterable[steps.Delivery],
+                             now: Moment) -> int:
+        """Write several deliveries' runs; how many were."""
+        return sum(self.record_delivery(session, order_id, step, token, now,
+                                        status, delivered, failures,
+                                        last_error, dispatched)
+                   for (order_id, step, token, status, delivered, failures,
+                        last_error, dispatched) in deliveries)
+
     @base.writes
     def add(self, session: Session, order_id: str, step: str,
             now: Moment) -> None:

@@ -100,10 +100,11 @@ class Worker:
             self.manager.run_steps(ctxt, kwargs['steps'])
 
 
-def _order(database, urls=(URL,)):
+def _order(database, urls=(URL,), first_run_delay=0.0):
     [order] = order_actions.create_orders(
         database, None, order_types.get('certificate'), {}, 1, NOW,
-        notify=list(urls), origin=orders.Origin(project_id=PROJECT))
+        notify=list(urls), origin=orders.Origin(project_id=PROJECT),
+        first_run_delay=first_run_delay)
     return order.id
 
 
@@ -193,6 +194,26 @@ def test_each_request_is_signed_with_its_url_s_keys_of_the_moment(
     _run_order(worker, first)
     worker.deliver()
     assert sender.keys == [[b'global'], [new, old], [new], [new]]
+
+
+def test_a_first_run_that_waits_sends_the_events_of_a_quick_order_at_once(
+        database):
+    sender = ScriptedSender()
+    worker = Worker(database, sender)
+    order_id = _order(database, first_run_delay=30.0)
+    # Not cast: a retry row starts it in 30 s unless an event comes first.
+    [row] = _retries(database, order_id)
+    assert (row.retry_task, row.retry_at) == (
+        DELIVERY, NOW + datetime.timedelta(seconds=30))
+
+    _run_order(worker, order_id)
+    assert (DELIVERY, {'order_id': order_id, 'generation': 0}) in \
+        worker.client.casts
+    assert _retries(database, order_id) == []
+    worker.deliver()
+    assert sender.sequences() == [1, 2, 3]
+    assert worker.delivered == [(3, False)]
+    assert _step(database, order_id, DELIVERY).status == models.STEP_DONE
 
 
 def test_events_written_while_a_delivery_runs_are_sent_by_it_next(
