@@ -118,7 +118,7 @@ class ContextSerializer(messaging.NoOpSerializer):
             if not isinstance(ctxt, dict):
                 raise TypeError('not a dict but %s' % type(ctxt).__name__)
             if not ctxt.get('request_id') and not ctxt.get(
-                    context.ORDERS):
+                    context.ORDERS) and not ctxt.get(context.TRACES):
                 return {}
             values = dict(ctxt)
             for key in _IDS:

@@ -15,6 +15,7 @@ from worker import manager
 from worker import metrics
 from worker import rpc
 from worker import rpcapi
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ class WorkerService(service.Service):
         """Connect to the database and the broker, then serve."""
         backend.require_threading()
         super().start()
+        # This process's own provider: start() runs after the fork.
+        tracing.configure(self._conf, 'barbican-worker')
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
@@ -106,3 +109,4 @@ class WorkerService(service.Service):
             self._heartbeat.remove()
         if self._database is not None:
             self._database.dispose()
+        tracing.flush()

@@ -88,7 +88,8 @@ def create(database, worker_api, workflow, meta, count, now,
         admission.add_lock(database, workflow.type_name, now)
         created = _write_orders(*writing)
     roots = () if not_before is not None else workflow.roots()
-    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
+    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name,
+                         origin.trace_context)
              for order in created
              for name in roots + deliveries]
     cast_steps(worker_api, steps, rows_per_cast,

@@ -19,6 +19,7 @@ from oslo_log import log as logging
 import requests
 
 from worker.notifications import targets
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class Sender:
             EVENT_ID_HEADER: payload['event_id'],
             SIGNATURE_HEADER: signature(group.secret or '', body),
         }
+        tracing.inject(headers)
         verify = group.ca_file or group.verify_tls
         timeout = group.timeout_seconds
         try:
