@@ -181,9 +181,10 @@ class Span:
 
     def fail(self, description: str) -> None:
         """Mark the span as failed, with why."""
-        if self._span is not None:
-            from opentelemetry import trace
-            self._span.set_status(trace.StatusCode.ERROR, description)
+        state = _state
+        if self._span is not None and state is not None:
+            self._span.set_status(state.trace.StatusCode.ERROR,
+                                  description)
 
     def end(self, end_ns: int | None = None) -> None:
         """End the span (at ``end_ns``, a ``time.time_ns()``, or now)."""

@@ -9,12 +9,10 @@ of its resource.
 
 import dataclasses
 import gzip
-import http.server
-import threading
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from tests.functional import processes
+from tests.functional import receiver
 
 PATH = '/v1/traces'
 
@@ -32,41 +30,14 @@ class Span:
     attributes: dict
 
 
-class OTLPReceiver:
-    """One receiver; ``url`` is its traces URL."""
+class OTLPReceiver(receiver.Receiver):
+    """One receiver; ``url`` is its traces URL. It listens and stops as
+    the webhook receiver does (``start``, ``stop``)."""
 
     def __init__(self):
+        super().__init__(secret=None)
         self.spans = []
-        self.requests = 0
-        self._lock = threading.Lock()
-        self.port = processes.free_port()
         self.url = 'http://127.0.0.1:%d%s' % (self.port, PATH)
-        self._server = None
-
-    def start(self):
-        """Listen on the receiver's port."""
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                receiver._handle(self)
-
-            def log_message(self, *args):
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(
-            ('127.0.0.1', self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever,
-                         daemon=True).start()
-        return self
-
-    def stop(self):
-        """Close the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
 
     def _handle(self, request):
         body = request.rfile.read(int(request.headers['Content-Length']))
@@ -80,7 +51,6 @@ class OTLPReceiver:
         export = trace_service_pb2.ExportTraceServiceRequest()
         export.ParseFromString(body)
         with self._lock:
-            self.requests += 1
             self.spans.extend(_spans(export))
         answer = trace_service_pb2.ExportTraceServiceResponse()
         payload = answer.SerializeToString()
