@@ -190,11 +190,12 @@ class WorkerManager:
             except (TypeError, ValueError) as exc:
                 malformed.append((step, exc))
                 continue
-            wanted.append(rpcapi.Step(
+            step = rpcapi.Step(
                 name, order_id, generation,
-                ctxt.ids_of(order_id) if ctxt is not None else None,
-                trace=(ctxt.trace_of(order_id)
-                       if ctxt is not None and tracing.ENABLED else None)))
+                ctxt.ids_of(order_id) if ctxt is not None else None)
+            if tracing.ENABLED and ctxt is not None:
+                step = step._replace(trace=ctxt.trace_of(order_id))
+            wanted.append(step)
         if malformed:
             # One line per message, of bounded length: a message of
             # thousands of bad steps (or of one huge one) is one line.
