@@ -37,7 +37,7 @@ class _TracedReceiver(receivers.Receiver):
         super()._handle(request)
 
 
-def _options(traces, hooks):
+def _options(otlp_endpoint):
     return {
         'worker': {'workers': 2},
         'scheduler': {'schedule_period_seconds': 1},
@@ -45,7 +45,7 @@ def _options(traces, hooks):
         'simple_certificate': {'delay_before_update_seconds': 2},
         'notifications': {'allowed_hosts': '127.0.0.1', 'secret': SECRET,
                           'timeout_seconds': 2},
-        'tracing': {'enabled': 'true', 'otlp_endpoint': traces.url,
+        'tracing': {'enabled': 'true', 'otlp_endpoint': otlp_endpoint,
                     'sample_ratio': 1.0, 'schedule_delay_seconds': 0.2},
     }
 
@@ -55,7 +55,7 @@ def test_an_order_is_one_trace_from_its_creation_to_its_webhooks(
     traces = otlp_receiver.OTLPReceiver().start()
     hooks = _TracedReceiver(SECRET).start()
     try:
-        cluster = deployment(_options(traces, hooks))
+        cluster = deployment(_options(traces.url))
         workers, retry = workflows.start(cluster, count=2)
         [order] = cluster.manage_json('order', 'create', '--type',
                                       'certificate', '--callback-url',
@@ -117,6 +117,27 @@ def test_an_order_is_one_trace_from_its_creation_to_its_webhooks(
         assert run.name == 'run'
         assert by_id[run.parent_id].name.startswith(
             'step ' + models.DELIVERY_PREFIX)
+
+
+def test_an_endpoint_that_does_not_answer_fails_no_step(deployment,
+                                                        database):
+    """Spans that cannot be sent are logged as lost; the order runs as it
+    would without tracing, its retry row included."""
+    closed = 'http://127.0.0.1:%d/v1/traces' % processes.free_port()
+    options = _options(closed)
+    # Each process retries an export until this timeout, at most, when it
+    # stops: what "order create" and a stop wait for a lost endpoint.
+    options['tracing']['export_timeout_seconds'] = 1
+    cluster = deployment(options)
+    workers, retry = workflows.start(cluster, count=2)
+    [order] = cluster.manage_json('order', 'create', '--type',
+                                  'certificate')
+    workflows.wait_status(database, [order['id']], models.ACTIVE, 60)
+    assert retry.stop() == 0
+    assert workers.stop() == 0
+    for daemon in (workers, retry):
+        assert 'Failed to export spans batch' in daemon.log(), \
+            daemon.script
 
 
 _EXPECTED = {'order.create', 'cast', 'step process_type_order', 'claim',
