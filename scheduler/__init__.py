@@ -22,4 +22,4 @@ import worker  # noqa: F401
 #: which it creates the orders of their ticks as any caller would.
 WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.context',
                   'worker.db', 'worker.rpc', 'worker.rpcapi',
-                  'worker.schedule_api')
+                  'worker.schedule_api', 'worker.tracing')

@@ -12,7 +12,10 @@ with its reason.
 
 A row's request ids (its order's, in its ``retry_kwargs``) go with its
 cast (``worker.context``) and on the lines about it: with debug on, one
-line per step cast follows an order through the daemon.
+line per step cast follows an order through the daemon. With tracing on
+(``worker.tracing``), each row cast is a ``retry.dispatch`` span in its
+order's trace (the due query reads the order's ``trace_context`` then,
+and only then), parent of its cast's span.
 
 Each row goes to its order type's topic (``worker.rpcapi.Topics``; the
 due query reads the type with the row): a batch is split by topic before
@@ -30,6 +33,7 @@ from oslo_log import log as logging
 from worker import context
 from worker.db import session as db_session
 from worker import rpcapi
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -99,7 +103,8 @@ class Dispatcher:
                 return
             with self._database.session() as session, session.begin():
                 rows = self._repositories.retry_tasks.due(
-                    session, now, group.batch_size, after)
+                    session, now, group.batch_size, after,
+                    traces=tracing.ENABLED)
             if not rows:
                 return
             after = rows[-1].key
@@ -142,6 +147,8 @@ class Dispatcher:
         """
         group = self._conf.scheduler
         steps, bad = self._parse(rows)
+        spans = (_dispatch_spans(rows, steps, now) if tracing.ENABLED
+                 else {})
         by_topic = {}
         for task_id, step in steps.items():
             by_topic.setdefault(self._worker_api.topic(step),
@@ -152,6 +159,8 @@ class Dispatcher:
                  for ids in chunks(of_topic, group.cast_concurrency,
                                    group.rows_per_cast)}
         sent = self._cast_all(executor, casts, result)
+        if spans:
+            _end_spans(spans, sent)
         if LOG.isEnabledFor(logging.DEBUG):
             for task_id in sent:
                 step = steps[task_id]
@@ -223,3 +232,36 @@ class Dispatcher:
                         'error: %s', failed, len(casts), len(not_done),
                         kept, first_error)
         return sent
+
+
+def _dispatch_spans(rows, steps, now):
+    """``{row id: span}``: a ``retry.dispatch`` span for each row of
+    ``steps`` (``{id: rpcapi.Step}``) whose order has a trace, with its
+    lateness at ``now``; each step is given its span's carrier, which its
+    cast's span joins."""
+    spans = {}
+    for row in rows:
+        step = steps.get(row.id)
+        parent = tracing.carrier(row.trace_context)
+        if step is None or parent is None:
+            continue
+        span = tracing.start('retry.dispatch', parent, attributes={
+            'barbican_retry.order_id': row.order_id,
+            'barbican_retry.step': row.retry_task,
+            'barbican_retry.retry_row': row.id,
+            'barbican_retry.retry_count': row.retry_count,
+            'barbican_retry.lateness_seconds':
+                (now - row.retry_at).total_seconds()})
+        spans[row.id] = span
+        steps[row.id] = step._replace(trace=span.carrier)
+    return spans
+
+
+def _end_spans(spans, sent):
+    """End the dispatch ``spans``; those whose rows were not ``sent``
+    (their cast failed: they stay for the next pass) marked failed."""
+    sent = set(sent)
+    for task_id, span in spans.items():
+        if task_id not in sent:
+            span.fail('cast failed or timed out; the row stays')
+        span.end()

@@ -21,6 +21,7 @@ from worker.db import session as db_session
 from worker import rpc
 from worker import rpcapi
 from worker import schedule_api
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class SchedulerService(service.Service):
         backend.require_threading()
         super().start()
         self._stopping.clear()
+        # Its dispatches of retry rows join their orders' traces.
+        tracing.configure(self._conf, 'barbican-retry')
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds,
@@ -232,4 +235,5 @@ class SchedulerService(service.Service):
         self._transport = None
         if self._database is not None:
             self._database.dispose()
+        tracing.flush()
         LOG.info('Retry scheduler stopped')

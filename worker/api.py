@@ -50,6 +50,7 @@ from worker import order_types
 from worker.order_types import meta as meta_module
 from worker import rpc
 from worker import rpcapi
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -368,6 +369,8 @@ class OrderAPI:
         if self._transport is not None:
             self._transport.cleanup()
         self._database.dispose()
+        # A command exits after close(): its spans must be sent first.
+        tracing.flush()
 
     def now(self):
         """The time the processes share: the database's (naive UTC)."""
@@ -456,6 +459,29 @@ class OrderAPI:
                 schedule_id=None):
         """``create``'s and ``create_many``'s work; ``schedule_id`` is
         the schedule of a tick's order (``worker.schedule_api``)."""
+        if not tracing.ENABLED:
+            return self._create_checked(
+                order_type, meta, count, project_id, idempotency_key,
+                priority, callback_urls, context, not_before, schedule_id)
+        # The order's trace starts here (or joins the caller's current
+        # span): its casts and every step of its life are children of
+        # this span, whose carrier the order keeps.
+        with tracing.span('order.create', {
+                'barbican_retry.order_type': order_type,
+                'barbican_retry.count': count}) as span:
+            orders = self._create_checked(
+                order_type, meta, count, project_id, idempotency_key,
+                priority, callback_urls, context, not_before, schedule_id,
+                span.carrier)
+            if count == 1 and orders:
+                span.set('barbican_retry.order_id', orders[0].id)
+            return orders
+
+    def _create_checked(self, order_type, meta, count, project_id,
+                        idempotency_key, priority, callback_urls, context,
+                        not_before, schedule_id, trace_context=None):
+        """``_create`` within the span of the creation (``trace_context``,
+        its carrier; None with tracing off)."""
         workflow = self.check(order_type, meta, project_id=project_id,
                               priority=priority)
         _check_key(idempotency_key)
@@ -469,7 +495,7 @@ class OrderAPI:
                           if idempotency_key is not None else None),
             request_id=context.request_id,
             global_request_id=context.global_request_id,
-            schedule_id=schedule_id)
+            schedule_id=schedule_id, trace_context=trace_context)
         if idempotency_key is not None:
             existing = self._by_key(origin)
             if existing is not None:
@@ -798,6 +824,9 @@ def connect(conf):
     connection`` and ``[DEFAULT] transport_url``, as ``from_config``
     builds them (``worker.schedule_api`` too)."""
     worker_conf.register_opts(conf)
+    # The process's spans (its creations and casts) are exported by the
+    # provider of [tracing]; nothing is built with tracing off.
+    tracing.configure(conf)
     database = db_session.Database.from_conf(conf)
     transport = rpc.get_transport(conf)
     return (database, rpcapi.WorkerAPI.from_conf(conf, transport),

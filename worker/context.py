@@ -24,6 +24,8 @@ import typing
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
+from worker import tracing
+
 LOG = logging.getLogger(__name__)
 
 Context = oslo_context.RequestContext
@@ -139,6 +141,9 @@ def _set_current(context: Context | None) -> None:
 
 #: The key of a cast's context that holds its orders' request ids.
 ORDERS = 'orders'
+#: The key of a cast's context that holds its orders' trace carriers
+#: (``worker.tracing``), present only when there are some.
+TRACES = 'traces'
 
 
 class StepsContext(oslo_context.RequestContext):
@@ -154,10 +159,14 @@ class StepsContext(oslo_context.RequestContext):
 
     :param orders: ``{order_id: RequestIds}``; values that are not a pair
         of strings or None are left out.
+    :param traces: ``{order_id: carrier}`` (``worker.tracing``): the span
+        of the cast that the steps of each order join; values that are
+        not carriers are left out.
     """
 
     def __init__(self, *args: typing.Any,
                  orders: abc.Mapping[str, typing.Any] | None = None,
+                 traces: abc.Mapping[str, typing.Any] | None = None,
                  **kwargs: typing.Any) -> None:
         before = oslo_context.get_current()
         kwargs['overwrite'] = False
@@ -165,16 +174,21 @@ class StepsContext(oslo_context.RequestContext):
         if before is None:
             _set_current(None)
         self.orders: dict[str, RequestIds] = _orders(orders)
+        self.traces: dict[str, tracing.Carrier] = _traces(traces)
 
     def to_dict(self) -> dict[str, typing.Any]:
         """The ids only, with ``orders``: what a cast's receiver logs
         with. The rest of oslo.context's dict (user, project, roles...)
         says nothing of a cast of steps and would cost every message
         some 300 bytes to encode and decode."""
-        return {'request_id': self.request_id,
-                'global_request_id': self.global_request_id,
-                ORDERS: {order_id: list(ids)
-                         for order_id, ids in self.orders.items()}}
+        values: dict[str, typing.Any] = {
+            'request_id': self.request_id,
+            'global_request_id': self.global_request_id,
+            ORDERS: {order_id: list(ids)
+                     for order_id, ids in self.orders.items()}}
+        if self.traces:
+            values[TRACES] = self.traces
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, typing.Any],
@@ -182,11 +196,16 @@ class StepsContext(oslo_context.RequestContext):
         """The context ``to_dict`` gave (or oslo.context's, without
         ``orders``)."""
         kwargs.setdefault('orders', values.get(ORDERS))
+        kwargs.setdefault('traces', values.get(TRACES))
         return super().from_dict(values, **kwargs)
 
     def ids_of(self, order_id: str) -> RequestIds | None:
         """The request ids of ``order_id``, if the cast carries any."""
         return self.orders.get(order_id)
+
+    def trace_of(self, order_id: str) -> tracing.Carrier | None:
+        """The trace carrier of ``order_id``, if the cast carries one."""
+        return self.traces.get(order_id)
 
     def for_order(self, order_id: str) -> Context:
         """The context to log about ``order_id`` with: its own ids, or
@@ -209,6 +228,20 @@ def _orders(orders: typing.Any) -> dict[str, RequestIds]:
     if len(found) != len(orders):
         LOG.warning('Ignored %d malformed entries of the orders of a '
                     'cast\'s context', len(orders) - len(found))
+    return found
+
+
+def _traces(traces: typing.Any) -> dict[str, tracing.Carrier]:
+    """``{order_id: carrier}`` of the well-formed entries of ``traces``;
+    the others are left out (a trace is never worth a log line per
+    message)."""
+    if not isinstance(traces, abc.Mapping):
+        return {}
+    found = {}
+    for order_id, value in traces.items():
+        carrier = tracing.carrier(value)
+        if isinstance(order_id, str) and carrier is not None:
+            found[order_id] = carrier
     return found
 
 

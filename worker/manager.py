@@ -33,12 +33,15 @@ from oslo_utils import timeutils
 
 from worker import context
 from worker.notifications import sender as sender_module
+from worker.notifications import traced
 from worker import rpc
 from worker import rpcapi
 from worker.steps import apply as apply_module
 from worker.steps import claim as claim_module
 from worker.steps import group_commit
 from worker.steps import kinds
+from worker.steps import traces
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -75,6 +78,9 @@ class WorkerManager:
                  step_concurrency=1, observe_delivery=None, sender=None,
                  announcer=None):
         observe_result = observe_result or (lambda result: None)
+        sender = sender or sender_module.Sender(conf)
+        if tracing.ENABLED:
+            sender = traced.TracedSender(sender)
         # The steps of a run_steps message run here, as many at once as a
         # process runs messages: a message is a way to carry steps, not an
         # order in which to run them.
@@ -82,7 +88,7 @@ class WorkerManager:
             max_workers=step_concurrency, thread_name_prefix='step')
         self._free_threads = threading.BoundedSemaphore(step_concurrency)
         step_kinds = kinds.Kinds(
-            conf, database, clock, sender or sender_module.Sender(conf),
+            conf, database, clock, sender,
             observe_delivery or (lambda sent, failed: None))
         self._claimer = claim_module.Claimer(
             database, step_kinds, service_name, clock, observe_result)
@@ -188,9 +194,12 @@ class WorkerManager:
             except (TypeError, ValueError) as exc:
                 malformed.append((step, exc))
                 continue
-            wanted.append(rpcapi.Step(
+            step = rpcapi.Step(
                 name, order_id, generation,
-                ctxt.ids_of(order_id) if ctxt is not None else None))
+                ctxt.ids_of(order_id) if ctxt is not None else None)
+            if tracing.ENABLED and ctxt is not None:
+                step = step._replace(trace=ctxt.trace_of(order_id))
+            wanted.append(step)
         if malformed:
             # One line per message, of bounded length: a message of
             # thousands of bad steps (or of one huge one) is one line.
@@ -207,25 +216,40 @@ class WorkerManager:
             self._claim_run_apply(step)
 
     def _claim_run_apply(self, step):
+        # With tracing off, the flag is all a step pays.
+        trace = traces.StepTrace(step) if tracing.ENABLED else None
         try:
             claimed = self._claim(step)
             if claimed is None:
+                if trace is not None:
+                    trace.not_claimed()
                 return
             run, view = claimed
+            if trace is not None:
+                run = trace.claimed(run)
             if run.request != step.request and run.context is not None:
                 # The order's row is authoritative; a message of an older
                 # sender carries no ids.
                 context.set_current(run.context)
-            result = run.kind.run(run, view)
-        except Exception:
+            result = (run.kind.run(run, view) if trace is None
+                      else trace.run(run.kind.run, run, view))
+        except Exception as exc:
             # One step's trouble is its own; the others of its message go
             # on. A claim that failed took nothing.
             LOG.exception('Step %s of order %s failed', step.step,
                           step.order_id)
+            if trace is not None:
+                trace.end('failed: %s' % exc)
             return
         try:
-            self._apply((run, result))
-        except Exception:
+            if trace is None:
+                self._apply((run, result))
+            else:
+                trace.result(self._apply, (run, result))
+                trace.end()
+        except Exception as exc:
+            if trace is not None:
+                trace.end('result not written: %s' % exc)
             # The step is ours (claimed) until its lease ends: keep the
             # result and write it once the database answers again
             # (apply_deferred_results). Past the lease, the fencing

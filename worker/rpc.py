@@ -24,7 +24,10 @@ LOG = logging.getLogger(__name__)
 #         the request ids of its steps' orders (worker.context
 #         StepsContext, key "orders"); the steps are unchanged, and a
 #         worker without it ignores the key, as oslo.messaging passes a
-#         context's unknown keys through.
+#         context's unknown keys through. Then, the same way, with
+#         tracing on, the trace carrier of the cast's span per order
+#         (key "traces", worker.tracing), present only when there are
+#         some.
 RPC_API_VERSION = '1.1'
 
 # Generations are BIGINT columns.
@@ -118,7 +121,7 @@ class ContextSerializer(messaging.NoOpSerializer):
             if not isinstance(ctxt, dict):
                 raise TypeError('not a dict but %s' % type(ctxt).__name__)
             if not ctxt.get('request_id') and not ctxt.get(
-                    context.ORDERS):
+                    context.ORDERS) and not ctxt.get(context.TRACES):
                 return {}
             values = dict(ctxt)
             for key in _IDS:

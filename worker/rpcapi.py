@@ -24,6 +24,7 @@ from worker.conf import order_types as type_conf
 from worker import context as context_module
 from worker.db import models
 from worker import rpc
+from worker import tracing
 
 # The version each cast needs (see worker.rpc.RPC_API_VERSION). run_steps
 # came with 1.1: workers are upgraded before the retry daemons
@@ -48,7 +49,9 @@ class Step(typing.NamedTuple):
     wire a step is ``[step, order_id, generation]`` (``wire``).
     ``order_type`` is its order's type, which picks the topic it is cast
     to (``Topics``); None casts it to ``[worker] topic``. It is not on
-    the wire either: the worker reads the order.
+    the wire either: the worker reads the order. ``trace`` is the trace
+    carrier (``worker.tracing``) its cast's span joins, None with tracing
+    off; the cast carries its own span's in the context, per order.
     """
 
     step: str
@@ -56,6 +59,7 @@ class Step(typing.NamedTuple):
     generation: int
     request: context_module.RequestIds | None = None
     order_type: str | None = None
+    trace: tracing.Carrier | None = None
 
     def wire(self) -> list[typing.Any]:
         """The step as a message carries it."""
@@ -193,12 +197,17 @@ class WorkerAPI:
         for topic, group in by_topic.items():
             client = (self._client if topic is None or self._topics is None
                       else self._topics.client(topic))
+            spans = _cast_spans(group, topic) if tracing.ENABLED else {}
             try:
                 client.prepare(version=RUN_STEPS_VERSION).cast(
-                    steps_context(group, context), 'run_steps',
+                    steps_context(group, context, spans), 'run_steps',
                     steps=[step.wire() for step in group])
             except Exception as exc:
                 error = error or exc
+                for span in spans.values():
+                    span.fail(str(exc))
+            for span in spans.values():
+                span.end()
         if error is not None:
             raise error
 
@@ -237,10 +246,13 @@ def parse_retry(retry_task: str, retry_args: str,
 
 
 def steps_context(steps: collections.abc.Iterable[Step],
-                  context: oslo_context.RequestContext | None = None
+                  context: oslo_context.RequestContext | None = None,
+                  spans: collections.abc.Mapping[str, tracing.Span] | None
+                  = None
                   ) -> context_module.StepsContext | dict[str, typing.Any]:
     """The context of a cast of ``steps``: the sender's ids
-    (``context``'s), and the request ids of the steps' orders.
+    (``context``'s), the request ids of the steps' orders, and the trace
+    carriers of the cast's ``spans`` (``{order_id: tracing.Span}``).
 
     Without a sender, a plain dict of the orders' ids, ``{}`` when they
     have none: no request id is made up for a cast (a uuid4 and a context
@@ -249,13 +261,37 @@ def steps_context(steps: collections.abc.Iterable[Step],
     """
     orders = {step.order_id: step.request for step in steps
               if step.request is not None}
+    traces = {}
+    for order_id, span in (spans or {}).items():
+        carrier = span.carrier
+        if carrier is not None:
+            traces[order_id] = carrier
     if context is None:
-        return {context_module.ORDERS: {
+        values: dict[str, typing.Any] = {context_module.ORDERS: {
             order_id: list(ids) for order_id, ids in orders.items()}} \
             if orders else {}
+        if traces:
+            values[context_module.TRACES] = traces
+        return values
     return context_module.StepsContext(
         request_id=context.request_id,
-        global_request_id=context.global_request_id, orders=orders)
+        global_request_id=context.global_request_id, orders=orders,
+        traces=traces)
+
+
+def _cast_spans(steps: collections.abc.Iterable[Step], topic: str | None
+                ) -> dict[str, tracing.Span]:
+    """``{order_id: span}``: one ``cast`` span per order of ``steps``
+    that has a trace, child of its steps' ``trace``, not ended."""
+    spans = {}
+    for step in steps:
+        if step.trace is not None and step.order_id not in spans:
+            spans[step.order_id] = tracing.start(
+                'cast', step.trace, attributes={
+                    'barbican_retry.order_id': step.order_id,
+                    'barbican_retry.step': step.step,
+                    'messaging.destination.name': topic or 'default'})
+    return spans
 
 
 def retry_arguments(step: Step) -> tuple[list[str], dict[str, int | str]]:

@@ -17,6 +17,7 @@ from worker import manager
 from worker import metrics
 from worker import rpc
 from worker import rpcapi
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class WorkerService(service.Service):
         # A forked process keeps the launcher's signal handler, not the
         # file trigger's thread.
         reports.install(self._conf, SERVICE_NAME)
+        # This process's own provider: start() runs after the fork.
+        tracing.configure(self._conf, 'barbican-worker')
         self._database = db_session.Database.from_conf(self._conf)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
@@ -121,3 +124,4 @@ class WorkerService(service.Service):
             self._announcer = None
         if self._database is not None:
             self._database.dispose()
+        tracing.flush()

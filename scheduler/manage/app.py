@@ -16,6 +16,7 @@ from worker.common import clock
 from worker import conf as worker_conf
 from worker import rpc
 from worker import rpcapi
+from worker import tracing
 
 
 class ManageApp(app.App):
@@ -66,6 +67,8 @@ class ManageApp(app.App):
                                      'barbican-retry-manage',
                                      (scheduler_conf.register_opts,),
                                      log_to_stderr=True)
+        # "order create" starts its orders' traces here.
+        tracing.configure(self.conf, 'barbican-retry-manage')
 
     @property
     def database(self):
@@ -124,3 +127,4 @@ class ManageApp(app.App):
             self._transport.cleanup()
         if self._database is not None:
             self._database.dispose()
+        tracing.flush()

@@ -38,3 +38,14 @@ def test_negative_retention_stops_the_daemon(tmp_path, name):
     result = _start(tmp_path, {name: '-1'}, group='database')
     assert result.returncode != 0
     assert name in result.stderr
+
+
+@pytest.mark.parametrize('name, value', [('sample_ratio', '1.5'),
+                                         ('sample_ratio', '-0.1'),
+                                         ('otlp_endpoint', 'ftp://h/v1'),
+                                         ('export_timeout_seconds', '0')])
+def test_invalid_tracing_option_stops_the_daemon(tmp_path, name, value):
+    result = _start(tmp_path, {'enabled': 'true', name: value},
+                    group='tracing')
+    assert result.returncode != 0
+    assert name in result.stderr

@@ -98,7 +98,8 @@ def create(database, worker_api, workflow, meta, count, now,
         created = _write_orders(*writing)
     roots = () if not_before is not None else workflow.roots()
     cast_now = roots + (deliveries if first_run_at is None else ())
-    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name)
+    steps = [rpcapi.Step(name, order.id, 0, request, workflow.type_name,
+                         origin.trace_context)
              for order in created
              for name in cast_now]
     cast_steps(worker_api, steps, rows_per_cast,

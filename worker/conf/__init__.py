@@ -16,12 +16,13 @@ from worker.conf import notifications
 from worker.conf import order_types
 from worker.conf import resources
 from worker.conf import simple_certificate
+from worker.conf import tracing
 from worker.conf import worker
 
 LOG = logging.getLogger(__name__)
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources)
+            notifications, order_types, resources, tracing)
 
 
 def validate(conf):
@@ -29,6 +30,7 @@ def validate(conf):
     default.validate(conf)
     notifications.validate(conf)
     resources.validate(conf)
+    tracing.validate(conf)
 
 
 def register_opts(conf):

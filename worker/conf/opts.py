@@ -10,11 +10,12 @@ from worker.conf import notifications
 from worker.conf import order_types
 from worker.conf import resources
 from worker.conf import simple_certificate
+from worker.conf import tracing
 from worker.conf import worker
 from worker import rpc
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources)
+            notifications, order_types, resources, tracing)
 
 
 def list_opts():

@@ -306,9 +306,10 @@ class RetryTasks(typing.Protocol):
         """Insert several retry rows (dicts of ``add``'s arguments)."""
 
     def due(self, session: Any, now: Moment, limit: int,
-            after: tuple[int, Moment, int] | None = None
-            ) -> list[retry_tasks.DueTask]:
-        """Up to ``limit`` due rows, highest priority first."""
+            after: tuple[int, Moment, int] | None = None,
+            traces: bool = False) -> list[retry_tasks.DueTask]:
+        """Up to ``limit`` due rows, highest priority first (with their
+        orders' ``trace_context`` if ``traces``)."""
 
     def any_due(self, session: Any, now: Moment) -> bool:
         """True if an unparked row is due at ``now``."""

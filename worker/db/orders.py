@@ -47,6 +47,9 @@ class Origin:
     global_request_id: str | None = None
     #: The schedule whose tick it is (``worker.db.schedules``), if any.
     schedule_id: str | None = None
+    #: The W3C carrier of the span of its creation (``worker.tracing``),
+    #: which a step run later joins; None with tracing off.
+    trace_context: dict[str, str] | None = None
 
 
 #: The origin of an order that says nothing of its own.

@@ -44,6 +44,9 @@ class DueTask:
     #: The row's order's type, which picks the topic its step is cast to
     #: (``worker.rpcapi.Topics``); None if the order is gone.
     order_type: str | None = None
+    #: The row's order's ``trace_context`` (``worker.tracing``), read only
+    #: when ``due`` is asked for it (tracing on); None otherwise.
+    trace_context: Any = None
 
     @property
     def key(self) -> Key:
@@ -108,7 +111,7 @@ _INSERT = sa.insert(_TABLE)
 
 
 def due(session: orm.Session, now: Moment, limit: int,
-        after: Key | None = None) -> list[DueTask]:
+        after: Key | None = None, traces: bool = False) -> list[DueTask]:
     """Return up to ``limit`` unparked rows with ``retry_at <= now``.
 
     Rows come highest priority first, then in (retry_at, id) order (their
@@ -128,12 +131,16 @@ def due(session: orm.Session, now: Moment, limit: int,
     the level of ``after``). A single query ordered by priority then
     retry_at could not stop at ``now`` within each level: it would read
     the rows not yet due of every level above the last one it returns.
+
+    :param traces: read the orders' ``trace_context`` too (tracing on):
+        one more column of the order row the query reads already; off,
+        the query is the same as without tracing.
     """
     found: list[DueTask] = []
     top = models.MAX_PRIORITY if after is None else after[0]
     for priority in range(top, models.MIN_PRIORITY - 1, -1):
         query = _due_of_level(now, priority, limit - len(found),
-                              after if priority == top else None)
+                              after if priority == top else None, traces)
         found.extend(DueTask(*row) for row in session.execute(query))
         if len(found) >= limit:
             break
@@ -146,7 +153,8 @@ _DueSelect = sa.Select[int, str, str, Moment, str, str, int, int, bool,
 
 
 def _due_of_level(now: Moment, priority: int, limit: int,
-                  after: Key | None = None) -> _DueSelect:
+                  after: Key | None = None,
+                  traces: bool = False) -> _DueSelect:
     """The SELECT of ``due`` for one priority level (after ``after``, a
     ``DueTask.key`` of that level): one range of
     ``ix_order_retry_tasks_priority_due``."""
@@ -166,6 +174,8 @@ def _due_of_level(now: Moment, priority: int, limit: int,
         .limit(limit))
     if after is not None:
         query = query.where(_after(after[1], after[2]))
+    if traces:
+        query = query.add_columns(models.Order.trace_context)
     for dialect in ('mysql', 'mariadb'):
         query = query.with_hint(_TABLE, _FORCE_PRIORITY_INDEX, dialect)
     return query

@@ -35,6 +35,7 @@ class Order(typing.Protocol):
     global_request_id: str | None
     not_before: datetime.datetime | None
     schedule_id: str | None
+    trace_context: JSON | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
 

@@ -25,6 +25,7 @@ import requests
 
 from worker.notifications import signing
 from worker.notifications import targets
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ class Sender:
         body = body_of(payload)
         sent_headers = headers(keys, payload['event_id'],
                                int(self._wall_clock()), body, group.secret)
+        tracing.inject(sent_headers)
         verify = group.ca_file or group.verify_tls
         timeout = group.timeout_seconds
         try:

@@ -30,8 +30,10 @@ from worker.db import models
 from worker.steps import announce
 from worker.steps import flow
 from worker.steps import runs
+from worker.steps import traces
 from worker.steps import transactions
 from worker.steps import writes
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -104,7 +106,10 @@ class Applier:
             LOG.debug('Woke %d step(s): deliveries with new events, or '
                       'steps waiting for the resource slots the results '
                       'freed', len(woken))
-        self._cast(casts + woken)
+        casts += woken
+        if tracing.ENABLED:
+            casts = traces.join(casts, items)
+        self._cast(casts)
         return [None] * len(items)
 
     def keep(self, run, result):

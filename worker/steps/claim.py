@@ -27,6 +27,7 @@ from worker.steps import flow
 from worker.steps import leases
 from worker.steps import runs
 from worker.steps import transactions
+from worker import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -212,7 +213,9 @@ class Claimer:
             request=context.of_order(order), crashes=row.crashes,
             resources=(tuple(key.name for key in facts.need.keys)
                        if facts.need is not None else ()),
-            resource_error=facts.need.error if facts.need else None)
+            resource_error=facts.need.error if facts.need else None,
+            trace=(tracing.carrier(order.trace_context) if tracing.ENABLED
+                   else None))
         if not kind.runs_workflow:
             return run, pending
         if not workflow.has_step(step.step):

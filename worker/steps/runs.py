@@ -121,6 +121,10 @@ class Run:
     resources: tuple[str, ...] = ()
     #: Why the step's resource keys could not be named: the run fails.
     resource_error: str | None = None
+    #: The trace carrier (``worker.tracing``) of the run: its order's
+    #: creation as the claim read it, then its step's span
+    #: (``worker.steps.traces``); None with tracing off.
+    trace: dict[str, str] | None = None
 
     @property
     def context(self) -> oslo_context.RequestContext | None:

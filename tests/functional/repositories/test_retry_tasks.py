@@ -14,6 +14,7 @@ from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import write
 from worker.db import models
+from worker.db import orders
 from worker.db import retry_tasks
 from worker import order_types
 
@@ -123,6 +124,27 @@ def test_a_due_row_tells_its_orders_type(db):
             for row in read(db, tasks.due, plus(5), 10)] == [
         (certificate, 'certificate'), (fanout, 'fanout'),
         (fanout, 'fanout')]
+
+
+@contract
+def test_a_due_row_has_its_orders_trace_context_only_when_asked(db):
+    """Tracing on reads it with the row (``worker.tracing``); off, the
+    query is the one without tracing."""
+    tasks = db.repositories.retry_tasks
+    carrier = {'traceparent':
+               '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'}
+    traced = write(db, db.repositories.orders.create,
+                   order_types.get('certificate'), {}, NOW,
+                   origin=orders.Origin(trace_context=carrier)).id
+    untraced = new_order(db)
+    with db.session() as session, session.begin():
+        tasks.add(session, traced, CHECK, plus(1))
+        tasks.add(session, untraced, CHECK, plus(2))
+
+    assert [row.trace_context for row in read(
+        db, tasks.due, plus(5), 10, traces=True)] == [carrier, None]
+    assert [row.trace_context for row in read(
+        db, tasks.due, plus(5), 10)] == [None, None]
 
 
 @contract

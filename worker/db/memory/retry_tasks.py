@@ -57,11 +57,11 @@ class InMemoryRetryTasks(base.Repository):
 
     @base.reads
     def due(self, session: Session, now: Moment, limit: int,
-            after: retry_tasks.Key | None = None
+            after: retry_tasks.Key | None = None, traces: bool = False
             ) -> list[retry_tasks.DueTask]:
         """Up to ``limit`` unparked due rows, highest priority first, then
         by (retry_at, id); after the row whose ``DueTask.key`` is
-        ``after``."""
+        ``after``; with their orders' ``trace_context`` if ``traces``."""
         start = None
         if after is not None:
             priority, retry_at, task_id = after
@@ -75,12 +75,17 @@ class InMemoryRetryTasks(base.Repository):
             task.retry_args, task.retry_kwargs, task.retry_count,
             task.priority,
             (task.order_id, task.retry_task) in self._store.steps,
-            self._order_type(task.order_id))
+            self._order_type(task.order_id),
+            self._trace_context(task.order_id) if traces else None)
             for task in found[:limit]]
 
     def _order_type(self, order_id: str) -> str | None:
         order = self._store.orders.get(order_id)
         return None if order is None else order.type
+
+    def _trace_context(self, order_id: str) -> Any:
+        order = self._store.orders.get(order_id)
+        return None if order is None else copy.deepcopy(order.trace_context)
 
     @base.reads
     def any_due(self, session: Session, now: Moment) -> bool:
