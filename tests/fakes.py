@@ -152,11 +152,18 @@ class RecordingAnnouncer:
     """A ``worker.common.bus.Announcer`` that records what it is asked to
     announce: ``(event_type, order_id, project_id, status, reason)``."""
 
-    def __init__(self):
+    def __init__(self, on_flush=None):
         self.announced = []
+        self._on_flush = on_flush
 
     def order(self, event_type, order_id, project_id, status, moment,
               reason=None, request=None):
         """Record one announcement."""
         self.announced.append((event_type, order_id, project_id, status,
                                reason))
+
+    def flush(self):
+        """Call ``on_flush``, if given (to see what was cast before)."""
+        if self._on_flush is not None:
+            self._on_flush()
+        return True

@@ -510,7 +510,9 @@ class OrderAPI:
                 not_before=not_before,
                 max_pending=type_options.max_pending(self._conf, workflow),
                 first_run_delay=(
-                    self._conf.notifications.first_run_delay_seconds))
+                    self._conf.notifications.first_run_delay_seconds),
+                before_cast=lambda orders: self._announce(
+                    bus.CREATE, orders, models.PENDING, now))
         except admission.TooManyPending as exc:
             # A concurrent request with our key took the last place: its
             # order is ours, never refused.
@@ -532,7 +534,6 @@ class OrderAPI:
                      'order %s first', idempotency_key, existing.id,
                      context=context)
             return [existing]
-        self._announce(bus.CREATE, created.orders, models.PENDING, now)
         if count > 1:
             return [_order(row, ()) for row in created.orders]
         # What was just written, without reading it back.
@@ -729,14 +730,15 @@ class OrderAPI:
         try:
             resumed = order_actions.resume_order(
                 self._database, self._worker_api, _workflow(order.type),
-                order.id, now, request=request)
+                order.id, now, request=request,
+                before_cast=lambda: self._announce(
+                    bus.RESUMED, [order], PENDING, now))
         except order_actions.NothingToResume as exc:
             raise OrderNotResumable(str(exc)) from None
         if resumed is None:
             LOG.info('Order %s was resumed by another request first',
                      order.id, context=context_module.for_ids(request))
             return self.get(order.id)
-        self._announce(bus.RESUMED, [order], PENDING, now)
         LOG.info('Order %s resumed by %s (it was ERROR: %s); step(s) %s '
                  'start again%s', order.id, _who(context), order.error_reason,
                  ', '.join(step.step for step in resumed.started),
@@ -782,13 +784,16 @@ class OrderAPI:
 
     def _announce(self, event_type, orders, status, now, reason=None):
         """Announce on the bus that ``orders`` (rows or ``Order``) moved
-        to ``status`` at ``now``, once that committed."""
+        to ``status`` at ``now``, once that committed, and wait a moment
+        for it to be sent (``bus.Announcer.flush``): the caller casts the
+        orders' steps next, whose workers announce what follows."""
         if self._announcer is None:
             return
         for order in orders:
             self._announcer.order(event_type, order.id, order.project_id,
                                   status, now, reason=reason,
                                   request=context_module.of_order(order))
+        self._announcer.flush()
 
     def wait(self, order_id, *, timeout, project_id=None):
         """Return the ``Order`` once it is ACTIVE, ERROR or CANCELLED.

@@ -23,6 +23,13 @@ The errors the driver logs at each attempt to reach a dead broker are
 kept out of the log too, in that thread only: the rate-limited line
 says it all.
 
+An order's first announcements are made by the process that creates or
+resumes it, its later ones by the worker that ends it: so that a
+consumer does not see ``order.active`` before ``order.create``, the API
+waits for its announcements to be sent before it casts the order's steps
+(``Announcer.flush``), for ``FLUSH_SECONDS`` at most, and not at all
+while the broker is failing or slow: an outage does not slow orders.
+
 Without a driver (the default) nothing is built and nothing is queued:
 ``from_conf`` returns None.
 """
@@ -64,6 +71,12 @@ MAX_QUEUED = 10000
 DEFAULT_RETRY = 2
 #: A failed send is logged at most once in this many seconds.
 LOG_EVERY_SECONDS = 60.0
+#: How long ``flush`` waits at most for the announcements queued before.
+FLUSH_SECONDS = 0.5
+#: A send that has taken this long, or failed this recently, tells
+#: ``flush`` not to wait: the broker is slow or down.
+SLOW_SEND_SECONDS = 0.2
+FAILED_RECENTLY_SECONDS = 30.0
 #: The loggers of oslo.messaging that report a failed send.
 _SEND_LOGGERS = ('oslo_messaging.notify.messaging',
                  'oslo_messaging.notify.notifier')
@@ -165,6 +178,14 @@ class Announcer:
         self._thread = None
         self._catcher = _FailureCatcher()
         self._last_logged = None
+        # Announcements queued and handled (sent, failed), under
+        # ``_handled``; when the current send started and when one last
+        # failed (monotonic), for ``flush``.
+        self._handled = threading.Condition()
+        self._queued_count = 0
+        self._handled_count = 0
+        self._sending_since = None
+        self._failed_at = None
 
     def start(self):
         """Start the thread that sends."""
@@ -186,10 +207,37 @@ class Announcer:
         item = (event_type, request,
                 payload(event_type, order_id, project_id, status, moment,
                         reason))
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            self._count(DROPPED)
+        with self._handled:
+            try:
+                self._queue.put_nowait(item)
+            except queue.Full:
+                self._count(DROPPED)
+                return
+            self._queued_count += 1
+
+    def flush(self, timeout=FLUSH_SECONDS):
+        """Wait until the announcements queued so far are sent (or failed),
+        for ``timeout`` seconds at most; at once while the broker is slow
+        or failing. True if they were."""
+        deadline = time.monotonic() + timeout
+        with self._handled:
+            target = self._queued_count
+            while self._handled_count < target:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._broker_in_trouble():
+                    return False
+                # In slices: a send turns slow without a notification.
+                self._handled.wait(min(left, SLOW_SEND_SECONDS / 4))
+            return True
+
+    def _broker_in_trouble(self):
+        """Whether a send is slow or one failed lately (holding
+        ``_handled``)."""
+        now = time.monotonic()
+        return ((self._sending_since is not None and
+                 now - self._sending_since >= SLOW_SEND_SECONDS) or
+                (self._failed_at is not None and
+                 now - self._failed_at < FAILED_RECENTLY_SECONDS))
 
     def close(self, timeout=2.0):
         """Send what is queued for ``timeout`` seconds at most, stop the
@@ -207,9 +255,18 @@ class Announcer:
             item = self._queue.get()
             if item is None:
                 return
-            self._send(*item)
+            with self._handled:
+                self._sending_since = time.monotonic()
+            failed = self._send(*item)
+            with self._handled:
+                self._sending_since = None
+                if failed:
+                    self._failed_at = time.monotonic()
+                self._handled_count += 1
+                self._handled.notify_all()
 
     def _send(self, event_type, request, body):
+        """Send one announcement; True if it failed."""
         self._catcher.failure = None
         try:
             self._notifier.info(context_module.for_ids(request), event_type,
@@ -220,7 +277,7 @@ class Announcer:
         failure = self._catcher.failure
         if failure is None:
             self._count(SENT)
-            return
+            return False
         self._count(FAILED)
         now = time.monotonic()
         if (self._last_logged is None or
@@ -231,6 +288,7 @@ class Announcer:
                         'started. Orders are not affected.', event_type,
                         body['order_id'], failure, self.counts[FAILED],
                         self.counts[DROPPED])
+        return True
 
     def _count(self, result):
         with self._lock:

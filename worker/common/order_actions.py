@@ -45,7 +45,7 @@ def create_orders(database, worker_api, workflow, meta, count, now,
 def create(database, worker_api, workflow, meta, count, now,
            rows_per_cast=50, priority=0, notify=(),
            origin=orders.NO_ORIGIN, not_before=None, max_pending=None,
-           first_run_delay=0.0):
+           first_run_delay=0.0, before_cast=None):
     """Create ``count`` PENDING orders of ``workflow``; cast their roots.
 
     The casts go in messages of up to ``rows_per_cast`` steps.
@@ -71,6 +71,9 @@ def create(database, worker_api, workflow, meta, count, now,
         (``[notifications] first_run_delay_seconds``): more than 0, they
         are not cast, but get a retry row due then, and the order's next
         event starts them sooner (``events.record``).
+    :param before_cast: called with the orders created once they are
+        committed, before their steps are cast (their announcements on
+        the bus, which must come before any a worker makes).
     :returns: a ``Created``.
     :raises ValueError: ``priority`` is not a priority.
     :raises admission.TooManyPending: the orders would put more than
@@ -102,6 +105,8 @@ def create(database, worker_api, workflow, meta, count, now,
                          origin.trace_context)
              for order in created
              for name in cast_now]
+    if before_cast is not None:
+        before_cast(created)
     cast_steps(worker_api, steps, rows_per_cast,
                context=context_module.for_ids(request))
     return Created(created, deliveries)
@@ -278,7 +283,7 @@ class Resumed:
 
 
 def resume_order(database, worker_api, workflow, order_id, now,
-                 request=None):
+                 request=None, before_cast=None):
     """Put an ERROR order back to PENDING and run its unfinished steps
     again.
 
@@ -294,6 +299,8 @@ def resume_order(database, worker_api, workflow, order_id, now,
 
     :param request: the order's ``worker.context.RequestIds``, which the
         casts carry.
+    :param before_cast: called once the order is resumed, before its
+        steps are cast (as ``create``'s).
     :returns: a ``Resumed``, or None if the order is not ERROR (another
         request resumed it first).
     :raises NothingToResume: every workflow step is DONE (nothing was
@@ -307,6 +314,8 @@ def resume_order(database, worker_api, workflow, order_id, now,
     started = tuple(rpcapi.Step(name, order_id, generations[name], request,
                                 workflow.type_name)
                     for name in plan.start)
+    if before_cast is not None:
+        before_cast()
     cast_steps(worker_api, list(started) + woken,
                context=context_module.for_ids(request))
     return Resumed(started=started, waiting=plan.wait)

@@ -352,10 +352,18 @@ def test_resume_many_takes_an_aware_time_as_utc(orders, database, clock):
 
 def test_create_cancel_and_resume_are_announced_after_they_commit(
         database, client, clock, conf):
-    announcer = fakes.RecordingAnnouncer()
+    # What had been cast when each announcement was flushed.
+    cast_at_flush = []
+    announcer = fakes.RecordingAnnouncer(
+        on_flush=lambda: cast_at_flush.append(
+            {order_id for _, kwargs in client.casts
+             for order_id in [kwargs.get('order_id')]}))
     orders = api.OrderAPI(database, conf, rpcapi.WorkerAPI(client),
                           now=lambda: clock.now, announcer=announcer)
     order = _failed_at_issue(orders, database, clock)
+    # Announced before its steps were cast, so that a consumer sees
+    # order.create before what a worker announces.
+    assert order.id not in cast_at_flush[0]
     orders.resume(order.id)
     with pytest.raises(api.OrderNotResumable):
         orders.resume(order.id)

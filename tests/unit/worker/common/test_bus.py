@@ -5,6 +5,7 @@ oslo.messaging's in-memory ``test`` driver or a fake notifier: no broker.
 import datetime
 import logging
 import threading
+import time
 
 from oslo_messaging.notify import _impl_test
 import prometheus_client
@@ -153,3 +154,54 @@ def test_a_notifier_on_a_dead_broker_does_not_slow_the_caller():
         notifier.release.set()
         announcer.close()
     assert announcer.counts['dropped'] >= 89
+
+
+def test_flush_waits_for_the_announcements_before_but_not_for_a_slow_broker(
+        monkeypatch):
+    monkeypatch.setattr(bus, 'SLOW_SEND_SECONDS', 0.3)
+    notifier = BlockingNotifier()
+    announcer = bus.Announcer(notifier)
+    announcer.start()
+    try:
+        announcer.order(bus.CREATE, 'a', 'p', models.PENDING, NOW)
+        releaser = threading.Timer(0.1, notifier.release.set)
+        releaser.start()
+        # Sent 0.1 s later: waited for.
+        assert announcer.flush(timeout=5)
+        assert [sent[1] for sent in notifier.sent] == [bus.CREATE]
+        notifier.release.clear()
+        announcer.order(bus.ACTIVE, 'a', 'p', models.ACTIVE, NOW)
+        started = time.monotonic()
+        # A send that takes longer than SLOW_SEND_SECONDS: not waited for
+        # beyond that, though the timeout is longer.
+        assert not announcer.flush(timeout=5)
+        assert time.monotonic() - started < 2
+    finally:
+        notifier.release.set()
+        announcer.close()
+
+
+def test_flush_does_not_wait_after_a_failure(monkeypatch):
+    monkeypatch.setattr(bus, 'SLOW_SEND_SECONDS', 60.0)
+    failing, blocking = SwallowingNotifier(), BlockingNotifier()
+    notifiers = iter([failing, blocking])
+
+    class FailsThenBlocks:
+        def info(self, *args):
+            next(notifiers).info(*args)
+
+    announcer = bus.Announcer(FailsThenBlocks())
+    announcer.start()
+    try:
+        announcer.order(bus.CREATE, 'a', 'p', models.PENDING, NOW)
+        announcer.flush(timeout=5)
+        assert announcer.counts['failed'] == 1
+        # The broker failed a moment ago: the next flush returns at once
+        # though its send hangs.
+        announcer.order(bus.ACTIVE, 'a', 'p', models.ACTIVE, NOW)
+        started = time.monotonic()
+        assert not announcer.flush(timeout=5)
+        assert time.monotonic() - started < 1
+    finally:
+        blocking.release.set()
+        announcer.close()
