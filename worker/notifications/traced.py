@@ -14,7 +14,7 @@ class TracedSender:
     """A sender whose ``send`` is a span; the rest is the sender's.
 
     :param sender: a ``worker.notifications.sender.Sender`` (or a fake
-        with the same ``send(url, payload)``).
+        with the same ``send(url, payload, keys)``).
     """
 
     def __init__(self, sender):
@@ -23,15 +23,16 @@ class TracedSender:
     def __getattr__(self, name):
         return getattr(self._sender, name)
 
-    def send(self, url, payload):
-        """POST ``payload`` to ``url`` inside a ``webhook.post`` span;
-        None if acknowledged, else what went wrong (the span fails)."""
+    def send(self, url, payload, keys=()):
+        """POST ``payload`` to ``url``, signed under ``keys``, inside a
+        ``webhook.post`` span; None if acknowledged, else what went wrong
+        (the span fails)."""
         with tracing.span('webhook.post', {
                 'http.request.method': 'POST', 'url.full': url,
                 'barbican_retry.event_id': payload.get('event_id'),
                 'barbican_retry.event': payload.get('event'),
         }) as span:
-            failure = self._sender.send(url, payload)
+            failure = self._sender.send(url, payload, keys)
             if failure is not None:
                 span.fail(failure)
             return failure

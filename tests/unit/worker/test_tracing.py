@@ -139,9 +139,11 @@ def test_with_tracing_off_an_order_keeps_no_trace(database, client):
 class _Sender:
     def __init__(self):
         self.headers = []
+        self.keys = []
 
-    def send(self, url, payload):
+    def send(self, url, payload, keys=()):
         self.headers.append(tracing.inject({}))
+        self.keys.append(keys)
         return None
 
 
@@ -157,7 +159,8 @@ def test_a_steps_claim_run_and_result_join_its_casts_span(spans):
 
     run = step_trace.claimed(run)
     step_trace.run(lambda run, view: webhooks.send(
-        'https://hooks.example.org/', {'event_id': 'e-1'}), run, None)
+        'https://hooks.example.org/', {'event_id': 'e-1'}, ['whsec_k']),
+        run, None)
     step_trace.result(lambda item: None, (run, None))
     step_trace.end()
 
@@ -170,8 +173,9 @@ def test_a_steps_claim_run_and_result_join_its_casts_span(spans):
         assert found[name].parent.span_id == whole.context.span_id
     post = found['webhook.post']
     assert post.parent.span_id == found['run'].context.span_id
-    # The request named the POST's span.
+    # The request named the POST's span, and was signed with the keys.
     assert _ids(sender.headers[0]) == (TRACE_ID, post.context.span_id)
+    assert sender.keys == [['whsec_k']]
 
 
 def test_the_steps_a_result_makes_ready_join_the_step_that_did():
