@@ -372,6 +372,12 @@ class OrderAPI:
         # A command exits after close(): its spans must be sent first.
         tracing.flush()
 
+    @property
+    def database(self):
+        """The ``worker.db.session.Database`` it writes to, for the APIs
+        built beside it (``worker.schedule_api``)."""
+        return self._database
+
     def now(self):
         """The time the processes share: the database's (naive UTC)."""
         if self._now is None:
@@ -827,7 +833,7 @@ class OrderAPI:
 def connect(conf):
     """``(database, worker_api, transport)`` of ``conf``'s ``[database]
     connection`` and ``[DEFAULT] transport_url``, as ``from_config``
-    builds them (``worker.schedule_api`` too)."""
+    builds them."""
     worker_conf.register_opts(conf)
     # The process's spans (its creations and casts) are exported by the
     # provider of [tracing]; nothing is built with tracing off.

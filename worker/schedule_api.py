@@ -26,7 +26,6 @@ import datetime
 import typing
 
 from worker import api
-from worker.common import bus
 from worker.common import ticks
 
 __all__ = ['ScheduleAPI', 'Schedule', 'ScheduleNotFound', 'InvalidSchedule',
@@ -91,31 +90,24 @@ class ScheduleAPI:
     """
 
     def __init__(self, database, conf, worker_api=None, now=None,
-                 rows_per_cast=50, announcer=None):
+                 rows_per_cast=50, announcer=None, *, orders=None):
         self._database = database
-        self._transport = None
-        self._own_announcer = None
-        self._orders = api.OrderAPI(database, conf, worker_api, now=now,
-                                    rows_per_cast=rows_per_cast,
-                                    announcer=announcer)
+        # ``from_config`` passes the OrderAPI it built, which owns the
+        # connections, the transport and the announcer that ``close``
+        # closes.
+        self._orders = orders or api.OrderAPI(
+            database, conf, worker_api, now=now,
+            rows_per_cast=rows_per_cast, announcer=announcer)
 
     @classmethod
     def from_config(cls, conf):
         """Build the API as ``OrderAPI.from_config`` does."""
-        database, worker_api, transport = api.connect(conf)
-        announcer = bus.from_conf(conf)
-        schedules = cls(database, conf, worker_api, announcer=announcer)
-        schedules._own_announcer = announcer
-        schedules._transport = transport
-        return schedules
+        orders = api.OrderAPI.from_config(conf)
+        return cls(orders.database, conf, orders=orders)
 
     def close(self):
-        """Close the database connections and the RPC transport."""
-        if self._own_announcer is not None:
-            self._own_announcer.close()
-        if self._transport is not None:
-            self._transport.cleanup()
-        self._database.dispose()
+        """Close what ``OrderAPI.close`` closes."""
+        self._orders.close()
 
     def create(self, order_type, meta, *, project_id, every=None,
                cron=None, priority=0):
