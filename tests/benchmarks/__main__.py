@@ -1,4 +1,4 @@
-"""``python -m tests.benchmarks``: issues 4, 12, 15, 27, 28 and 29's figures.
+"""``python -m tests.benchmarks``: the figures of issues 4 to 32.
 
     python -m tests.benchmarks --quick              # a few minutes
     python -m tests.benchmarks --output DIR         # the full run
@@ -34,7 +34,8 @@ import traceback
 # module of that name here, with a ``run`` function; they are imported
 # once the requirements are in.
 MEASUREMENTS = ('dispatch', 'pass_cost', 'create', 'drain', 'lateness',
-                'memory', 'worker_pool', 'burst', 'purge', 'cluster')
+                'memory', 'worker_pool', 'latency', 'burst', 'purge',
+                'cluster')
 
 _REQUIREMENTS = pathlib.Path(__file__).with_name('requirements.txt')
 # The importable names of what requirements.txt lists (py-spy is a
