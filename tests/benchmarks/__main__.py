@@ -128,12 +128,14 @@ def main(argv=None):
 def _run(args, env, workdir):
     from tests.benchmarks import profile
     from tests.benchmarks import report
+    from tests.benchmarks import statements
     try:
         transport_url, _ = env.require_services()
     except env.MissingService as exc:
         sys.stderr.write('tests.benchmarks: %s\n' % exc)
         return 2
     _quiet_libraries()
+    statements.enable(workdir)
     log = _logger()
     os.makedirs(args.output, exist_ok=True)
     results = {'meta': {

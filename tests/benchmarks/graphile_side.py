@@ -9,7 +9,8 @@ server, in a database of its own:
   order's row and adds the job ``check`` (``graphile_worker.add_job``, in
   the same transaction); ``check`` writes the row ACTIVE. Timed as ours
   and Procrastinate's: workers up and waiting, then the N ``request`` jobs
-  added in one statement (its bulk ``add_jobs``), from that moment to the last order ACTIVE.
+  added in one statement (its bulk ``add_jobs``), from that moment to the
+  last order ACTIVE.
 - ``drain``: N jobs ``drain`` due at one moment T (``run_at``), each one
   UPDATE of its row; timed from T to the last row written.
 
@@ -22,7 +23,7 @@ of a run is read to the microsecond, not polled.
 
 The npm package is installed on first use (``peers.ensure_npm``) with
 Debian's ``nodejs`` and ``npm`` (installed by apt-get when missing) into
-``~/.cache/barbican-retry-bench/graphile-worker`` (override with
+``~/.cache/barbican-retry-bench/graphile`` (override with
 ``BARBICAN_RETRY_BENCH_GRAPHILE_DIR``); never into the repository.
 """
 

@@ -269,4 +269,3 @@ def run(transport_url, workdir, quick, log):
             figures['rest']['next']['p99'], figures['loaded']['first']['p99'],
             figures['loaded']['next']['p99'])
     return results
-
