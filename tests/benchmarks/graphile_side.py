@@ -27,11 +27,8 @@ Debian's ``nodejs`` and ``npm`` (installed by apt-get when missing) into
 ``BARBICAN_RETRY_BENCH_GRAPHILE_DIR``); never into the repository.
 """
 
-import argparse
 import os
-import signal
 import subprocess
-import sys
 import time
 import uuid
 
@@ -169,7 +166,7 @@ class _Peer:
 
     def __exit__(self, *exc_info):
         for worker in self._workers:
-            _stop(worker)
+            peers.stop(worker)
         for log_file in self._logs:
             log_file.close()
         self.engine.dispose()
@@ -281,34 +278,3 @@ def figures_or_error(what, workdir, count, processes, log):
     except Exception as exc:
         log('graphile (%s, %d processes) failed: %s', what, processes, exc)
         return {'error': '%s: %s' % (type(exc).__name__, exc)}
-
-
-def _stop(worker):
-    try:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
-    except ProcessLookupError:
-        pass
-
-
-def main():
-    """Run the peer alone: ``python -m tests.benchmarks.graphile_side``."""
-    import pathlib
-    import tempfile
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--count', type=int, default=400)
-    parser.add_argument('--processes', type=int, default=1)
-    parser.add_argument('--drain', action='store_true')
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as workdir:
-        print((drain if args.drain else measure)(
-            os.environ['BARBICAN_RETRY_TEST_POSTGRESQL_URL'],
-            pathlib.Path(workdir), args.count, args.processes,
-            lambda text, *values: print(text % values)))
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -87,3 +88,16 @@ def _ensure_node(log):
         command = ['sudo'] + command
     subprocess.run(command, check=True, capture_output=True,
                    env=dict(os.environ, DEBIAN_FRONTEND='noninteractive'))
+
+
+def stop(process):
+    """Stop a peer's process started in a session of its own, and all its
+    children: SIGTERM, SIGKILL after 10 s."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+    except ProcessLookupError:
+        pass
