@@ -27,14 +27,15 @@ API's "now", taken before its insert) and the history rows of
 ``order_step_runs`` (``worker.db.history``): ``started_at`` is the
 ``now`` of the claim's transaction, ``finished_at`` the ``now`` of the
 transaction that writes the result. They are microseconds on both
-databases (``DATETIME(6)`` on MariaDB), taken on one host's clock plus
-each process's measured offset to the database's clock
-(``worker.common.clock``: its error is half a round trip to the
-database, some tens of microseconds here), which is precise enough for
+databases (``DATETIME(6)`` on MariaDB), which is precise enough for
 targets in milliseconds; the worker's log lines have milliseconds only
-and cost DEBUG logging in the loop being measured. Step end -> next step
-started is read within one worker process's clock when
-``WORKER_PROCESSES`` is 1.
+and would need DEBUG logging in the loop being measured. A worker writes
+them on the database's clock, its host's plus the offset it measured at
+its last heartbeat (``worker.common.clock``), whose error (half a round
+trip, several milliseconds on a loaded machine) is as large as what is
+measured: ``OffsetLog`` puts them back on the host's clock, which the
+API here writes on (``now``) and which the database, on this host, reads
+too.
 
 Where the time of create -> first step started goes, at rest, is split
 at the moments the API's cast began and ended (read on the API's clock
@@ -43,7 +44,10 @@ commit; the cast (publish); after it, the broker, the worker's receive
 path and dispatch, and its claim up to the claim's ``now``.
 """
 
+import bisect
 import concurrent.futures
+import datetime
+import threading
 import time
 
 from oslo_utils import timeutils
@@ -55,6 +59,7 @@ from tests.benchmarks import worker_pool
 from tests import config as test_config
 from tests.functional import databases
 from worker import api as api_module
+from worker.common import clock
 from worker.db import models
 from worker import order_types
 
@@ -92,13 +97,14 @@ def _ms(later, earlier):
     return (later - earlier).total_seconds() * 1000.0
 
 
-def latencies(database, order_ids):
+def latencies(database, order_ids, offsets):
     """``{order id: (create -> first started, [end -> next started])}``
     in ms, of the orders of ``order_ids`` that ran a step, from their
-    rows."""
+    rows, each worker's times put back on the host's clock
+    (``offsets``, an ``OffsetLog``)."""
     runs = models.OrderStepRun
     query = (sa.select(models.Order.id, models.Order.created_at,
-                       runs.started_at, runs.finished_at)
+                       runs.worker, runs.started_at, runs.finished_at)
              .join(runs, runs.order_id == models.Order.id)
              .where(models.Order.id.in_(sa.bindparam('ids',
                                                      expanding=True)))
@@ -108,11 +114,71 @@ def latencies(database, order_ids):
         for start in range(0, len(order_ids), 500):
             for row in session.execute(query, {
                     'ids': list(order_ids[start:start + 500])}):
-                by_order.setdefault(row.id, []).append(row)
-    return {order_id: (_ms(rows[0].started_at, rows[0].created_at),
-                       [_ms(after.started_at, before.finished_at)
+                by_order.setdefault(row.id, []).append((
+                    row.created_at, offsets.host(row.worker, row.started_at),
+                    offsets.host(row.worker, row.finished_at)))
+    return {order_id: (_ms(rows[0][1], rows[0][0]),
+                       [_ms(after[1], before[2])
                         for before, after in zip(rows, rows[1:])])
             for order_id, rows in by_order.items()}
+
+
+class OffsetLog:
+    """Every clock offset each worker process measured, read from its
+    heartbeat rows (``services``) as they come (every
+    ``[DEFAULT] report_interval`` seconds, 10 by default).
+
+    A worker writes its times on the database's clock: its host's plus
+    the offset it last measured, whose error (half a round trip to the
+    database, several ms on a loaded machine) is as large as the
+    latencies measured. The database runs on this host, so the true
+    offset is 0: taking off the offset that a process used at that moment
+    gives back its host's clock exactly; the API here writes on the
+    host's clock.
+    """
+
+    def __init__(self, database, interval=0.25):
+        self._database = database
+        self._interval = interval
+        self._beats = {}  # name -> sorted [(heartbeat_at, offset seconds)]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+        self.read()
+
+    def _run(self):
+        while not self._stop.wait(self._interval):
+            self.read()
+
+    def read(self):
+        """Read the heartbeat rows once; keep what is new."""
+        query = sa.select(models.Service.name, models.Service.heartbeat_at,
+                          models.Service.clock_offset).where(
+            models.Service.kind == models.WORKER)
+        with self._database.reader() as session:
+            found = session.execute(query).all()
+        for name, beat, offset in found:
+            beats = self._beats.setdefault(name, [])
+            if offset is not None and (not beats or beats[-1][0] < beat):
+                beats.append((beat, offset))
+
+    def host(self, name, moment):
+        """``moment`` as written by worker ``name`` on the host's clock:
+        less the offset of its last heartbeat at or before it (its first
+        one's before that)."""
+        beats = self._beats.get(name)
+        if not beats or moment is None:
+            return moment
+        index = bisect.bisect_right(beats, (moment, float('inf'))) - 1
+        offset = beats[max(index, 0)][1]
+        return moment - datetime.timedelta(seconds=offset)
 
 
 def _summaries(found):
@@ -144,10 +210,12 @@ class _Deployment:
     def __init__(self, database, transport_url, topic):
         self.database = database
         self.worker_api = env.worker_api(transport_url, topic)
-        # The API's clock, once the API exists.
-        self.casts = _TimedCasts(self.worker_api, lambda: self.api.now())
+        # The API on this host's clock, the one the workers' times are
+        # put back on (OffsetLog).
+        self.casts = _TimedCasts(self.worker_api, clock.local_utcnow)
         self.api = api_module.OrderAPI(database, test_config.make_conf(),
-                                       self.casts)
+                                       self.casts, now=clock.local_utcnow)
+        self.offsets = OffsetLog(database)
         self.active = 0  # orders ACTIVE so far, of every phase
 
     def wait_active(self, more, timeout):
@@ -177,7 +245,8 @@ def _at_rest(deployment, count):
         order_id, created_at = deployment.create()
         deployment.wait_active(1, timeout=30)
         casts[order_id] = (created_at,) + deployment.casts.last
-    found = latencies(deployment.database, list(casts))
+    found = latencies(deployment.database, list(casts),
+                      deployment.offsets)
     first, following = _summaries(found)
     parts = {'to_cast_ms': [], 'cast_ms': [], 'cast_to_started_ms': []}
     for order_id, (first_ms, _) in found.items():
@@ -220,7 +289,8 @@ def _loaded(deployment, count, rate):
     seconds = time.monotonic() - started
     deployment.wait_active(count, timeout=60 + count / 10.0)
     first, following = _summaries(latencies(
-        deployment.database, [order_id for order_id, _ in made]))
+        deployment.database, [order_id for order_id, _ in made],
+        deployment.offsets))
     return {'orders': count, 'rate_wanted': rate,
             'rate_made': count / seconds if seconds else 0.0,
             'late_ms': summary([1000.0 * late for _, late in made]),
@@ -241,7 +311,8 @@ def measure(backend, transport_url, workdir, log, rest_orders,
         deployment = _Deployment(database, transport_url, topic)
         with procs.workers(workdir, config, WORKER_PROCESSES,
                            name + '-workers'), \
-                procs.scheduler(workdir, config, name + '-retry'):
+                procs.scheduler(workdir, config, name + '-retry'), \
+                deployment.offsets:
             log('latency: %s, %d orders at rest', backend, rest_orders)
             _at_rest(deployment, WARM_UP)
             rest = _at_rest(deployment, rest_orders)
