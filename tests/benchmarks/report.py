@@ -545,10 +545,10 @@ def _rows_latency(result):
             _row_latency('32.3 step end -> next step started, at rest, %s'
                          % label, rest['next'], 'max %.1f ms'
                          % rest['next']['max'], 10.0)])
-        made = ('at %.0f orders/s (half of a burst: %.0f; %d worker '
-                'process(es))' % (loaded['rate_made'],
-                                  figures['throughput']['rate'],
-                                  figures['processes']))
+        made = ('created at %.0f orders/s, wanted %.0f (half a burst\'s; '
+                '%d worker process(es))' % (loaded['rate_made'],
+                                            loaded['rate_wanted'],
+                                            figures['processes']))
         rows.extend([
             _row_latency('     create -> first step started, %s, %d orders'
                          % (label, loaded['orders']), loaded['first'],
