@@ -1,4 +1,4 @@
-"""``python -m tests.benchmarks``: issues 4, 12, 15, 27, 28 and 29's figures.
+"""``python -m tests.benchmarks``: the figures of issues 4 to 32.
 
     python -m tests.benchmarks --quick              # a few minutes
     python -m tests.benchmarks --output DIR         # the full run
@@ -34,7 +34,8 @@ import traceback
 # module of that name here, with a ``run`` function; they are imported
 # once the requirements are in.
 MEASUREMENTS = ('dispatch', 'pass_cost', 'create', 'drain', 'lateness',
-                'memory', 'worker_pool', 'burst', 'purge', 'cluster')
+                'memory', 'worker_pool', 'latency', 'burst', 'purge',
+                'cluster')
 
 _REQUIREMENTS = pathlib.Path(__file__).with_name('requirements.txt')
 # The importable names of what requirements.txt lists (py-spy is a
@@ -127,12 +128,14 @@ def main(argv=None):
 def _run(args, env, workdir):
     from tests.benchmarks import profile
     from tests.benchmarks import report
+    from tests.benchmarks import statements
     try:
         transport_url, _ = env.require_services()
     except env.MissingService as exc:
         sys.stderr.write('tests.benchmarks: %s\n' % exc)
         return 2
     _quiet_libraries()
+    statements.enable(workdir)
     log = _logger()
     os.makedirs(args.output, exist_ok=True)
     results = {'meta': {

@@ -32,6 +32,7 @@ from oslo_utils import timeutils
 
 from tests.benchmarks import celery_side
 from tests.benchmarks import env
+from tests.benchmarks import graphile_side
 from tests.benchmarks import procs
 from tests.benchmarks import seed
 
@@ -145,4 +146,6 @@ def run(transport_url, workdir, quick, log):
     except Exception as exc:  # the peer's failure costs only its figure
         log('celery failed: %s', exc)
         results['celery'] = {'error': '%s: %s' % (type(exc).__name__, exc)}
+    results['graphile'] = graphile_side.figures_or_error(
+        'drain', workdir, count, processes, log)
     return results

@@ -16,7 +16,6 @@ deferred in one batch, from that moment to the last order ACTIVE.
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -165,7 +164,7 @@ def _measure(python, url, workdir, count, processes, log):
             ).scalar()
     finally:
         for worker in workers:
-            _stop(worker)
+            peers.stop(worker)
         for log_file in logs:
             log_file.close()
         engine.dispose()
@@ -209,17 +208,6 @@ def _wait_until_done(engine, count, started, timeout):
         if done >= count or now > deadline:
             return done, now - started
         time.sleep(0.05)
-
-
-def _stop(worker):
-    try:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
-    except ProcessLookupError:
-        pass
 
 
 def main():

@@ -16,6 +16,7 @@ import time
 import psutil
 import sqlalchemy as sa
 
+from tests.benchmarks import statements
 from tests.functional import processes
 from worker.db import models
 
@@ -170,19 +171,24 @@ class PoolWatch:
 
     Started when the work begins; ``stop`` gives the pool's CPU per step
     (every worker process, user + system) and the largest RSS that the
-    pool's parent, any one of its worker processes and the daemon reached.
+    pool's parent, any one of its worker processes and the daemon reached;
+    the statements the pool sent per step when they are counted
+    (``statements.enable``).
     """
 
     def __init__(self, workers, retry):
         self._workers = workers.process.pid
         self._retry = retry.process.pid
         self._cpu = tree_cpu_seconds(self._workers)
+        self._statements = statements.totals()
         self._samplers = [RssSampler(pid, interval=0.5).start()
                           for pid in (self._workers, self._retry)]
 
     def stop(self, steps):
         """Stop sampling; the figures, per step over ``steps`` steps."""
         cpu = tree_cpu_seconds(self._workers) - self._cpu
+        counted = statements.per_step(self._statements, statements.totals(),
+                                      steps)
         for sampler in self._samplers:
             sampler.stop()
         parent, child = largest_rss_mb(self._samplers[0], self._workers)
@@ -191,7 +197,7 @@ class PoolWatch:
                 'cpu_ms_per_step': (1000.0 * cpu / steps if steps
                                     else float('nan')),
                 'worker_parent_mb': parent, 'worker_process_mb': child,
-                'retry_mb': retry}
+                'retry_mb': retry, **counted}
 
 
 class RssSampler:

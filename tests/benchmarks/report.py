@@ -92,7 +92,7 @@ def _rows_drain(result):
     big = result.get('ours_complete_100k')
     if big:
         rows.append(_row_pool_memory(big))
-    return rows
+    return rows + _rows_drain_peers(result)
 
 
 def _rows_drain_complete(complete, celery, reference):
@@ -215,12 +215,13 @@ def _rows_worker_pool(result):
     return [Row(
         '6. orders completed/s, 2 worker processes (%d orders)'
         % result['orders'], '%.1f orders/s' % two['rate'],
-        '1 process: %.1f orders/s' % one['rate'], ratio, '>= 1.7x',
-        ratio is not None and ratio >= 1.7), Row(
+        '1 process: %.1f orders/s' % one['rate'], ratio,
+        '(info; 32.5 replaced >= 1.7x)', None), Row(
         '   machine CPU busy meanwhile (%d CPUs in all)' % two['cpus'],
         '%.0f%% (2 processes)' % (100 * two['cpu_busy']),
         '1 process: %.0f%%' % (100 * one['cpu_busy']), None, '(info)',
-        None)] + _rows_procrastinate(result) + [
+        None)] + _rows_scaling(result) + _rows_procrastinate(result) + \
+        _rows_graphile(result) + [
         _row_cpu('12.3 worker CPU per step, %d process(es)'
                  % figures['processes'], figures) for figures in (one, two)
     ] + _rows_fanout(result) + _rows_notified(result)
@@ -436,11 +437,140 @@ def _rows_purge(result):
     return rows
 
 
+def _rows_scaling(result):
+    """Issue 32, part 5: what a second process costs per step, which
+    the code decides (the machine decides the orders/s of 2 against 1);
+    the statements each step sent."""
+    one, two = result['one'], result['two']
+    ratio = _ratio(two['cpu_ms_per_step'], one['cpu_ms_per_step'])
+    rows = [Row(
+        '32.5 worker CPU per step, 2 processes against 1 (%d orders)'
+        % result['orders'], '%.2f ms' % two['cpu_ms_per_step'],
+        '1 process: %.2f ms' % one['cpu_ms_per_step'], ratio, '<= 1.1x',
+        ratio is not None and ratio <= 1.1)]
+    for figures in (one, two):
+        if 'statements_per_step' in figures:
+            rows.append(_row_statements(
+                '     database statements per step, pool, %d process(es)'
+                % figures['processes'], figures))
+    return rows
+
+
+def _row_statements(measurement, figures):
+    return Row(measurement, '%.2f' % figures['statements_per_step'],
+               'executemany rows per step: %.2f (%d statements in all)'
+               % (figures['executemany_rows_per_step'],
+                  figures['statements']), None, '(info)', None)
+
+
+def _rows_graphile(result):
+    """Issue 32, part 4: whole orders/s against Graphile Worker."""
+    rows = []
+    for key, ours in (('graphile_one', result['one']),
+                      ('graphile_two', result['two'])):
+        peer = result.get(key)
+        if peer is None:
+            continue
+        measurement = ('32.4 certificate orders/s, %d worker process(es)'
+                       % ours['processes'])
+        if 'error' in peer:
+            rows.append(Row(measurement, '%.1f orders/s' % ours['rate'],
+                            'Graphile: ERROR %s' % peer['error'][:50],
+                            None, '>= 1.5x', False))
+            continue
+        ratio = _ratio(ours['rate'], peer['rate'])
+        rows.append(Row(
+            measurement, '%.1f orders/s' % ours['rate'],
+            'Graphile Worker %s, %d process(es) c=%d, poll %d ms, 2 jobs: '
+            '%.1f orders/s' % (peer['version'], peer['processes'],
+                               peer['concurrency'],
+                               peer['poll_interval_ms'], peer['rate']),
+            ratio, '>= 1.5x', ratio is not None and ratio >= 1.5))
+    return rows
+
+
+def _rows_drain_peers(result):
+    """Issue 32, part 4: the claim + complete drain against Graphile
+    Worker's drain and Celery's no-op; part 5: its statements."""
+    complete = result.get('ours_complete')
+    if not complete:
+        return []
+    measurement = ('32.4 drain %d due at T, %d workers, claim + complete'
+                   % (complete['rows'], complete['processes']))
+    figure = '%.0f orders/s' % complete['rate']
+    rows = []
+    for key, name in (('graphile', 'Graphile Worker'),
+                      ('celery', 'Celery')):
+        peer = result.get(key)
+        if peer is None:
+            continue
+        if 'error' in peer:
+            rows.append(Row(measurement, figure, '%s: ERROR %s'
+                            % (name, peer['error'][:40]), None, '>= 1.5x',
+                            False))
+            continue
+        ratio = _ratio(complete['rate'], peer['rate'])
+        reference = ('Graphile Worker %s, %d process(es) c=%d, poll %d ms, '
+                     'one UPDATE: %.0f jobs/s (%d lost / %s dup)' % (
+                         peer['version'], peer['processes'],
+                         peer['concurrency'], peer['poll_interval_ms'],
+                         peer['rate'], peer['lost'], peer['duplicated'])
+                     if key == 'graphile' else
+                     'Celery %s prefork c=%d, no-op: %.0f tasks/s' % (
+                         peer['celery'], peer['processes'], peer['rate']))
+        rows.append(Row(measurement, figure, reference, ratio, '>= 1.5x',
+                        ratio is not None and ratio >= 1.5))
+    if 'statements_per_step' in complete:
+        rows.append(_row_statements(
+            '     database statements per step, that drain', complete))
+    return rows
+
+
+def _rows_latency(result):
+    """Issue 32, part 3: p50 / p99 of create -> first step started and of
+    step end -> next step started, at rest and at half a burst's rate."""
+    rows = []
+    for backend, figures in result['backends'].items():
+        label = dict(_DATABASES).get(backend, backend)
+        rest, loaded = figures['rest'], figures['loaded']
+        rows.extend([
+            _row_latency('32.3 create -> first step started, at rest, %s '
+                         '(%d orders, one at a time)'
+                         % (label, rest['orders']), rest['first'],
+                         'p50: to the cast %.1f, cast %.1f, cast -> claim '
+                         '%.1f ms' % (rest['to_cast_ms']['p50'],
+                                      rest['cast_ms']['p50'],
+                                      rest['cast_to_started_ms']['p50']),
+                         20.0),
+            _row_latency('32.3 step end -> next step started, at rest, %s'
+                         % label, rest['next'], 'max %.1f ms'
+                         % rest['next']['max'], 10.0)])
+        made = ('created at %.0f orders/s, wanted %.0f (half a burst\'s; '
+                '%d worker process(es))' % (loaded['rate_made'],
+                                            loaded['rate_wanted'],
+                                            figures['processes']))
+        rows.extend([
+            _row_latency('     create -> first step started, %s, %d orders'
+                         % (label, loaded['orders']), loaded['first'],
+                         made, None),
+            _row_latency('     step end -> next step started, %s' % label,
+                         loaded['next'], made, None)])
+    return rows
+
+
+def _row_latency(measurement, figures, reference, target_ms):
+    p99 = figures['p99']
+    return Row(measurement, '%.1f / %.1f ms (p50 / p99)' % (
+        figures['p50'], p99), reference, None,
+        '(info)' if target_ms is None else 'p99 <= %.0f ms' % target_ms,
+        None if target_ms is None else p99 <= target_ms)
+
+
 _ROWS = {
     'dispatch': _rows_dispatch, 'drain': _rows_drain,
     'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
     'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
-    'burst': _rows_burst,
+    'burst': _rows_burst, 'latency': _rows_latency,
     'cluster': _rows_cluster, 'create': _rows_create,
     'purge': _rows_purge,
 }

@@ -40,6 +40,7 @@ import psutil
 from oslo_utils import timeutils
 
 from tests.benchmarks import env
+from tests.benchmarks import graphile_side
 from tests.benchmarks import procs
 from tests.benchmarks import receiver as receivers
 from tests.functional import databases
@@ -233,7 +234,8 @@ def _procrastinate(count, processes, workdir, log):
 
 
 def run(transport_url, workdir, quick, log):
-    """Targets 6, 12.2 and 12.3; returns the raw figures."""
+    """Targets 6, 12.2, 12.3 and 32.4 (Graphile Worker); returns the raw
+    figures."""
     count = 400 if quick else 3000
     results = {'orders': count,
                'one': measure(transport_url, count, 1, workdir, log),
@@ -245,4 +247,7 @@ def run(transport_url, workdir, quick, log):
     for key, processes in (('procrastinate_one', 1),
                            ('procrastinate_two', 2)):
         results[key] = _procrastinate(count, processes, workdir, log)
+    for key, processes in (('graphile_one', 1), ('graphile_two', 2)):
+        results[key] = graphile_side.figures_or_error(
+            'pool', workdir, count, processes, log)
     return results
