@@ -13,8 +13,6 @@ Needs root (network namespaces): skipped otherwise, with the reason.
 """
 
 import os
-import shutil
-import tempfile
 
 import pytest
 
@@ -27,29 +25,22 @@ pytestmark = pytest.mark.exclusive
 
 
 @pytest.fixture(scope='module')
-def clusters():
+def clusters(cluster_workdir):
     """Running clusters in network namespaces, stopped at the end."""
-    if not shutil.which('mariadbd', path=os.environ.get('PATH', '') +
-                        ':/usr/sbin') and \
-            os.environ.get('BARBICAN_RETRY_TEST_REQUIRE_SERVICES') != '1':
-        pytest.skip('no MariaDB server (run the suite with '
-                    'bin/run-tests.sh)')
     if os.geteuid() != 0:
         pytest.skip('network namespaces need root')
-    workdir = tempfile.mkdtemp(prefix='barbican-retry-netns-')
-    chaos_services.make_reachable(workdir)
     # Its own clusters even when the Galera variant runs: those are on
     # 127.0.0.1, these in namespaces.
     saved = os.environ.pop(chaos_services.CLUSTER_VARIABLE, None)
     try:
-        started = chaos_services.Clusters(workdir, network=True)
+        started = chaos_services.Clusters(cluster_workdir, network=True)
+        yield started
+        started.close()
     except chaos_services.NetworkUnavailable as exc:
         pytest.skip(str(exc))
-    yield started
-    started.close()
-    if saved is not None:
-        os.environ[chaos_services.CLUSTER_VARIABLE] = saved
-    shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        if saved is not None:
+            os.environ[chaos_services.CLUSTER_VARIABLE] = saved
 
 
 def test_worker_cut_off_from_database_loses_nothing(clusters, tmp_path):
