@@ -113,6 +113,8 @@ class Report:
     node_faults: list = dataclasses.field(default_factory=list)
     #: ``network.Fault.summary()`` of each network fault, in order.
     network_faults: list = dataclasses.field(default_factory=list)
+    #: ``order create`` calls that hung past their timeout (tried again).
+    create_timeouts: int = 0
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
     #: records its idempotency keys, else None.
@@ -168,6 +170,8 @@ class Report:
             line += ' node_faults=%s' % ','.join(self.node_faults)
         if self.network_faults:
             line += ' network_faults=%s' % ','.join(self.network_faults)
+        if self.create_timeouts:
+            line += ' create_timeouts=%d' % self.create_timeouts
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -331,6 +335,8 @@ class _Orders:
         self.poison = []
         #: Orders of ``LIMITED_TYPE``.
         self.limited = 0
+        #: ``order create`` calls that hung past their timeout.
+        self.create_timeouts = 0
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -353,6 +359,11 @@ class _Orders:
                 break
             except subprocess.CalledProcessError:
                 time.sleep(1)
+            except subprocess.TimeoutExpired:
+                # Hung for manage()'s 120 s (seen with its broker node
+                # cut off from its peers): counted, and tried again. What
+                # it may have committed is not among the run's orders.
+                self.create_timeouts += 1
         else:
             raise RuntimeError('could not create orders for a minute')
         ids = [order['id'] for order in created]
@@ -456,6 +467,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
         cluster.stop_all()
         _check(report, cluster, deployment, database, created)
         report.subscribed = len(created.subscribed)
+        report.create_timeouts = created.create_timeouts
         report.events, report.event_gaps = checks.notifications(
             database, receiver, created.subscribed,
             set(created.ids) - set(created.subscribed))
