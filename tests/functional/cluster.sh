@@ -1,6 +1,7 @@
 #!/bin/bash
 # Throwaway 3-node MariaDB Galera and 3-node RabbitMQ clusters on this one
-# machine (everything on 127.0.0.1), for the functional tests of failover.
+# machine (everything on 127.0.0.1, or with --network in network namespaces
+# of their own), for the functional tests of failover.
 #
 #   cluster.sh start DIR                          start both clusters, state under DIR
 #   cluster.sh stop DIR                           stop every node (DIR is kept)
