@@ -5,6 +5,7 @@ import os
 import sys
 import tempfile
 
+from tests.chaos import network
 from tests.chaos import run
 from tests.chaos import services as chaos_services
 
@@ -25,10 +26,11 @@ def main(argv=None):
                         help='Order type: certificate (default), or fanout '
                              '(steps in parallel; the recorded runs also '
                              'prove one idempotency key per step).')
-    parser.add_argument('--queues', default='classic',
+    parser.add_argument('--queues', default=None,
                         choices=sorted(run.QUEUES),
                         help='RabbitMQ queues: classic (durable, the '
-                             'default) or quorum.')
+                             'default) or quorum (the default with '
+                             '--network).')
     parser.add_argument('--cluster', action='store_true',
                         help='Run on a 3-node MariaDB Galera cluster and '
                              'a 3-node RabbitMQ cluster (started unless '
@@ -36,6 +38,14 @@ def main(argv=None):
                              'running ones), each daemon on its own node, '
                              'with node kills and stops in place of '
                              'server restarts. Implies --db mysql.')
+    parser.add_argument('--network', action='store_true',
+                        help='With --cluster: every node and the host of '
+                             'each node\'s processes in a network '
+                             'namespace of its own (cluster.sh start '
+                             '--network, needs root), and network faults '
+                             'one at a time in place of the node faults: '
+                             '%s. The fault time is stretched to hold '
+                             'them.' % ', '.join(network.ALL))
     parser.add_argument('--seed', type=int, default=None)
     parser.add_argument('--workdir', default=None,
                         help='Where logs and files go (default: a new '
@@ -43,6 +53,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.cluster and args.db not in (None, 'mysql'):
         parser.error('--cluster runs on Galera: --db must be mysql')
+    if args.network and not args.cluster:
+        parser.error('--network needs --cluster')
+    queues = args.queues or ('quorum' if args.network else 'classic')
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
     os.makedirs(workdir, exist_ok=True)
     # The servers started below keep their data in it (workdir/services
@@ -51,7 +64,12 @@ def main(argv=None):
     print('chaos: logs in %s' % workdir, flush=True)
     if args.cluster:
         db = 'mysql'
-        services = clusters = chaos_services.Clusters(workdir)
+        try:
+            services = clusters = chaos_services.Clusters(
+                workdir, network=args.network)
+        except chaos_services.NetworkUnavailable as exc:
+            print('chaos: skipped: %s' % exc, flush=True)
+            return chaos_services.NETWORK_SKIP_STATUS
     else:
         db = args.db or 'postgresql'
         required = [chaos_services.TRANSPORT_VARIABLE]
@@ -63,8 +81,9 @@ def main(argv=None):
         report = run.run(db, args.orders, args.duration, workdir,
                          services, seed=args.seed,
                          log=lambda text: print(text, flush=True),
-                         order_type=args.order_type, queues=args.queues,
-                         clusters=clusters)
+                         order_type=args.order_type, queues=queues,
+                         clusters=clusters,
+                         network=network.ALL if args.network else ())
     finally:
         services.close()
     print(report.line(), flush=True)

@@ -21,6 +21,7 @@ import threading
 import time
 
 from tests.chaos import checks
+from tests.chaos import network as network_faults
 from tests.functional import databases
 from tests.functional import processes
 from tests.functional import receiver as receivers
@@ -110,6 +111,10 @@ class Report:
     #: ``kind-number:kill`` or ``:stop`` for each node fault of a run on
     #: the clusters, in order.
     node_faults: list = dataclasses.field(default_factory=list)
+    #: ``network.Fault.summary()`` of each network fault, in order.
+    network_faults: list = dataclasses.field(default_factory=list)
+    #: ``order create`` calls that hung past their timeout (tried again).
+    create_timeouts: int = 0
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
     #: records its idempotency keys, else None.
@@ -163,6 +168,10 @@ class Report:
                    self.recovery_s, extra)).rstrip()
         if self.node_faults:
             line += ' node_faults=%s' % ','.join(self.node_faults)
+        if self.network_faults:
+            line += ' network_faults=%s' % ','.join(self.network_faults)
+        if self.create_timeouts:
+            line += ' create_timeouts=%d' % self.create_timeouts
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -194,6 +203,10 @@ class Cluster:
                                        env=env, node=node)
         self.slots[slot] = daemon
         return daemon
+
+    def node_of(self, slot):
+        """The cluster node (from 0) ``slot``'s daemon runs on."""
+        return self._nodes[slot] % len(self.deployment.nodes)
 
     def start_all(self):
         """Start every daemon and wait until they serve."""
@@ -322,6 +335,8 @@ class _Orders:
         self.poison = []
         #: Orders of ``LIMITED_TYPE``.
         self.limited = 0
+        #: ``order create`` calls that hung past their timeout.
+        self.create_timeouts = 0
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -344,6 +359,11 @@ class _Orders:
                 break
             except subprocess.CalledProcessError:
                 time.sleep(1)
+            except subprocess.TimeoutExpired:
+                # Hung for manage()'s 120 s (seen with its broker node
+                # cut off from its peers): counted, and tried again. What
+                # it may have committed is not among the run's orders.
+                self.create_timeouts += 1
         else:
             raise RuntimeError('could not create orders for a minute')
         ids = [order['id'] for order in created]
@@ -376,13 +396,17 @@ def _pending(database):
 
 def run(db, order_count, duration, workdir, services, seed=None,
         recovery_timeout=300, log=print, order_type='certificate',
-        queues='classic', clusters=None):
+        queues='classic', clusters=None, network=()):
     """Run the scenario with orders of ``order_type`` (a key of
     ``ORDER_TYPES``) over ``queues`` (a key of ``QUEUES``); returns a
     Report.
 
     ``clusters``: a ``services.Clusters`` to run on (``db`` must then be
     ``mysql``), with node faults instead of server restarts.
+    ``network``: names of ``network.ALL``, the network faults to inject
+    instead of the node faults, one at a time; ``clusters`` must then be
+    started with ``network``. The run's fault time is stretched to hold
+    them all.
     """
     rng = random.Random(seed)
     report = Report(db='galera' if clusters else db, orders=order_count,
@@ -392,15 +416,25 @@ def run(db, order_count, duration, workdir, services, seed=None,
     database = db_session.Database.from_url(database_url)
     migration.upgrade(database.engine)
     options = dict(OPTIONS, **QUEUES[queues])
+    runner_address = '127.0.0.1'
+    if network:
+        # The processes in the namespaces notify the runner through its
+        # address on their bridge.
+        runner_address = clusters.runner_address
+        options['notifications'] = dict(options['notifications'],
+                                        allowed_hosts=runner_address)
+        duration = max(duration, network_faults.plan_seconds(network))
     if clusters:
         deployment = processes.Deployment(
             workdir, database_url, clusters.transport_url(), options,
-            nodes=clusters.nodes(database_url))
+            nodes=clusters.nodes(database_url),
+            namespaces=clusters.host_namespaces)
     else:
         deployment = processes.Deployment(workdir, database_url,
                                           services.transport_url, options)
     cluster = Cluster(deployment)
-    receiver = receivers.Receiver(OPTIONS['notifications']['secret'])
+    receiver = receivers.Receiver(OPTIONS['notifications']['secret'],
+                                  host=runner_address)
     try:
         receiver.start()
         cluster.start_all()
@@ -409,11 +443,19 @@ def run(db, order_count, duration, workdir, services, seed=None,
                           ORDER_TYPES[order_type], receiver.url)
         log('chaos: %d %s orders in waves, faults for %ds'
             % (order_count, order_type, duration))
-        faults = (_NodeFaults(clusters, duration, rng, report, log)
-                  if clusters else
-                  _ServerFaults(services, db, duration, report, log))
+        if network:
+            faults = network_faults.NetworkFaults(
+                clusters, cluster, database, network, rng, log)
+        elif clusters:
+            faults = _NodeFaults(clusters, duration, rng, report, log)
+        else:
+            faults = _ServerFaults(services, db, duration, report, log)
         _inject_faults(cluster, faults, duration, rng, report, log,
                        created, receiver)
+        if network:
+            faults.finish()
+            report.network_faults = [fault.summary()
+                                     for fault in faults.faults]
         faults_over = time.monotonic()
         deadline = faults_over + recovery_timeout
         while time.monotonic() < deadline and _pending(database):
@@ -425,6 +467,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
         cluster.stop_all()
         _check(report, cluster, deployment, database, created)
         report.subscribed = len(created.subscribed)
+        report.create_timeouts = created.create_timeouts
         report.events, report.event_gaps = checks.notifications(
             database, receiver, created.subscribed,
             set(created.ids) - set(created.subscribed))

@@ -25,6 +25,9 @@ CLUSTER_SCRIPT = os.path.join(processes.REPO_ROOT, 'tests', 'functional',
                               'cluster.sh')
 TRANSPORT_VARIABLE = 'BARBICAN_RETRY_TEST_TRANSPORT_URL'
 CLUSTER_VARIABLE = 'BARBICAN_RETRY_TEST_CLUSTER_DIR'
+NAMESPACES_VARIABLE = 'BARBICAN_RETRY_TEST_CLUSTER_HOST_NAMESPACES'
+#: The exit status of cluster.sh when --network cannot run here.
+NETWORK_SKIP_STATUS = 77
 
 
 def url_variable(backend):
@@ -61,7 +64,7 @@ def _read_env_file(path):
     return values
 
 
-def _run_script(action, directory, script=SERVICES_SCRIPT):
+def _run_script(action, directory, script=SERVICES_SCRIPT, extra=()):
     """Run ``services.sh ACTION DIR`` (or ``script``) to its end, even
     through Ctrl-C.
 
@@ -71,7 +74,7 @@ def _run_script(action, directory, script=SERVICES_SCRIPT):
     KeyboardInterrupt) it would leave servers running that nobody stops.
     It has timeouts of its own, so waiting for it is bounded.
     """
-    command = [script, action, directory]
+    command = [script, action, directory] + list(extra)
     if threading.current_thread() is threading.main_thread():
         # Ignored signals stay ignored across exec, and bash cannot trap
         # a signal ignored on entry: the script and its commands never see
@@ -104,6 +107,8 @@ class _Started:
     #: The variables of the servers started, set in ``os.environ`` until
     #: ``close``.
     _variables: dict = {}
+    #: Arguments of the script's ``start`` after the directory.
+    _start_arguments: tuple = ()
 
     def _start(self, directory, why):
         sys.stderr.write('services: %s; starting them in %s\n'
@@ -112,11 +117,15 @@ class _Started:
         # Set before the start: whatever happens from here, close() stops
         # what was started.
         self._started_dir = directory
-        returncode, interrupt = _run_script('start', directory, self.SCRIPT)
+        returncode, interrupt = _run_script('start', directory, self.SCRIPT,
+                                            self._start_arguments)
         if interrupt is not None or returncode:
             self.close()
             if interrupt is not None:
                 raise interrupt
+            if returncode == NETWORK_SKIP_STATUS:
+                raise NetworkUnavailable(
+                    'cluster.sh start --network needs root (ip netns, nft)')
             raise subprocess.CalledProcessError(
                 returncode, [self.SCRIPT, 'start', directory])
         self._variables = _read_env_file(os.path.join(directory, 'env'))
@@ -183,23 +192,43 @@ class Services(_Started):
         self._run('BARBICAN_RETRY_TEST_%s_START' % service.upper())
 
 
+class NetworkUnavailable(Exception):
+    """``cluster.sh --network`` cannot run here (not root, no netem)."""
+
+
 class Clusters(_Started):
     """A 3-node MariaDB Galera cluster and a 3-node RabbitMQ cluster.
 
     Reused when ``BARBICAN_RETRY_TEST_CLUSTER_DIR`` names running ones
     (``. CLUSTER_DIR/env``); otherwise ``tests/functional/cluster.sh``
     starts them under ``workdir/cluster`` and ``close`` stops them.
+
+    ``network``: the nodes and the hosts of the processes each in a
+    network namespace (``cluster.sh start DIR --network``), for the
+    network faults (``partition``, ``slow``). Running clusters are reused
+    only if they were started so.
     """
 
     SCRIPT = CLUSTER_SCRIPT
     KINDS = ('galera', 'rabbitmq')
 
-    def __init__(self, workdir):
-        if not os.environ.get(CLUSTER_VARIABLE):
+    def __init__(self, workdir, network=False):
+        reusable = os.environ.get(CLUSTER_VARIABLE) and (
+            not network or os.environ.get(NAMESPACES_VARIABLE))
+        if network:
+            self._start_arguments = ('--network',)
+        if not reusable:
             self._start(os.path.join(workdir, 'cluster'),
-                        '%s not set: a Galera and a RabbitMQ cluster'
-                        % CLUSTER_VARIABLE)
+                        '%s not set: a Galera and a RabbitMQ cluster%s'
+                        % (CLUSTER_VARIABLE,
+                           ' in network namespaces' if network else ''))
         self.directory = os.environ[CLUSTER_VARIABLE]
+        #: The namespace of each node's host, empty without ``network``.
+        self.host_namespaces = os.environ.get(
+            NAMESPACES_VARIABLE, '').split() if network else []
+        #: The runner's own address on the namespaces' bridge.
+        self.runner_address = os.environ.get(
+            'BARBICAN_RETRY_TEST_CLUSTER_RUNNER_ADDRESS', '127.0.0.1')
         self.galera_urls = os.environ[
             'BARBICAN_RETRY_TEST_GALERA_URLS'].split()
         self.rabbitmq_urls = os.environ[
@@ -226,7 +255,8 @@ class Clusters(_Started):
         """``(database_url, transport_url)`` of each node: the database
         of ``database_url`` on Galera node k, broker node k first."""
         url = sa.engine.make_url(database_url)
-        return [(url.set(port=sa.engine.make_url(node).port)
+        return [(url.set(host=sa.engine.make_url(node).host,
+                         port=sa.engine.make_url(node).port)
                  .render_as_string(hide_password=False),
                  self.transport_url(number))
                 for number, node in enumerate(self.galera_urls)]
@@ -238,3 +268,21 @@ class Clusters(_Started):
         subprocess.run([CLUSTER_SCRIPT, 'node-%s' % action, self.directory,
                         kind, str(number)],
                        check=True, capture_output=True, timeout=300)
+
+    def network(self, command, *args):
+        """Run ``cluster.sh COMMAND DIR ARGS`` (partition, heal, slow,
+        restore, settle): see tests/functional/netns.sh.
+
+        :raises NetworkUnavailable: when the machine cannot (a slow link
+            without netem in the kernel).
+        """
+        result = subprocess.run(
+            [CLUSTER_SCRIPT, command, self.directory] + [str(arg)
+                                                         for arg in args],
+            capture_output=True, text=True, timeout=400)
+        if result.returncode == NETWORK_SKIP_STATUS:
+            raise NetworkUnavailable(result.stderr.strip())
+        if result.returncode:
+            raise subprocess.CalledProcessError(
+                result.returncode, result.args, result.stdout,
+                result.stderr)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Throwaway 3-node MariaDB Galera and 3-node RabbitMQ clusters on this one
-# machine (everything on 127.0.0.1), for the functional tests of failover.
+# machine (everything on 127.0.0.1, or with --network in network namespaces
+# of their own), for the functional tests of failover.
 #
 #   cluster.sh start DIR                          start both clusters, state under DIR
 #   cluster.sh stop DIR                           stop every node (DIR is kept)
@@ -8,6 +9,18 @@
 #   cluster.sh node-kill DIR galera|rabbitmq N    SIGKILL of node N's server
 #   cluster.sh node-start DIR galera|rabbitmq N   start node N again, back in its cluster
 #   cluster.sh status DIR                         one line per node
+#
+#   cluster.sh start DIR --network                the same, each node (and each
+#       host of the project's processes) in a network namespace of its own:
+#   cluster.sh partition DIR A B [both|oneway]    drop the packets from A to B
+#                                                 (and B to A); A, B: galeraN,
+#                                                 rabbitmqN, hostN, galera,
+#                                                 rabbitmq, hosts, comma lists
+#   cluster.sh heal DIR [A]                       remove the partitions (of A)
+#   cluster.sh slow DIR A B DELAY_MS LOSS_PERCENT delay and loss between A and B
+#   cluster.sh restore DIR [A]                    remove the delays and losses
+#   cluster.sh settle DIR                         wait until both clusters are whole
+#   (netns.sh describes the layout; they need root, else exit 77: skipped)
 #
 # `start` writes DIR/env (export lines for the test runner, see write_env).
 # DIR/cluster.conf keeps the ports and names chosen at the first start, so a
@@ -34,6 +47,8 @@ set -euo pipefail
 CLUSTER_SELF=$(readlink -f "${BASH_SOURCE[0]}")
 # shellcheck source=tests/functional/services.sh
 . "$(dirname "$CLUSTER_SELF")/services.sh"
+# shellcheck source=tests/functional/netns.sh
+. "$(dirname "$CLUSTER_SELF")/netns.sh"
 
 # After services.sh, whose die/log (used by its helpers) they replace.
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -135,7 +150,9 @@ galera_init() {
 # galera_options N: mariadbd's command line (one argument per line).
 galera_options() {
     local n=$1 d=$DIR/galera$1 i members=()
-    for i in "${NODES[@]}"; do members+=("127.0.0.1:${GALERA_GCOMM_PORT[i]}"); done
+    local ip
+    ip=$(net_ip galera "$n")
+    for i in "${NODES[@]}"; do members+=("$(net_ip galera "$i"):${GALERA_GCOMM_PORT[i]}"); done
     # mariadbd refuses root unless told which user to switch to.
     [ "$(id -u)" = 0 ] && echo "--user=$MYSQL_USER"
     # --no-defaults: ignore /etc/mysql entirely. Durability off as in
@@ -146,7 +163,7 @@ galera_options() {
 --pid-file=$d/run/mysqld.pid
 --log-error=$(galera_log "$n")
 --port=${GALERA_PORT[n]}
---bind-address=127.0.0.1
+--bind-address=$ip
 --skip-name-resolve
 --max-connections=300
 --innodb-flush-log-at-trx-commit=0
@@ -163,11 +180,11 @@ galera_options() {
 --wsrep-cluster-name=$GALERA_CLUSTER_NAME
 --wsrep-cluster-address=gcomm://$(IFS=,; echo "${members[*]}")
 --wsrep-node-name=galera$n
---wsrep-node-address=127.0.0.1:${GALERA_GCOMM_PORT[n]}
---wsrep-node-incoming-address=127.0.0.1:${GALERA_PORT[n]}
+--wsrep-node-address=$ip:${GALERA_GCOMM_PORT[n]}
+--wsrep-node-incoming-address=$ip:${GALERA_PORT[n]}
 --wsrep-sst-method=rsync
---wsrep-sst-receive-address=127.0.0.1:${GALERA_SST_PORT[n]}
---wsrep-provider-options=base_host=127.0.0.1;base_port=${GALERA_GCOMM_PORT[n]};gmcast.listen_addr=tcp://127.0.0.1:${GALERA_GCOMM_PORT[n]};ist.recv_addr=127.0.0.1:${GALERA_IST_PORT[n]};gcache.size=32M
+--wsrep-sst-receive-address=$ip:${GALERA_SST_PORT[n]}
+--wsrep-provider-options=base_host=$ip;base_port=${GALERA_GCOMM_PORT[n]};gmcast.listen_addr=tcp://$ip:${GALERA_GCOMM_PORT[n]};ist.recv_addr=$ip:${GALERA_IST_PORT[n]};gcache.size=32M
 EOF
 }
 
@@ -199,7 +216,7 @@ galera_position() {
 galera_launch() {
     local n=$1 bootstrap=${2:-} opts
     # Called for a node that is down: whoever listens there is not it.
-    port_open "${GALERA_PORT[n]}" && die "galera node $n: port ${GALERA_PORT[n]} is taken by another program"
+    port_open "${GALERA_PORT[n]}" "$(net_ip galera "$n")" && die "galera node $n: port ${GALERA_PORT[n]} is taken by another program"
     mapfile -t opts < <(galera_options "$n")
     # After a crash grastate.dat has no position: without one the node would
     # need a full SST, with it an IST of what it missed is enough.
@@ -216,7 +233,7 @@ galera_launch() {
     fi
     # setsid: its own session, so Ctrl-C or a killed process group in the
     # test runner does not take the server down with it.
-    setsid mariadbd --no-defaults "${opts[@]}" >>"$(galera_log "$n")" 2>&1 </dev/null &
+    setsid $(node_prefix galera "$n") mariadbd --no-defaults "${opts[@]}" >>"$(galera_log "$n")" 2>&1 </dev/null &
     echo $! >"$(galera_pid_file "$n")"
     wait_exec $! mariadbd
 }
@@ -275,6 +292,7 @@ galera_setup() {
         CREATE USER IF NOT EXISTS 'barbican'@'localhost' IDENTIFIED BY 'barbican';
         GRANT ALL PRIVILEGES ON *.* TO 'barbican'@'127.0.0.1';
         GRANT ALL PRIVILEGES ON *.* TO 'barbican'@'localhost';
+        $(net_grants)
         CREATE DATABASE IF NOT EXISTS barbican_retry CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;" \
         >>"$(galera_log "$n")" 2>&1 ||
         fail "$(galera_log "$n")" "creating the barbican user/database failed"
@@ -298,8 +316,8 @@ galera_node_stop() {
         stop_pid "$(galera_pid_file "$n")" mariadbd "$sig"
     fi
     stop_pid "$DIR/galera$n/data/rsync_sst.pid" rsync
-    wait_port_closed "${GALERA_PORT[n]}"
-    wait_port_closed "${GALERA_GCOMM_PORT[n]}"
+    wait_port_closed "${GALERA_PORT[n]}" "$(net_ip galera "$n")"
+    wait_port_closed "${GALERA_GCOMM_PORT[n]}" "$(net_ip galera "$n")"
 }
 
 # ---------------------------------------------------------------- RabbitMQ
@@ -310,12 +328,16 @@ galera_node_stop() {
 rabbitmq_node_env() {
     local n=$1 r=$DIR/rabbitmq$1
     export RABBITMQ_NODENAME=${RABBIT_NODENAME[n]}
+    local ip
+    ip=$(net_ip rabbitmq "$n")
+    # In a namespace the node is NAME@ADDRESS: a long name, no DNS needed.
     export RABBITMQ_USE_LONGNAME=false
-    export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+    net_enabled && RABBITMQ_USE_LONGNAME=true
+    export RABBITMQ_NODE_IP_ADDRESS=$ip
     export RABBITMQ_NODE_PORT=${AMQP_PORT[n]}
     export RABBITMQ_DIST_PORT=${DIST_PORT[n]}
     export ERL_EPMD_PORT=$EPMD_PORT
-    export ERL_EPMD_ADDRESS=127.0.0.1
+    export ERL_EPMD_ADDRESS=$ip
     export RABBITMQ_CONF_ENV_FILE=$r/rabbitmq-env.conf
     export RABBITMQ_CONFIG_FILE=$r/rabbitmq.conf
     export RABBITMQ_ADVANCED_CONFIG_FILE=$r/advanced.config
@@ -324,14 +346,14 @@ rabbitmq_node_env() {
     export RABBITMQ_LOG_BASE=$r/log
     export RABBITMQ_LOGS=$DIR/rabbitmq$n.log
     export RABBITMQ_PID_FILE=$r/rabbitmq.pid
-    # Erlang distribution on loopback too.
-    export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='-kernel inet_dist_use_interface {127,0,0,1}'
+    # Erlang distribution on the node's address too.
+    export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {${ip//./,}}"
     export HOME=$DIR/rabbitmq-home
 }
 
 rabbitmq_ctl() {
     local n=$1; shift
-    (rabbitmq_node_env "$n" && "$RABBIT_BIN/rabbitmqctl" -q -n "${RABBIT_NODENAME[n]}" "$@")
+    (rabbitmq_node_env "$n" && $(node_prefix rabbitmq "$n") "$RABBIT_BIN/rabbitmqctl" -q -n "${RABBIT_NODENAME[n]}" "$@")
 }
 
 rabbitmq_node_logs() { echo "$DIR/rabbitmq$1-console.log" "$DIR/rabbitmq$1.log"; }
@@ -357,6 +379,8 @@ log.console = false
 log.file.level = info
 cluster_partition_handling = autoheal
 EOF
+    # In namespaces the clients come from other addresses than loopback.
+    if net_enabled; then echo 'loopback_users = none' >>"$r/rabbitmq.conf"; fi
 }
 
 # Start broker N in the background, without waiting.
@@ -368,11 +392,11 @@ rabbitmq_node_launch() {
             log "rabbitmq node $n: already running"
             exit 0
         fi
-        port_open "${AMQP_PORT[n]}" && die "rabbitmq node $n: port ${AMQP_PORT[n]} is taken by another program"
+        port_open "${AMQP_PORT[n]}" "$RABBITMQ_NODE_IP_ADDRESS" && die "rabbitmq node $n: port ${AMQP_PORT[n]} is taken by another program"
         cd "$DIR/rabbitmq$n"
         # The node's old pid, so that waiting for the new one does not see it.
         rm -f "$RABBITMQ_PID_FILE"
-        setsid "$RABBIT_BIN/rabbitmq-server" >>"$DIR/rabbitmq$n-console.log" 2>&1 </dev/null &
+        setsid $(node_prefix rabbitmq "$n") "$RABBIT_BIN/rabbitmq-server" >>"$DIR/rabbitmq$n-console.log" 2>&1 </dev/null &
         echo $! >"$DIR/rabbitmq$n/wrapper.pid"
         wait_exec $! rabbitmq-server
     )
@@ -397,7 +421,7 @@ rabbitmq_node_wait() {
     local n=$1 wrapper logs deadline=$((SECONDS + READY_TIMEOUT))
     read -r -a logs <<<"$(rabbitmq_node_logs "$n")"
     wrapper=$(cat "$DIR/rabbitmq$n/wrapper.pid" 2>/dev/null || true)
-    until port_open "${AMQP_PORT[n]}"; do
+    until port_open "${AMQP_PORT[n]}" "$(net_ip rabbitmq "$n")"; do
         if [ -n "$wrapper" ] && ! kill -0 "$wrapper" 2>/dev/null; then
             fail "${logs[@]}" "rabbitmq node $n exited during startup"
         fi
@@ -486,17 +510,18 @@ rabbitmq_node_stop() {
     fi
     # The wrapper shell exits once beam is gone.
     wait_pid_gone "$wrapper" rabbitmq-server 10 || log "rabbitmq node $n wrapper (pid $wrapper) still running"
-    wait_port_closed "${AMQP_PORT[n]}"
-    wait_port_closed "${DIST_PORT[n]}"
+    wait_port_closed "${AMQP_PORT[n]}" "$(net_ip rabbitmq "$n")"
+    wait_port_closed "${DIST_PORT[n]}" "$(net_ip rabbitmq "$n")"
 }
 
 # The epmd all the brokers share daemonized and would outlive them forever.
 # It refuses to die while a node is still registered, hence the retries.
+# With --network, one epmd per namespace (node N's: epmd_stop N).
 epmd_stop() {
-    local i
+    local i n=${1:-1}
     for ((i = 0; i < STOP_TIMEOUT * 5; i++)); do
-        port_open "$EPMD_PORT" || return 0
-        ERL_EPMD_PORT=$EPMD_PORT epmd -port "$EPMD_PORT" -kill >/dev/null 2>&1 || true
+        port_open "$EPMD_PORT" "$(net_ip rabbitmq "$n")" || return 0
+        ERL_EPMD_PORT=$EPMD_PORT $(node_prefix rabbitmq "$n") epmd -port "$EPMD_PORT" -kill >/dev/null 2>&1 || true
         sleep 0.2
     done
     die "epmd on port $EPMD_PORT would not stop"
@@ -507,9 +532,9 @@ epmd_stop() {
 write_env() {
     local tmp=$DIR/env.tmp n galera=() amqp=() multi=() gpids=() rpids=()
     for n in "${NODES[@]}"; do
-        galera+=("mysql+pymysql://barbican:barbican@127.0.0.1:${GALERA_PORT[n]}/barbican_retry?charset=utf8mb4")
-        amqp+=("rabbit://guest:guest@127.0.0.1:${AMQP_PORT[n]}/")
-        multi+=("guest:guest@127.0.0.1:${AMQP_PORT[n]}")
+        galera+=("mysql+pymysql://barbican:barbican@$(net_ip galera "$n"):${GALERA_PORT[n]}/barbican_retry?charset=utf8mb4")
+        amqp+=("rabbit://guest:guest@$(net_ip rabbitmq "$n"):${AMQP_PORT[n]}/")
+        multi+=("guest:guest@$(net_ip rabbitmq "$n"):${AMQP_PORT[n]}")
         gpids+=("$(galera_pid_file "$n")")
         rpids+=("$DIR/rabbitmq$n/rabbitmq.pid")
     done
@@ -530,20 +555,28 @@ write_env() {
         # its own broker, and both files may be sourced.
         echo "# rabbitmqctl against broker N: HOME=$DIR/rabbitmq-home ERL_EPMD_PORT=$EPMD_PORT rabbitmqctl -n brcN-...@localhost"
         echo "#   nodes: ${RABBIT_NODENAME[*]}"
+        if net_enabled; then net_write_env; fi
     } >"$tmp"
     mv "$tmp" "$DIR/env"
 }
 
 start_cluster() {
-    [ $# -eq 1 ] || die "usage: cluster.sh start DIR"
+    local network=0
+    if [ "${2:-}" = --network ]; then network=1 && set -- "$1"; fi
+    [ $# -eq 1 ] || die "usage: cluster.sh start DIR [--network]"
+    [ $network = 0 ] || net_require_root
     install_packages
     [ -f "$GALERA_PROVIDER" ] || die "$GALERA_PROVIDER missing (package galera-4)"
     mkdir -p "$1"
     DIR=$(readlink -f "$1")
     # mariadbd runs as another user (mysql) when we are root: it must reach DIR.
     chmod 755 "$DIR"
-    [ -f "$DIR/cluster.conf" ] || write_cluster_conf
+    if [ ! -f "$DIR/cluster.conf" ]; then
+        write_cluster_conf
+        [ $network = 0 ] || net_write_conf
+    fi
     load_cluster_conf "$DIR"
+    if net_enabled; then net_require_root && net_up; fi
     if [ "$(id -u)" = 0 ]; then
         runuser -u "$MYSQL_USER" -- test -x "$DIR" || die "$MYSQL_USER cannot reach $DIR (a parent dir is private? chmod o+x it)"
     fi
@@ -613,13 +646,18 @@ stop_cluster() {
             p+=($!)
         done
         for pid in "${p[@]}"; do wait "$pid" || rc=1; done
-        epmd_stop || rc=1
+        if net_enabled; then
+            for n in "${NODES[@]}"; do epmd_stop "$n" || rc=1; done
+        else
+            epmd_stop || rc=1
+        fi
         exit $rc
     ) &
     pids+=($!)
     for pid in "${pids[@]}"; do
         wait "$pid" || rc=1
     done
+    if net_enabled; then net_down || rc=1; fi
     return $rc
 }
 
@@ -647,12 +685,12 @@ status_cluster() {
         if galera_alive "$n"; then
             read -r -a st <<<"$(galera_state "$n" || true)"
             if [ ${#st[@]} -eq 3 ]; then
-                printf 'galera   %s  127.0.0.1:%-5s  up    %s size=%s %s\n' "$n" "${GALERA_PORT[n]}" "${st[@]}"
+                printf 'galera   %s  %s:%-5s  up    %s size=%s %s\n' "$n" "$(net_ip galera "$n")" "${GALERA_PORT[n]}" "${st[@]}"
             else
-                printf 'galera   %s  127.0.0.1:%-5s  up    no answer\n' "$n" "${GALERA_PORT[n]}"
+                printf 'galera   %s  %s:%-5s  up    no answer\n' "$n" "$(net_ip galera "$n")" "${GALERA_PORT[n]}"
             fi
         else
-            printf 'galera   %s  127.0.0.1:%-5s  down\n' "$n" "${GALERA_PORT[n]}"
+            printf 'galera   %s  %s:%-5s  down\n' "$n" "$(net_ip galera "$n")" "${GALERA_PORT[n]}"
         fi
     done
     # rabbitmqctl takes a second: ask the three brokers at once.
@@ -664,12 +702,12 @@ status_cluster() {
         if rabbitmq_alive "$n"; then
             read -r -a st <"$DIR/.status-rabbitmq$n" || true
             if [ ${#st[@]} -eq 1 ]; then
-                printf 'rabbitmq %s  127.0.0.1:%-5s  up    running_nodes=%s\n' "$n" "${AMQP_PORT[n]}" "${st[0]}"
+                printf 'rabbitmq %s  %s:%-5s  up    running_nodes=%s\n' "$n" "$(net_ip rabbitmq "$n")" "${AMQP_PORT[n]}" "${st[0]}"
             else
-                printf 'rabbitmq %s  127.0.0.1:%-5s  up    no answer\n' "$n" "${AMQP_PORT[n]}"
+                printf 'rabbitmq %s  %s:%-5s  up    no answer\n' "$n" "$(net_ip rabbitmq "$n")" "${AMQP_PORT[n]}"
             fi
         else
-            printf 'rabbitmq %s  127.0.0.1:%-5s  down\n' "$n" "${AMQP_PORT[n]}"
+            printf 'rabbitmq %s  %s:%-5s  down\n' "$n" "$(net_ip rabbitmq "$n")" "${AMQP_PORT[n]}"
         fi
         rm -f "$DIR/.status-rabbitmq$n"
     done
@@ -682,5 +720,6 @@ start) start_cluster "$@" ;;
 stop) stop_cluster "$@" ;;
 status) status_cluster "$@" ;;
 node-stop | node-kill | node-start) node_command "$@" ;;
-*) die "usage: cluster.sh start DIR | stop DIR | status DIR | node-stop|node-kill|node-start DIR galera|rabbitmq N" ;;
+partition | heal | slow | restore | settle) network_command "$@" ;;
+*) die "usage: cluster.sh start DIR [--network] | stop DIR | status DIR | node-stop|node-kill|node-start DIR galera|rabbitmq N | partition|heal|slow|restore|settle DIR ..." ;;
 esac

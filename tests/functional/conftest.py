@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -68,6 +69,21 @@ def promtool():
     if not path:
         _missing('promtool (Debian package prometheus)')
     return path
+
+
+@pytest.fixture(scope='module')
+def cluster_workdir():
+    """A directory for the clusters of a module (``cluster.sh``), removed
+    at its end; the module is skipped without a MariaDB server."""
+    if not shutil.which('mariadbd', path=os.environ.get('PATH', '') +
+                        ':/usr/sbin') and \
+            os.environ.get('BARBICAN_RETRY_TEST_REQUIRE_SERVICES') != '1':
+        pytest.skip('no MariaDB server (run the suite with '
+                    'bin/run-tests.sh)')
+    workdir = tempfile.mkdtemp(prefix='barbican-retry-cluster-')
+    chaos_services.make_reachable(workdir)
+    yield workdir
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture

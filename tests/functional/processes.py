@@ -97,8 +97,11 @@ def manage_json(config_path, *args):
 class Daemon:
     """One console script running in its own process group."""
 
-    def __init__(self, script, config_path, log_path, env=None, args=()):
+    def __init__(self, script, config_path, log_path, env=None, args=(),
+                 netns=None):
         self.script = script
+        #: The network namespace it runs in (``ip netns exec``), or None.
+        self.netns = netns
         self.config_path = str(config_path)
         self.log_path = str(log_path)
         self.env = env
@@ -107,10 +110,12 @@ class Daemon:
 
     def start(self):
         """Start the process, appending its output to the log file."""
+        # ip netns exec execs the script: the process keeps its pid.
+        prefix = ['ip', 'netns', 'exec', self.netns] if self.netns else []
         with open(self.log_path, 'a') as log:
             self.process = subprocess.Popen(
-                [os.path.join(BIN_DIR, self.script),
-                 '--config-file', self.config_path] + self.args,
+                prefix + [os.path.join(BIN_DIR, self.script),
+                          '--config-file', self.config_path] + self.args,
                 stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, env=self.env)
         return self
@@ -180,13 +185,16 @@ class Deployment:
     """
 
     def __init__(self, directory, database_url, transport_url, options,
-                 nodes=()):
+                 nodes=(), namespaces=()):
         self.directory = directory
         self.database_url = database_url
         self.transport_url = transport_url
         #: ``(database_url, transport_url)`` of each node of a cluster:
         #: the daemons are spread over them (``start``), one config each.
         self.nodes = list(nodes)
+        #: The network namespace of each node's host (cluster.sh start
+        #: --network), where its daemons run; empty: here.
+        self.namespaces = list(namespaces)
         self._placed = 0
         self.topic = new_topic()
         self.config = os.path.join(str(directory), 'barbican-retry.conf')
@@ -223,13 +231,17 @@ class Deployment:
         the last one used.
         """
         config = self.config
+        netns = None
         if self.nodes:
             if node is None:
                 node, self._placed = self._placed, self._placed + 1
             config = self.node_config(node % len(self.nodes))
+            if self.namespaces:
+                netns = self.namespaces[node % len(self.nodes)]
         daemon = Daemon(script, config,
                         os.path.join(str(self.directory), name + '.log'),
-                        env=dict(self.env, **(env or {})), args=args)
+                        env=dict(self.env, **(env or {})), args=args,
+                        netns=netns)
         self.daemons.append(daemon.start())
         return daemon
 

@@ -1,4 +1,4 @@
-"""A real HTTP receiver of notifications on 127.0.0.1, for the tests.
+"""A real HTTP receiver of notifications (127.0.0.1 by default), for tests.
 
 It checks each request's signatures (the deprecated
 ``X-Barbican-Retry-Signature``, and with ``webhook_secret`` the Standard
@@ -44,7 +44,7 @@ class Receiver:
     """
 
     def __init__(self, secret, fault=OK, fault_times=1, slow_seconds=3.0,
-                 webhook_secret=None):
+                 webhook_secret=None, host='127.0.0.1'):
         self.secret = secret
         self.webhook_secret = webhook_secret
         #: Requests the library refused under ``webhook_secret``.
@@ -66,7 +66,11 @@ class Receiver:
         self._lock = threading.Lock()
         # Outside the ephemeral range: it is bound again after an outage.
         self.port = processes.free_port()
-        self.url = 'http://127.0.0.1:%d/hook' % self.port
+        #: The address it listens on: 127.0.0.1, or the test runner's
+        #: address on the bridge of cluster.sh --network, which the
+        #: processes in the namespaces reach.
+        self.host = host
+        self.url = 'http://%s:%d/hook' % (host, self.port)
         self._server = None
 
     def start(self):
@@ -80,7 +84,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self._server = _Server(('127.0.0.1', self.port), Handler)
+        self._server = _Server((self.host, self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever,
                          daemon=True).start()

@@ -27,7 +27,9 @@ export PATH=$PATH:/usr/sbin:/sbin
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 # prometheus: promtool, for the alert rules' tests. galera-4, rsync: the
 # Galera provider and the tool of its state transfers (SST), for cluster.sh.
-PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync)
+# nftables, iproute2 (ip netns, tc): the network faults of cluster.sh
+# --network.
+PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync nftables iproute2)
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
 READY_TIMEOUT=90                   # seconds to wait for a server to come up
 STOP_TIMEOUT=60                    # seconds to wait for a server to go away
@@ -74,12 +76,13 @@ as_user() {
     if [ "$user" = "$(id -un)" ]; then "$@"; else runuser -u "$user" -- "$@"; fi
 }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_open PORT [HOST]: something listens on HOST (127.0.0.1) PORT.
+port_open() { (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; }
 
 wait_port_closed() {
     local port=$1 i
     for ((i = 0; i < STOP_TIMEOUT * 5; i++)); do
-        port_open "$port" || return 0
+        port_open "$port" "${2:-127.0.0.1}" || return 0
         sleep 0.2
     done
     die "port $port still open after ${STOP_TIMEOUT}s"

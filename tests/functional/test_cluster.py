@@ -13,9 +13,6 @@ The clusters are started once for the module (about a minute) unless
 """
 
 import datetime
-import os
-import shutil
-import tempfile
 import threading
 
 import pytest
@@ -35,19 +32,11 @@ pytestmark = pytest.mark.exclusive
 
 
 @pytest.fixture(scope='module')
-def clusters():
+def clusters(cluster_workdir):
     """The running ``chaos_services.Clusters``."""
-    if not shutil.which('mariadbd', path=os.environ.get('PATH', '') +
-                        ':/usr/sbin') and \
-            os.environ.get('BARBICAN_RETRY_TEST_REQUIRE_SERVICES') != '1':
-        pytest.skip('no MariaDB server (run the suite with '
-                    'bin/run-tests.sh)')
-    workdir = tempfile.mkdtemp(prefix='barbican-retry-cluster-')
-    chaos_services.make_reachable(workdir)
-    started = chaos_services.Clusters(workdir)
+    started = chaos_services.Clusters(cluster_workdir)
     yield started
     started.close()
-    shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture
