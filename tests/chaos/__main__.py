@@ -25,10 +25,12 @@ def main(argv=None):
                         help='Order type: certificate (default), or fanout '
                              '(steps in parallel; the recorded runs also '
                              'prove one idempotency key per step).')
-    parser.add_argument('--queues', default='classic',
+    parser.add_argument('--queues', default=None,
                         choices=sorted(run.QUEUES),
                         help='RabbitMQ queues: classic (durable, the '
-                             'default) or quorum.')
+                             'default) or quorum (the default with '
+                             '--quorum: a classic queue is gone with its '
+                             'node).')
     parser.add_argument('--cluster', action='store_true',
                         help='Run on a 3-node MariaDB Galera cluster and '
                              'a 3-node RabbitMQ cluster (started unless '
@@ -36,6 +38,12 @@ def main(argv=None):
                              'running ones), each daemon on its own node, '
                              'with node kills and stops in place of '
                              'server restarts. Implies --db mysql.')
+    parser.add_argument('--quorum', type=int, default=0, metavar='SECONDS',
+                        help='With --cluster: after the node faults, two '
+                             'of three Galera nodes (the writer among '
+                             'them), then two of three brokers, down at '
+                             'once for SECONDS (60 is the long variant; '
+                             'default 0: no loss of quorum).')
     parser.add_argument('--seed', type=int, default=None)
     parser.add_argument('--workdir', default=None,
                         help='Where logs and files go (default: a new '
@@ -43,6 +51,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.cluster and args.db not in (None, 'mysql'):
         parser.error('--cluster runs on Galera: --db must be mysql')
+    if args.quorum and not args.cluster:
+        parser.error('--quorum needs --cluster')
+    queues = args.queues or ('quorum' if args.quorum else 'classic')
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
     os.makedirs(workdir, exist_ok=True)
     # The servers started below keep their data in it (workdir/services
@@ -63,8 +74,8 @@ def main(argv=None):
         report = run.run(db, args.orders, args.duration, workdir,
                          services, seed=args.seed,
                          log=lambda text: print(text, flush=True),
-                         order_type=args.order_type, queues=args.queues,
-                         clusters=clusters)
+                         order_type=args.order_type, queues=queues,
+                         clusters=clusters, quorum_seconds=args.quorum)
     finally:
         services.close()
     print(report.line(), flush=True)

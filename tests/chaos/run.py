@@ -1,9 +1,15 @@
 """The chaos scenario: a cluster under SIGKILLs and server restarts.
 
-With ``--cluster`` the database is a 3-node MariaDB Galera cluster and the
-broker a 3-node RabbitMQ cluster, each daemon connected to its own node:
-nodes are killed or stopped and started again, one at a time, in place
-of the single servers' restarts.
+With ``--cluster`` the database is a 3-node MariaDB Galera cluster behind
+HAProxy (node 1 the writer, the others backups) and the broker a 3-node
+RabbitMQ cluster, each daemon on its own broker node: nodes are killed or
+stopped and started again, one at a time, in place of the single
+servers' restarts; the Galera kill is of the writer (HAProxy fails over).
+With ``quorum_seconds`` two of three Galera nodes, then two of three
+brokers, go down at once for that long, and come back. A probe writing
+through HAProxy and one watching the orders finish time each node fault
+(``fault_times``): how long writes and progress stalled, and how soon
+they resumed once the nodes were back.
 
 The orders are of one recorded order type (``tests/plugin.py``):
 ``certificate`` runs the certificate type over the recording certificate
@@ -22,6 +28,7 @@ import time
 
 from tests.chaos import checks
 from tests.functional import databases
+from tests.functional import probes
 from tests.functional import processes
 from tests.functional import receiver as receivers
 from worker.common import clock
@@ -110,6 +117,9 @@ class Report:
     #: ``kind-number:kill`` or ``:stop`` for each node fault of a run on
     #: the clusters, in order.
     node_faults: list = dataclasses.field(default_factory=list)
+    #: ``fault write_stall=S progress_stall=S resumed=S`` for each node
+    #: fault (see ``_NodeFaults.timings``).
+    fault_times: list = dataclasses.field(default_factory=list)
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
     #: records its idempotency keys, else None.
@@ -163,6 +173,8 @@ class Report:
                    self.recovery_s, extra)).rstrip()
         if self.node_faults:
             line += ' node_faults=%s' % ','.join(self.node_faults)
+        if self.fault_times:
+            line += '; fault times: ' + '; '.join(self.fault_times)
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -322,6 +334,7 @@ class _Orders:
         self.poison = []
         #: Orders of ``LIMITED_TYPE``.
         self.limited = 0
+        self._held_back = []
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -363,6 +376,17 @@ class _Orders:
         """How many waves are still to be created."""
         return len(self._waves)
 
+    def hold_back(self, count):
+        """Keep the last ``count`` waves (of the run's own type) out of
+        ``create_next_wave``, for ``create_held_back``."""
+        self._held_back = [self._waves.pop() for _ in range(count)]
+
+    def create_held_back(self):
+        """Create one of the waves held back, if any is left."""
+        if self._held_back:
+            self._waves.insert(0, self._held_back.pop())
+            self.create_next_wave()
+
 
 def _pending(database):
     """Orders not finished, and deliveries of events not finished."""
@@ -376,40 +400,54 @@ def _pending(database):
 
 def run(db, order_count, duration, workdir, services, seed=None,
         recovery_timeout=300, log=print, order_type='certificate',
-        queues='classic', clusters=None):
+        queues='classic', clusters=None, quorum_seconds=0):
     """Run the scenario with orders of ``order_type`` (a key of
     ``ORDER_TYPES``) over ``queues`` (a key of ``QUEUES``); returns a
     Report.
 
     ``clusters``: a ``services.Clusters`` to run on (``db`` must then be
-    ``mysql``), with node faults instead of server restarts.
+    ``mysql``), with node faults instead of server restarts; every process
+    connects to Galera through HAProxy. ``quorum_seconds``: on the
+    clusters, each loses its quorum for that long too (0: never).
     """
     rng = random.Random(seed)
     report = Report(db='galera' if clusters else db, orders=order_count,
                     order_type=order_type, queues=queues)
     server = clusters.server_url if clusters else None
     database_url = databases.create(db, _Path(workdir), server=server)
-    database = db_session.Database.from_url(database_url)
+    # On the clusters the processes, and this one, go through HAProxy.
+    used_url = clusters.through_haproxy(database_url) if clusters else \
+        database_url
+    database = db_session.Database.from_url(used_url)
     migration.upgrade(database.engine)
     options = dict(OPTIONS, **QUEUES[queues])
     if clusters:
         deployment = processes.Deployment(
-            workdir, database_url, clusters.transport_url(), options,
+            workdir, used_url, clusters.transport_url(), options,
             nodes=clusters.nodes(database_url))
     else:
         deployment = processes.Deployment(workdir, database_url,
                                           services.transport_url, options)
     cluster = Cluster(deployment)
     receiver = receivers.Receiver(OPTIONS['notifications']['secret'])
+    watching = []
     try:
         receiver.start()
+        if clusters:
+            watching = [probes.WriteProbe(used_url).start(),
+                        probes.ProgressProbe(database).start()]
         cluster.start_all()
         created = _Orders(deployment,
                           _waves(order_count, duration, order_type),
                           ORDER_TYPES[order_type], receiver.url)
         log('chaos: %d %s orders in waves, faults for %ds'
             % (order_count, order_type, duration))
-        faults = (_NodeFaults(clusters, duration, rng, report, log)
+        if clusters and quorum_seconds:
+            # Orders created just before each loss of quorum: work in
+            # flight when it goes, which must complete once it is back.
+            created.hold_back(len(_NodeFaults.QUORUM_PLAN))
+        faults = (_NodeFaults(clusters, duration, rng, report, log,
+                              quorum_seconds, created.create_held_back)
                   if clusters else
                   _ServerFaults(services, db, duration, report, log))
         _inject_faults(cluster, faults, duration, rng, report, log,
@@ -420,6 +458,10 @@ def run(db, order_count, duration, workdir, services, seed=None,
             cluster.restart_exited(log)
             time.sleep(0.5)
         report.recovery_s = time.monotonic() - faults_over
+        for probe in watching:
+            probe.stop()
+        if clusters:
+            report.fault_times = faults.timings(*watching)
         # Room for the passes to clear the rows of the last killed process.
         time.sleep(OPTIONS['DEFAULT']['service_down_time'] + 3)
         cluster.stop_all()
@@ -429,6 +471,8 @@ def run(db, order_count, duration, workdir, services, seed=None,
             database, receiver, created.subscribed,
             set(created.ids) - set(created.subscribed))
     finally:
+        for probe in watching:
+            probe.stop()
         receiver.stop()
         deployment.kill_all()
         database.dispose()
@@ -508,41 +552,100 @@ class _ServerFaults:
 
 
 class _NodeFaults:
-    """Kills and clean stops of cluster nodes, one node at a time.
+    """Kills and clean stops of cluster nodes, then losses of quorum.
 
     Four faults spread over the run, alternating broker and database
     nodes, each node down a few seconds and then started again; the
     cluster keeps its quorum (2 of 3) throughout, and the next fault
-    waits until the node has rejoined.
+    waits until the node has rejoined. The Galera node killed is node 1,
+    the writer behind HAProxy: its clients move to a backup.
+
+    With ``quorum_seconds``, two more: Galera nodes 1 and another killed
+    at once (a clean stop would not do: the nodes that leave cleanly take
+    their votes with them, and the last one stays a primary component),
+    then two brokers stopped at once (their quorum queues keep three
+    members and have no majority); each down ``quorum_seconds``, then
+    started again, the quorum back when the first is.
     """
 
     _PLAN = (('rabbitmq', 'kill'), ('galera', 'kill'),
              ('rabbitmq', 'stop'), ('galera', 'stop'))
+    QUORUM_PLAN = (('galera', 'kill'), ('rabbitmq', 'stop'))
+    #: Seconds after a fault in which its stall is looked for.
+    _SETTLE = 15
 
-    def __init__(self, clusters, duration, rng, report, log):
+    def __init__(self, clusters, duration, rng, report, log,
+                 quorum_seconds=0, before_quorum_loss=None):
         start = time.monotonic()
         self._clusters = clusters
+        self._before_quorum_loss = before_quorum_loss
         self._report = report
         self._log = log
-        # Of each kind, the node killed and the node stopped differ.
-        numbers = {kind: rng.sample(range(1, clusters.size + 1), 2)
-                   for kind in clusters.KINDS}
-        self._due = [(start + duration * (i + 1) / (len(self._PLAN) + 1),
-                      kind, action, numbers[kind][i // 2])
-                     for i, (kind, action) in enumerate(self._PLAN)]
+        # Of each kind, the node killed and the node stopped differ; the
+        # Galera node killed is the writer.
+        numbers = {'rabbitmq': rng.sample(range(1, clusters.size + 1), 2),
+                   'galera': [1, rng.randint(2, clusters.size)]}
+        plan = [(kind, action, (numbers[kind][i // 2],), 5)
+                for i, (kind, action) in enumerate(self._PLAN)]
+        if quorum_seconds:
+            # Two of three down: the writer and another Galera node, any
+            # two brokers.
+            down = {'galera': (1, rng.randint(2, clusters.size)),
+                    'rabbitmq': tuple(rng.sample(
+                        range(1, clusters.size + 1), 2))}
+            plan += [(kind, action, down[kind], quorum_seconds)
+                     for kind, action in self.QUORUM_PLAN]
+        self._due = [(start + duration * (i + 1) / (len(plan) + 1),) + fault
+                     for i, fault in enumerate(plan)]
+        #: ``(name, kind, down at, quorum back at, all back at)``.
+        self._done = []
 
     def inject_due(self, now):
         """Inject the faults whose time has come."""
         while self._due and now >= self._due[0][0]:
-            _, kind, action, number = self._due.pop(0)
-            self._log('chaos: %s node %d: %s, down 5 s'
-                      % (kind, number, action))
-            self._clusters.node(action, kind, number)
-            time.sleep(5)
-            self._clusters.node('start', kind, number)
-            self._log('chaos: %s node %d rejoined' % (kind, number))
-            self._report.node_faults.append('%s-%d:%s'
-                                            % (kind, number, action))
+            _, kind, action, numbers, seconds = self._due.pop(0)
+            name = '%s-%s:%s' % (kind, '+'.join(map(str, numbers)), action)
+            self._log('chaos: %s node %s: %s, down %d s'
+                      % (kind, ' and '.join(map(str, numbers)), action,
+                         seconds))
+            if len(numbers) > 1 and self._before_quorum_loss:
+                self._before_quorum_loss()
+            down_at = time.monotonic()
+            for number in numbers:
+                self._clusters.node(action, kind, number)
+            time.sleep(seconds)
+            self._clusters.node('start', kind, numbers[0])
+            back_at = time.monotonic()
+            for number in numbers[1:]:
+                self._clusters.node('start', kind, number)
+            self._log('chaos: %s node %s rejoined'
+                      % (kind, ' and '.join(map(str, numbers))))
+            self._done.append((name, kind, down_at, back_at,
+                               time.monotonic()))
+            self._report.node_faults.append(name)
+
+    def timings(self, writes, progress):
+        """Each fault's ``name write_stall=S progress_stall=S
+        resumed=S``: the longest time without a write through HAProxy
+        (``writes``, a ``probes.Probe``) and without an order finishing
+        (``progress``) from the fault until a little after its nodes were
+        back, and how long after its quorum was back (the first node
+        started again) the one that matters for its kind resumed: the
+        writes for Galera, the progress for RabbitMQ."""
+        lines = []
+        next_down = [fault[2] for fault in self._done[1:]] + [float('inf')]
+        for (name, kind, down_at, back_at, end_at), next_at in zip(
+                self._done, next_down):
+            until = min(end_at + self._SETTLE, next_at)
+            watched = writes if kind == 'galera' else progress
+            resumed = watched.resumed(back_at)
+            lines.append('%s write_stall=%.1f progress_stall=%.1f '
+                         'resumed=%s'
+                         % (name, writes.stall(down_at, until),
+                            progress.stall(down_at, until),
+                            'never' if resumed is None
+                            else '%.1f' % resumed))
+        return lines
 
 
 def _inject_faults(cluster, faults, duration, rng, report, log, created,

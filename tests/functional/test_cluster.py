@@ -57,7 +57,8 @@ def node_databases(clusters, tmp_path):
     first = db_session.Database.from_url(url)
     migration.upgrade(first.engine)
     on_nodes = [first] + [db_session.Database.from_url(node_url)
-                          for node_url, _ in clusters.nodes(url)[1:]]
+                          for node_url, _ in
+                          clusters.nodes(url, haproxy=False)[1:]]
     yield on_nodes
     for database in on_nodes:
         database.dispose()
