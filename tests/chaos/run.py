@@ -88,6 +88,27 @@ SKEWED_CLOCKS = {'worker-0': -30.0, 'retry-0': 30.0}
 
 
 @dataclasses.dataclass
+class FaultTime:
+    """How long one node fault stalled the run (seconds)."""
+
+    #: ``kind-numbers:action``, as in ``Report.node_faults``.
+    name: str
+    #: The longest time without a write through HAProxy, and without an
+    #: order finishing while some waited, from the fault until a little
+    #: after its nodes were back.
+    write_stall: float
+    progress_stall: float
+    #: From the quorum's return (the first node back) to the first write
+    #: (Galera) or the first order finished (RabbitMQ); None: never.
+    resumed: float | None
+
+    def __str__(self):
+        return '%s write_stall=%.1f progress_stall=%.1f resumed=%s' % (
+            self.name, self.write_stall, self.progress_stall,
+            'never' if self.resumed is None else '%.1f' % self.resumed)
+
+
+@dataclasses.dataclass
 class Report:
     """The figures of one run; ``ok`` when every count is as it must be."""
 
@@ -117,8 +138,7 @@ class Report:
     #: ``kind-number:kill`` or ``:stop`` for each node fault of a run on
     #: the clusters, in order.
     node_faults: list = dataclasses.field(default_factory=list)
-    #: ``fault write_stall=S progress_stall=S resumed=S`` for each node
-    #: fault (see ``_NodeFaults.timings``).
+    #: A ``FaultTime`` for each node fault.
     fault_times: list = dataclasses.field(default_factory=list)
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
@@ -174,7 +194,7 @@ class Report:
         if self.node_faults:
             line += ' node_faults=%s' % ','.join(self.node_faults)
         if self.fault_times:
-            line += '; fault times: ' + '; '.join(self.fault_times)
+            line += '; fault times: ' + '; '.join(map(str, self.fault_times))
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -625,27 +645,20 @@ class _NodeFaults:
             self._report.node_faults.append(name)
 
     def timings(self, writes, progress):
-        """Each fault's ``name write_stall=S progress_stall=S
-        resumed=S``: the longest time without a write through HAProxy
-        (``writes``, a ``probes.Probe``) and without an order finishing
-        (``progress``) from the fault until a little after its nodes were
-        back, and how long after its quorum was back (the first node
-        started again) the one that matters for its kind resumed: the
-        writes for Galera, the progress for RabbitMQ."""
-        lines = []
+        """A ``FaultTime`` for each fault done, from ``writes`` (a
+        ``probes.WriteProbe`` through HAProxy) and ``progress`` (a
+        ``probes.ProgressProbe``); a stall is looked for until a little
+        after the fault's nodes were back (or the next fault)."""
+        times = []
         next_down = [fault[2] for fault in self._done[1:]] + [float('inf')]
         for (name, kind, down_at, back_at, end_at), next_at in zip(
                 self._done, next_down):
             until = min(end_at + self._SETTLE, next_at)
             watched = writes if kind == 'galera' else progress
-            resumed = watched.resumed(back_at)
-            lines.append('%s write_stall=%.1f progress_stall=%.1f '
-                         'resumed=%s'
-                         % (name, writes.stall(down_at, until),
-                            progress.stall(down_at, until),
-                            'never' if resumed is None
-                            else '%.1f' % resumed))
-        return lines
+            times.append(FaultTime(name, writes.stall(down_at, until),
+                                   progress.stall(down_at, until),
+                                   watched.resumed(back_at)))
+        return times
 
 
 def _inject_faults(cluster, faults, duration, rng, report, log, created,

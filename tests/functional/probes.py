@@ -36,6 +36,8 @@ class Probe:
         self._thread = threading.Thread(target=self._run, daemon=True)
         #: monotonic times at which a call returned success.
         self.successes = []
+        #: monotonic time at which it stopped calling (None: not yet).
+        self.stopped_at = None
         self.failures = 0
 
     def start(self):
@@ -60,11 +62,16 @@ class Probe:
             else:
                 self.failures += 1
             self._stopping.wait(self._interval)
+        self.stopped_at = time.monotonic()
 
     def stall(self, since, until):
         """The longest time between two successes in ``[since, until]``
         (monotonic), counting from ``since`` and up to ``until`` when no
         success comes before or after it."""
+        if self.stopped_at is not None:
+            until = min(until, self.stopped_at)
+        if until <= since:
+            return 0.0
         times = [t for t in self.successes if since <= t <= until]
         edges = [since] + times + [until]
         return max(b - a for a, b in zip(edges, edges[1:]))
