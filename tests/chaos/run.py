@@ -455,7 +455,7 @@ def run(db, order_count, duration, workdir, services, seed=None,
         receiver.start()
         if clusters:
             watching = [probes.WriteProbe(used_url).start(),
-                        probes.ProgressProbe(database).start()]
+                        probes.ProgressProbe(used_url).start()]
         cluster.start_all()
         created = _Orders(deployment,
                           _waves(order_count, duration, order_type),

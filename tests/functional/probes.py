@@ -82,38 +82,44 @@ class Probe:
         return later[0] - since if later else None
 
 
-class WriteProbe(Probe):
-    """INSERT a row every ``interval`` seconds into ``url``'s database.
-
-    The pool is built as oslo.db builds the daemons': pre-ping, so that a
+def _engine(url):
+    """A pool built as oslo.db builds the daemons': pre-ping, so that a
     connection HAProxy cut is replaced, and socket timeouts, so that a
-    write to a node that died without closing its sockets fails instead
-    of hanging.
-    """
+    call to a node that died without closing its sockets fails instead
+    of hanging."""
+    return sa.create_engine(
+        url, pool_size=1, max_overflow=0, pool_pre_ping=True,
+        connect_args={'connect_timeout': 2, 'read_timeout': 5,
+                      'write_timeout': 5})
+
+
+def _run_on(engine, statement, parameters=None):
+    """Run ``statement`` in a transaction of its own; its rows, if any."""
+    with engine.connect() as connection:
+        try:
+            result = connection.execute(sa.text(statement), parameters)
+            rows = result.all() if result.returns_rows else None
+            connection.commit()
+            return rows
+        except Exception:
+            # Not back into the pool: its rollback would fail too (the
+            # node is gone or has no quorum), and be logged as such.
+            connection.invalidate()
+            raise
+
+
+class WriteProbe(Probe):
+    """INSERT a row every ``interval`` seconds into ``url``'s database."""
 
     def __init__(self, url, interval=0.1, limit=3600):
-        self.engine = sa.create_engine(
-            url, pool_size=1, max_overflow=0, pool_pre_ping=True,
-            connect_args={'connect_timeout': 2, 'read_timeout': 5,
-                          'write_timeout': 5})
-        with self.engine.begin() as connection:
-            connection.execute(sa.text(
-                'CREATE TABLE IF NOT EXISTS %s (id BIGINT AUTO_INCREMENT '
-                'PRIMARY KEY, at DOUBLE NOT NULL)' % _TABLE))
+        self.engine = _engine(url)
+        _run_on(self.engine, 'CREATE TABLE IF NOT EXISTS %s (id BIGINT '
+                'AUTO_INCREMENT PRIMARY KEY, at DOUBLE NOT NULL)' % _TABLE)
         super().__init__(self._write, interval, limit)
 
     def _write(self):
-        with self.engine.connect() as connection:
-            try:
-                connection.execute(sa.text('INSERT INTO %s (at) VALUES '
-                                           '(:at)' % _TABLE),
-                                   {'at': time.time()})
-                connection.commit()
-            except Exception:
-                # Not back into the pool: its rollback would fail too
-                # (the node is gone or has no quorum), and log it.
-                connection.invalidate()
-                raise
+        _run_on(self.engine, 'INSERT INTO %s (at) VALUES (:at)' % _TABLE,
+                {'at': time.time()})
         return True
 
     def stop(self):
@@ -122,9 +128,7 @@ class WriteProbe(Probe):
             return
         super().stop()
         try:
-            with self.engine.begin() as connection:
-                connection.execute(sa.text('DROP TABLE IF EXISTS %s'
-                                           % _TABLE))
+            _run_on(self.engine, 'DROP TABLE IF EXISTS %s' % _TABLE)
         finally:
             self.engine.dispose()
 
@@ -133,18 +137,21 @@ class ProgressProbe(Probe):
     """Succeeds when more orders are terminal than at the previous call,
     or when none is left to finish (nothing to do is no stall)."""
 
-    def __init__(self, database, interval=0.5, limit=3600):
-        self._database = database
+    def __init__(self, url, interval=0.5, limit=3600):
+        self.engine = _engine(url)
         self._seen = -1
         super().__init__(self._progressed, interval, limit)
 
     def _progressed(self):
-        with self._database.session() as session:
-            counts = dict(session.execute(
-                sa.select(models.Order.status, sa.func.count())
-                .group_by(models.Order.status)).all())
+        counts = dict(_run_on(self.engine, 'SELECT status, COUNT(*) FROM '
+                              'orders GROUP BY status'))
         done = sum(counts.get(status, 0)
                    for status in models.TERMINAL_STATUSES)
         progressed, self._seen = done > self._seen, done
         return progressed or not (counts.get(models.PENDING, 0) +
                                   counts.get(models.CANCELLING, 0))
+
+    def stop(self):
+        """Stop looking; drop the pool."""
+        super().stop()
+        self.engine.dispose()
