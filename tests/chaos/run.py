@@ -684,33 +684,57 @@ def _inject_faults(cluster, faults, duration, rng, report, log, created,
     creating = threading.Thread(
         target=_create_waves, args=(created, start + 0.8 * duration))
     creating.start()
-    receiver_down_at = start + 0.3 * duration
-    receiver_up_at = start + 0.5 * duration
+    outage = _ReceiverOutage(receiver, start + 0.3 * duration,
+                             start + 0.5 * duration, report, log)
     try:
         while time.monotonic() - start < duration:
             time.sleep(rng.uniform(1.0, 3.0))
             cluster.restart_exited(log)
             cluster.kill_one(rng)
             report.kills += 1
-            now = time.monotonic()
-            if receiver_down_at and now >= receiver_down_at:
-                log('chaos: the receiver of notifications goes down')
-                receiver.stop()
-                report.receiver_outages += 1
-                receiver_down_at = None
-            if not receiver_down_at and receiver_up_at and \
-                    now >= receiver_up_at:
-                log('chaos: the receiver of notifications is back')
-                receiver.start()
-                receiver_up_at = None
-            faults.inject_due(now)
+            outage.due(time.monotonic())
+            faults.inject_due(time.monotonic())
+            # A node fault may block past the receiver's return (a loss
+            # of quorum, a minute): it must not stay down longer, its
+            # port free for another program to take.
+            outage.due(time.monotonic())
+        outage.due(float('inf'))
         # A slow restart can run past the end: the faults still planned
         # happen now, so that every run has all of them.
         faults.inject_due(float('inf'))
     finally:
         creating.join()
-        if receiver_up_at:
-            receiver.start()
+        outage.end()
+
+
+class _ReceiverOutage:
+    """The receiver of notifications down from ``down_at`` to ``up_at``
+    (monotonic), once."""
+
+    def __init__(self, receiver, down_at, up_at, report, log):
+        self._receiver = receiver
+        self._down_at = down_at
+        self._up_at = up_at
+        self._report = report
+        self._log = log
+
+    def due(self, now):
+        """Take the receiver down, or bring it back, if it is time."""
+        if self._down_at is not None and now >= self._down_at:
+            self._log('chaos: the receiver of notifications goes down')
+            self._receiver.stop()
+            self._report.receiver_outages += 1
+            self._down_at = None
+        if self._down_at is None and self._up_at is not None and \
+                now >= self._up_at:
+            self.end()
+
+    def end(self):
+        """Bring the receiver back if it is down."""
+        if self._down_at is None and self._up_at is not None:
+            self._log('chaos: the receiver of notifications is back')
+            self._receiver.start()
+            self._up_at = None
 
 
 def _create_waves(created, until):
