@@ -648,8 +648,9 @@ class _NodeFaults:
             back_at = time.monotonic()
             for number in numbers[1:]:
                 self._clusters.node('start', kind, number)
-            self._log('chaos: %s node %s rejoined'
-                      % (kind, ' and '.join(map(str, numbers))))
+            self._log('chaos: %s node %s rejoined (fault over in %.0f s)'
+                      % (kind, ' and '.join(map(str, numbers)),
+                         time.monotonic() - down_at))
             self._done.append((name, kind, down_at, back_at,
                                time.monotonic()))
             self._report.node_faults.append(name)
