@@ -20,6 +20,25 @@ def alive_since(now: datetime.datetime,
     return now - datetime.timedelta(seconds=service_down_time)
 
 
+def sees_long_enough(now: datetime.datetime,
+                     failed_at: datetime.datetime | None,
+                     service_down_time: float) -> bool:
+    """True if a daemon whose last failed pass was at ``failed_at`` (None:
+    none failed) may judge others by their heartbeats at ``now``.
+
+    While the database was away (a restart, a Galera cluster without
+    quorum) no process could heartbeat, the live ones no more than the
+    dead: judged at once when it is back, every process whose heartbeat
+    is older than ``service_down_time`` would look dead, and the steps it
+    runs would be taken back and counted as crashes. A full
+    ``service_down_time`` after the last failed pass, every live process
+    has heartbeated again (``report_interval`` is at most a third of it).
+    """
+    return failed_at is None or \
+        now - failed_at >= datetime.timedelta(seconds=service_down_time) or \
+        now < failed_at  # the clock went back
+
+
 def dead_owners(owners: collections.abc.Iterable[str],
                 live_names: collections.abc.Iterable[str]) -> set[str]:
     """Owners of claimed orders that are not among the live services.

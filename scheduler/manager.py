@@ -91,6 +91,9 @@ class RetryManager:
         by more than ``[DEFAULT] max_clock_offset_seconds``: its passes
         then cast due rows but take back no step and clear no lock, since
         both judge others by their timestamps (``worker.common.clock``).
+        For the same reason a daemon whose pass failed (the database
+        away) judges no one until ``[DEFAULT] service_down_time`` after
+        that failure (``liveness.sees_long_enough``).
     """
 
     def __init__(self, conf, database, worker_api, stop_event=None,
@@ -110,6 +113,8 @@ class RetryManager:
             conf, database, worker_api, self._lock,
             stop_event or threading.Event())
         self._planner = planner.Planner(conf, database, name)
+        #: ``now`` of the last pass that failed, None if none did.
+        self._failed_at = None
 
     def run_once(self, now):
         """Run one pass as of ``now`` (naive UTC); returns a PassResult.
@@ -119,6 +124,13 @@ class RetryManager:
         look; one that worked plans it after its work, and after its log
         line, which a failure to plan cannot take away.
         """
+        try:
+            return self._run_once(now)
+        except Exception:
+            self._failed_at = now
+            raise
+
+    def _run_once(self, now):
         started = time.monotonic()
         cutoffs = liveness.Cutoffs.at(now, self._conf)
         result = PassResult(
@@ -152,7 +164,8 @@ class RetryManager:
         Returns ``(outlook, recover)``; ``recover`` says whether the pass
         must take lost orders back.
         """
-        judges = self._clock_trusted()
+        judges = self._clock_trusted() and liveness.sees_long_enough(
+            cutoffs.now, self._failed_at, self._conf.service_down_time)
         lock = self._lock.glance(session, cutoffs)
         if lock is pass_lock.Glance.FRESH:
             return Outlook.HELD, judges and self._recovery.due(cutoffs.now)

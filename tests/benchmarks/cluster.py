@@ -5,11 +5,13 @@ The same deployment on both: three ``barbican-worker`` launchers of one
 process each and one ``barbican-retry`` daemon. On the single servers
 they all use the one MariaDB and the one RabbitMQ; on the clusters
 (``tests/functional/cluster.sh``, 3 nodes each, started unless
-``BARBICAN_RETRY_TEST_CLUSTER_DIR`` names running ones) launcher k uses
-Galera node k and broker node k first, with ``[database]
+``BARBICAN_RETRY_TEST_CLUSTER_DIR`` names running ones) every process
+connects to Galera through HAProxy (writer node 1, as OpenStack deploys
+it), launcher k to broker node k first, with ``[database]
 mysql_wsrep_sync_wait = 1`` and quorum queues, as doc/install.md
-advises, and the daemon node 1. All on this one machine: the cluster's
-figure is its cost in CPU and round trips, not a network's.
+advises, and the daemon to broker node 1 first. All on this one
+machine: the cluster's figure is its cost in CPU and round trips, not a
+network's.
 
 - drain: N certificate orders, each with a retry row due at T for its
   first step (as a plugin's "try again later" leaves it): the daemon

@@ -30,7 +30,8 @@ def main(argv=None):
                         choices=sorted(run.QUEUES),
                         help='RabbitMQ queues: classic (durable, the '
                              'default) or quorum (the default with '
-                             '--network).')
+                             '--network or --quorum: a classic queue is '
+                             'gone with its node).')
     parser.add_argument('--cluster', action='store_true',
                         help='Run on a 3-node MariaDB Galera cluster and '
                              'a 3-node RabbitMQ cluster (started unless '
@@ -46,6 +47,12 @@ def main(argv=None):
                              'one at a time in place of the node faults: '
                              '%s. The fault time is stretched to hold '
                              'them.' % ', '.join(network.ALL))
+    parser.add_argument('--quorum', type=int, default=0, metavar='SECONDS',
+                        help='With --cluster: after the node faults, two '
+                             'of three Galera nodes (the writer among '
+                             'them), then two of three brokers, down at '
+                             'once for SECONDS (60 is the long variant; '
+                             'default 0: no loss of quorum).')
     parser.add_argument('--seed', type=int, default=None)
     parser.add_argument('--workdir', default=None,
                         help='Where logs and files go (default: a new '
@@ -55,7 +62,10 @@ def main(argv=None):
         parser.error('--cluster runs on Galera: --db must be mysql')
     if args.network and not args.cluster:
         parser.error('--network needs --cluster')
-    queues = args.queues or ('quorum' if args.network else 'classic')
+    if args.quorum and not args.cluster:
+        parser.error('--quorum needs --cluster')
+    queues = args.queues or ('quorum' if args.network or args.quorum
+                             else 'classic')
     workdir = args.workdir or tempfile.mkdtemp(prefix='barbican-chaos-')
     os.makedirs(workdir, exist_ok=True)
     # The servers started below keep their data in it (workdir/services
@@ -83,7 +93,8 @@ def main(argv=None):
                          log=lambda text: print(text, flush=True),
                          order_type=args.order_type, queues=queues,
                          clusters=clusters,
-                         network=network.ALL if args.network else ())
+                         network=network.ALL if args.network else (),
+                         quorum_seconds=args.quorum)
     finally:
         services.close()
     print(report.line(), flush=True)

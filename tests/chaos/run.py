@@ -1,9 +1,15 @@
 """The chaos scenario: a cluster under SIGKILLs and server restarts.
 
-With ``--cluster`` the database is a 3-node MariaDB Galera cluster and the
-broker a 3-node RabbitMQ cluster, each daemon connected to its own node:
-nodes are killed or stopped and started again, one at a time, in place
-of the single servers' restarts.
+With ``--cluster`` the database is a 3-node MariaDB Galera cluster behind
+HAProxy (node 1 the writer, the others backups) and the broker a 3-node
+RabbitMQ cluster, each daemon on its own broker node: nodes are killed or
+stopped and started again, one at a time, in place of the single
+servers' restarts; the Galera kill is of the writer (HAProxy fails over).
+With ``quorum_seconds`` two of three Galera nodes, then two of three
+brokers, go down at once for that long, and come back. A probe writing
+through HAProxy and one watching the orders finish time each node fault
+(``fault_times``): how long writes and progress stalled, and how soon
+they resumed once the nodes were back.
 
 The orders are of one recorded order type (``tests/plugin.py``):
 ``certificate`` runs the certificate type over the recording certificate
@@ -23,6 +29,7 @@ import time
 from tests.chaos import checks
 from tests.chaos import network as network_faults
 from tests.functional import databases
+from tests.functional import probes
 from tests.functional import processes
 from tests.functional import receiver as receivers
 from worker.common import clock
@@ -68,6 +75,14 @@ OPTIONS = {
 #: own type, and the keys they share.
 LIMITED_TYPE = 'recording_limited'
 LIMITED_KEYS = ('a', 'b')
+# On the clusters a process is declared dead after 10 s, not 3: a Galera
+# failover holds every write (heartbeats too) until the cluster has
+# evicted the dead node (evs.suspect_timeout, 5 s) and HAProxy has marked
+# it down, measured 6 to 7 s; with 3 s every live worker looked dead
+# after it and the steps it ran were counted as crashes, enough to fail
+# a step by max_step_crashes. service_down_time must exceed a failover's
+# stall (doc/install.md, "Timeouts that match").
+CLUSTER_DEFAULTS = dict(OPTIONS['DEFAULT'], service_down_time=10)
 # --type: the order type the orders are created with.
 ORDER_TYPES = {'certificate': 'certificate', 'fanout': 'recording_fanout'}
 # --queues: durable classic queues (the default) or quorum queues.
@@ -79,6 +94,27 @@ WORKER_DAEMONS = 3
 # variable), every time they are started: they correct by the database's
 # clock, and the daemon beyond max_clock_offset_seconds judges no one.
 SKEWED_CLOCKS = {'worker-0': -30.0, 'retry-0': 30.0}
+
+
+@dataclasses.dataclass
+class FaultTime:
+    """How long one node fault stalled the run (seconds)."""
+
+    #: ``kind-numbers:action``, as in ``Report.node_faults``.
+    name: str
+    #: The longest time without a write through HAProxy, and without an
+    #: order finishing while some waited, from the fault until a little
+    #: after its nodes were back.
+    write_stall: float
+    progress_stall: float
+    #: From the quorum's return (the first node back) to the first write
+    #: (Galera) or the first order finished (RabbitMQ); None: never.
+    resumed: float | None
+
+    def __str__(self):
+        return '%s write_stall=%.1f progress_stall=%.1f resumed=%s' % (
+            self.name, self.write_stall, self.progress_stall,
+            'never' if self.resumed is None else '%.1f' % self.resumed)
 
 
 @dataclasses.dataclass
@@ -115,6 +151,8 @@ class Report:
     network_faults: list = dataclasses.field(default_factory=list)
     #: ``order create`` calls that hung past their timeout (tried again).
     create_timeouts: int = 0
+    #: A ``FaultTime`` for each node fault.
+    fault_times: list = dataclasses.field(default_factory=list)
     leftovers: dict = dataclasses.field(default_factory=dict)
     #: ``(steps, with several keys, keys shared)`` for a type that
     #: records its idempotency keys, else None.
@@ -172,6 +210,8 @@ class Report:
             line += ' network_faults=%s' % ','.join(self.network_faults)
         if self.create_timeouts:
             line += ' create_timeouts=%d' % self.create_timeouts
+        if self.fault_times:
+            line += '; fault times: ' + '; '.join(map(str, self.fault_times))
         if self.keys is not None:
             line += ('; keys: %d steps, %d with more than one key, %d '
                      'shared between steps' % self.keys)
@@ -337,6 +377,7 @@ class _Orders:
         self.limited = 0
         #: ``order create`` calls that hung past their timeout.
         self.create_timeouts = 0
+        self._held_back = []
 
     def create_next_wave(self):
         """Create the next wave, if any is left.
@@ -383,6 +424,17 @@ class _Orders:
         """How many waves are still to be created."""
         return len(self._waves)
 
+    def hold_back(self, count):
+        """Keep the last ``count`` waves (of the run's own type) out of
+        ``create_next_wave``, for ``create_held_back``."""
+        self._held_back = [self._waves.pop() for _ in range(count)]
+
+    def create_held_back(self):
+        """Create one of the waves held back, if any is left."""
+        if self._held_back:
+            self._waves.insert(0, self._held_back.pop())
+            self.create_next_wave()
+
 
 def _pending(database):
     """Orders not finished, and deliveries of events not finished."""
@@ -396,24 +448,32 @@ def _pending(database):
 
 def run(db, order_count, duration, workdir, services, seed=None,
         recovery_timeout=300, log=print, order_type='certificate',
-        queues='classic', clusters=None, network=()):
+        queues='classic', clusters=None, network=(), quorum_seconds=0):
     """Run the scenario with orders of ``order_type`` (a key of
     ``ORDER_TYPES``) over ``queues`` (a key of ``QUEUES``); returns a
     Report.
 
     ``clusters``: a ``services.Clusters`` to run on (``db`` must then be
-    ``mysql``), with node faults instead of server restarts.
+    ``mysql``), with node faults instead of server restarts; every process
+    connects to Galera through HAProxy (but with ``network``).
+    ``quorum_seconds``: on the clusters, each loses its quorum for that
+    long too (0: never).
     ``network``: names of ``network.ALL``, the network faults to inject
     instead of the node faults, one at a time; ``clusters`` must then be
     started with ``network``. The run's fault time is stretched to hold
-    them all.
+    them all. The processes in the namespaces connect to their own Galera
+    node: HAProxy listens on the runner's loopback, which they do not
+    reach, and the partitions are rules on the nodes' addresses.
     """
     rng = random.Random(seed)
     report = Report(db='galera' if clusters else db, orders=order_count,
                     order_type=order_type, queues=queues)
     server = clusters.server_url if clusters else None
     database_url = databases.create(db, _Path(workdir), server=server)
-    database = db_session.Database.from_url(database_url)
+    # On the clusters the processes, and this one, go through HAProxy.
+    used_url = clusters.through_haproxy(database_url) if clusters else \
+        database_url
+    database = db_session.Database.from_url(used_url)
     migration.upgrade(database.engine)
     options = dict(OPTIONS, **QUEUES[queues])
     runner_address = '127.0.0.1'
@@ -425,9 +485,12 @@ def run(db, order_count, duration, workdir, services, seed=None,
                                         allowed_hosts=runner_address)
         duration = max(duration, network_faults.plan_seconds(network))
     if clusters:
+        options['DEFAULT'] = CLUSTER_DEFAULTS
+    if clusters:
         deployment = processes.Deployment(
-            workdir, database_url, clusters.transport_url(), options,
-            nodes=clusters.nodes(database_url),
+            workdir, used_url if not network else database_url,
+            clusters.transport_url(), options,
+            nodes=clusters.nodes(database_url, haproxy=not network),
             namespaces=clusters.host_namespaces)
     else:
         deployment = processes.Deployment(workdir, database_url,
@@ -435,8 +498,12 @@ def run(db, order_count, duration, workdir, services, seed=None,
     cluster = Cluster(deployment)
     receiver = receivers.Receiver(OPTIONS['notifications']['secret'],
                                   host=runner_address)
+    watching = []
     try:
         receiver.start()
+        if clusters:
+            watching = [probes.WriteProbe(used_url).start(),
+                        probes.ProgressProbe(used_url).start()]
         cluster.start_all()
         created = _Orders(deployment,
                           _waves(order_count, duration, order_type),
@@ -447,7 +514,12 @@ def run(db, order_count, duration, workdir, services, seed=None,
             faults = network_faults.NetworkFaults(
                 clusters, cluster, database, network, rng, log)
         elif clusters:
-            faults = _NodeFaults(clusters, duration, rng, report, log)
+            if quorum_seconds:
+                # Orders created just before each loss of quorum: work in
+                # flight when it goes, which must complete once it is back.
+                created.hold_back(len(_NodeFaults.QUORUM_PLAN))
+            faults = _NodeFaults(clusters, duration, rng, report, log,
+                                 quorum_seconds, created.create_held_back)
         else:
             faults = _ServerFaults(services, db, duration, report, log)
         _inject_faults(cluster, faults, duration, rng, report, log,
@@ -462,8 +534,12 @@ def run(db, order_count, duration, workdir, services, seed=None,
             cluster.restart_exited(log)
             time.sleep(0.5)
         report.recovery_s = time.monotonic() - faults_over
+        for probe in watching:
+            probe.stop()
+        if clusters and not network:
+            report.fault_times = faults.timings(*watching)
         # Room for the passes to clear the rows of the last killed process.
-        time.sleep(OPTIONS['DEFAULT']['service_down_time'] + 3)
+        time.sleep(options['DEFAULT']['service_down_time'] + 3)
         cluster.stop_all()
         _check(report, cluster, deployment, database, created)
         report.subscribed = len(created.subscribed)
@@ -472,6 +548,8 @@ def run(db, order_count, duration, workdir, services, seed=None,
             database, receiver, created.subscribed,
             set(created.ids) - set(created.subscribed))
     finally:
+        for probe in watching:
+            probe.stop()
         receiver.stop()
         deployment.kill_all()
         database.dispose()
@@ -551,41 +629,94 @@ class _ServerFaults:
 
 
 class _NodeFaults:
-    """Kills and clean stops of cluster nodes, one node at a time.
+    """Kills and clean stops of cluster nodes, then losses of quorum.
 
     Four faults spread over the run, alternating broker and database
     nodes, each node down a few seconds and then started again; the
     cluster keeps its quorum (2 of 3) throughout, and the next fault
-    waits until the node has rejoined.
+    waits until the node has rejoined. The Galera node killed is node 1,
+    the writer behind HAProxy: its clients move to a backup.
+
+    With ``quorum_seconds``, two more: Galera nodes 1 and another killed
+    at once (a clean stop would not do: the nodes that leave cleanly take
+    their votes with them, and the last one stays a primary component),
+    then two brokers stopped at once (their quorum queues keep three
+    members and have no majority); each down ``quorum_seconds``, then
+    started again, the quorum back when the first is.
     """
 
     _PLAN = (('rabbitmq', 'kill'), ('galera', 'kill'),
              ('rabbitmq', 'stop'), ('galera', 'stop'))
+    QUORUM_PLAN = (('galera', 'kill'), ('rabbitmq', 'stop'))
+    #: Seconds after a fault in which its stall is looked for.
+    _SETTLE = 15
 
-    def __init__(self, clusters, duration, rng, report, log):
+    def __init__(self, clusters, duration, rng, report, log,
+                 quorum_seconds=0, before_quorum_loss=None):
         start = time.monotonic()
         self._clusters = clusters
+        self._before_quorum_loss = before_quorum_loss
         self._report = report
         self._log = log
-        # Of each kind, the node killed and the node stopped differ.
-        numbers = {kind: rng.sample(range(1, clusters.size + 1), 2)
-                   for kind in clusters.KINDS}
-        self._due = [(start + duration * (i + 1) / (len(self._PLAN) + 1),
-                      kind, action, numbers[kind][i // 2])
-                     for i, (kind, action) in enumerate(self._PLAN)]
+        # Of each kind, the node killed and the node stopped differ; the
+        # Galera node killed is the writer.
+        numbers = {'rabbitmq': rng.sample(range(1, clusters.size + 1), 2),
+                   'galera': [1, rng.randint(2, clusters.size)]}
+        plan = [(kind, action, (numbers[kind][i // 2],), 5)
+                for i, (kind, action) in enumerate(self._PLAN)]
+        if quorum_seconds:
+            # Two of three down: the writer and another Galera node, any
+            # two brokers.
+            down = {'galera': (1, rng.randint(2, clusters.size)),
+                    'rabbitmq': tuple(rng.sample(
+                        range(1, clusters.size + 1), 2))}
+            plan += [(kind, action, down[kind], quorum_seconds)
+                     for kind, action in self.QUORUM_PLAN]
+        self._due = [(start + duration * (i + 1) / (len(plan) + 1),) + fault
+                     for i, fault in enumerate(plan)]
+        #: ``(name, kind, down at, quorum back at, all back at)``.
+        self._done = []
 
     def inject_due(self, now):
         """Inject the faults whose time has come."""
         while self._due and now >= self._due[0][0]:
-            _, kind, action, number = self._due.pop(0)
-            self._log('chaos: %s node %d: %s, down 5 s'
-                      % (kind, number, action))
-            self._clusters.node(action, kind, number)
-            time.sleep(5)
-            self._clusters.node('start', kind, number)
-            self._log('chaos: %s node %d rejoined' % (kind, number))
-            self._report.node_faults.append('%s-%d:%s'
-                                            % (kind, number, action))
+            _, kind, action, numbers, seconds = self._due.pop(0)
+            name = '%s-%s:%s' % (kind, '+'.join(map(str, numbers)), action)
+            self._log('chaos: %s node %s: %s, down %d s'
+                      % (kind, ' and '.join(map(str, numbers)), action,
+                         seconds))
+            if len(numbers) > 1 and self._before_quorum_loss:
+                self._before_quorum_loss()
+            down_at = time.monotonic()
+            for number in numbers:
+                self._clusters.node(action, kind, number)
+            time.sleep(seconds)
+            self._clusters.node('start', kind, numbers[0])
+            back_at = time.monotonic()
+            for number in numbers[1:]:
+                self._clusters.node('start', kind, number)
+            self._log('chaos: %s node %s rejoined (fault over in %.0f s)'
+                      % (kind, ' and '.join(map(str, numbers)),
+                         time.monotonic() - down_at))
+            self._done.append((name, kind, down_at, back_at,
+                               time.monotonic()))
+            self._report.node_faults.append(name)
+
+    def timings(self, writes, progress):
+        """A ``FaultTime`` for each fault done, from ``writes`` (a
+        ``probes.WriteProbe`` through HAProxy) and ``progress`` (a
+        ``probes.ProgressProbe``); a stall is looked for until a little
+        after the fault's nodes were back (or the next fault)."""
+        times = []
+        next_down = [fault[2] for fault in self._done[1:]] + [float('inf')]
+        for (name, kind, down_at, back_at, end_at), next_at in zip(
+                self._done, next_down):
+            until = min(end_at + self._SETTLE, next_at)
+            watched = writes if kind == 'galera' else progress
+            times.append(FaultTime(name, writes.stall(down_at, until),
+                                   progress.stall(down_at, until),
+                                   watched.resumed(back_at)))
+        return times
 
 
 def _inject_faults(cluster, faults, duration, rng, report, log, created,
@@ -601,33 +732,57 @@ def _inject_faults(cluster, faults, duration, rng, report, log, created,
     creating = threading.Thread(
         target=_create_waves, args=(created, start + 0.8 * duration))
     creating.start()
-    receiver_down_at = start + 0.3 * duration
-    receiver_up_at = start + 0.5 * duration
+    outage = _ReceiverOutage(receiver, start + 0.3 * duration,
+                             start + 0.5 * duration, report, log)
     try:
         while time.monotonic() - start < duration:
             time.sleep(rng.uniform(1.0, 3.0))
             cluster.restart_exited(log)
             cluster.kill_one(rng)
             report.kills += 1
-            now = time.monotonic()
-            if receiver_down_at and now >= receiver_down_at:
-                log('chaos: the receiver of notifications goes down')
-                receiver.stop()
-                report.receiver_outages += 1
-                receiver_down_at = None
-            if not receiver_down_at and receiver_up_at and \
-                    now >= receiver_up_at:
-                log('chaos: the receiver of notifications is back')
-                receiver.start()
-                receiver_up_at = None
-            faults.inject_due(now)
+            outage.due(time.monotonic())
+            faults.inject_due(time.monotonic())
+            # A node fault may block past the receiver's return (a loss
+            # of quorum, a minute): it must not stay down longer, its
+            # port free for another program to take.
+            outage.due(time.monotonic())
+        outage.due(float('inf'))
         # A slow restart can run past the end: the faults still planned
         # happen now, so that every run has all of them.
         faults.inject_due(float('inf'))
     finally:
         creating.join()
-        if receiver_up_at:
-            receiver.start()
+        outage.end()
+
+
+class _ReceiverOutage:
+    """The receiver of notifications down from ``down_at`` to ``up_at``
+    (monotonic), once."""
+
+    def __init__(self, receiver, down_at, up_at, report, log):
+        self._receiver = receiver
+        self._down_at = down_at
+        self._up_at = up_at
+        self._report = report
+        self._log = log
+
+    def due(self, now):
+        """Take the receiver down, or bring it back, if it is time."""
+        if self._down_at is not None and now >= self._down_at:
+            self._log('chaos: the receiver of notifications goes down')
+            self._receiver.stop()
+            self._report.receiver_outages += 1
+            self._down_at = None
+        if self._down_at is None and self._up_at is not None and \
+                now >= self._up_at:
+            self.end()
+
+    def end(self):
+        """Bring the receiver back if it is down."""
+        if self._down_at is None and self._up_at is not None:
+            self._log('chaos: the receiver of notifications is back')
+            self._receiver.start()
+            self._up_at = None
 
 
 def _create_waves(created, until):

@@ -233,6 +233,9 @@ class Clusters(_Started):
             'BARBICAN_RETRY_TEST_GALERA_URLS'].split()
         self.rabbitmq_urls = os.environ[
             'BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_URLS'].split()
+        #: The URL of HAProxy in front of the Galera nodes (node 1 the
+        #: writer, the others backups).
+        self.haproxy_url = os.environ['BARBICAN_RETRY_TEST_GALERA_HAPROXY_URL']
 
     @property
     def size(self):
@@ -251,15 +254,23 @@ class Clusters(_Started):
                  for url in self.rabbitmq_urls]
         return 'rabbit://%s/' % ','.join(hosts[first:] + hosts[:first])
 
-    def nodes(self, database_url):
-        """``(database_url, transport_url)`` of each node: the database
-        of ``database_url`` on Galera node k, broker node k first."""
+    def nodes(self, database_url, haproxy=True):
+        """``(database_url, transport_url)`` of each node: broker node k
+        first, and the database of ``database_url`` through HAProxy, as
+        OpenStack deploys Galera (or, ``haproxy=False``, on Galera node
+        k)."""
         url = sa.engine.make_url(database_url)
+        galera = ([self.haproxy_url] * self.size if haproxy else
+                  self.galera_urls)
         return [(url.set(host=sa.engine.make_url(node).host,
                          port=sa.engine.make_url(node).port)
                  .render_as_string(hide_password=False),
                  self.transport_url(number))
-                for number, node in enumerate(self.galera_urls)]
+                for number, node in enumerate(galera)]
+
+    def through_haproxy(self, database_url):
+        """``database_url`` (on a Galera node) through HAProxy."""
+        return self.nodes(database_url)[0][0]
 
     def node(self, action, kind, number):
         """``stop``, ``kill`` or ``start`` node ``number`` (from 1) of

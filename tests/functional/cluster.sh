@@ -8,7 +8,7 @@
 #   cluster.sh node-stop DIR galera|rabbitmq N    clean stop (SIGTERM) of node N (1-3)
 #   cluster.sh node-kill DIR galera|rabbitmq N    SIGKILL of node N's server
 #   cluster.sh node-start DIR galera|rabbitmq N   start node N again, back in its cluster
-#   cluster.sh status DIR                         one line per node
+#   cluster.sh status DIR                         one line per node (and HAProxy's view)
 #
 #   cluster.sh start DIR --network                the same, each node (and each
 #       host of the project's processes) in a network namespace of its own:
@@ -28,6 +28,9 @@
 # (same data, same ports). The node-* commands wait until the node is gone,
 # or until it is back in its cluster (a Galera node Synced, a broker running
 # in the cluster). Run one command at a time per DIR.
+#
+# HAProxy (Debian's) listens on a port of its own in front of the Galera
+# nodes: node 1 the writer, 2 and 3 backups (see the HAProxy section).
 #
 # Galera: node 1 bootstraps the cluster (--wsrep-new-cluster) at the first
 # start, nodes 2 and 3 join it with a full state transfer (SST, rsync). A
@@ -527,6 +530,145 @@ epmd_stop() {
     die "epmd on port $EPMD_PORT would not stop"
 }
 
+# ---------------------------------------------------------------- HAProxy
+
+# HAProxy in front of Galera as OpenStack deploys it: one writer (node 1),
+# nodes 2 and 3 `backup`, so that every client writes on the same node and
+# Galera has no certification conflicts to settle between nodes. Debian's
+# haproxy, on 127.0.0.1 with a port of its own (HAPROXY_PORT, added to
+# DIR/cluster.conf by haproxy_conf_port), run as the invoking user.
+#
+# The health check is an external check running DIR/galera-check.sh, which
+# asks the node for wsrep_local_state (4 = Synced) and wsrep_cluster_status
+# (Primary), as the clustercheck script of OpenStack-Ansible and kolla does
+# behind their `option httpchk`. Debian ships no clustercheck (nor the
+# xinetd it runs under); `option mysql-check` only proves that mariadbd
+# answers a login, and a node that lost its quorum, or is still catching
+# up (IST) after a restart, answers a login but refuses every query.
+HAPROXY_CHECK_INTER=1000      # ms between checks of a server
+HAPROXY_CHECK_FALL=2          # failed checks before a server is down
+HAPROXY_CHECK_RISE=2          # good checks before it is up again
+
+haproxy_pid_file() { echo "$DIR/haproxy.pid"; }
+haproxy_alive() { pid_alive "$(head -n1 "$(haproxy_pid_file)" 2>/dev/null || true)" haproxy; }
+
+# A port of its own, chosen once per DIR (the cluster.conf of an older DIR
+# has none yet).
+haproxy_conf_port() {
+    [ -n "${HAPROXY_PORT:-}" ] && return 0
+    HAPROXY_PORT=$(pick_ports 1)
+    echo "HAPROXY_PORT=$HAPROXY_PORT" >>"$DIR/cluster.conf"
+}
+
+# The check user: no password, no privilege but to log in and read the
+# status (USAGE), from the address HAProxy connects from only; replicated
+# to every node.
+haproxy_check_user() {
+    [ -f "$DIR/.haproxy-user-done" ] && return 0
+    # With --network, HAProxy reaches the nodes from the bridge's address.
+    local from=127.0.0.1
+    net_enabled && from=$NET_PREFIX.1
+    galera_sql "$1" -e "CREATE USER IF NOT EXISTS 'haproxy'@'$from';" \
+        >>"$(galera_log "$1")" 2>&1 ||
+        fail "$(galera_log "$1")" "creating the haproxy check user failed"
+    touch "$DIR/.haproxy-user-done"
+}
+
+# HAProxy's external check: its $3 and $4 are the server's address and port.
+haproxy_write_check() {
+    cat >"$DIR/galera-check.sh" <<'CHECK'
+#!/bin/sh
+# Up only when the node is Synced (wsrep_local_state 4) in a Primary
+# component: written by cluster.sh for HAProxy's external-check.
+out=$(mariadb --no-defaults -uhaproxy -h"$3" -P"$4" --connect-timeout=1 -N -B -e \
+    "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_state', 'wsrep_cluster_status')" 2>/dev/null) || exit 1
+echo "$out" | grep -q '^wsrep_local_state[[:space:]]4$' || exit 1
+echo "$out" | grep -q '^wsrep_cluster_status[[:space:]]Primary$'
+CHECK
+    chmod 755 "$DIR/galera-check.sh"
+}
+
+# The configuration, with the values doc/install.md gives (measured
+# there): a failed writer is marked down after FALL * INTER and its
+# sessions cut at once (on-marked-down shutdown-sessions), so that no
+# client waits on a dead node's socket; a writer back up takes the writes
+# again and the backup's sessions are cut (on-marked-up
+# shutdown-backup-sessions): one writer at a time. timeout client/server
+# are above oslo.db's connection_recycle_time (3600 s): HAProxy must never
+# cut an idle pooled connection before the pool recycles it.
+haproxy_write_conf() {
+    local n backup
+    cat >"$DIR/haproxy.cfg" <<CONF
+global
+    pidfile $(haproxy_pid_file)
+    stats socket $DIR/haproxy.sock mode 600 level admin
+    external-check
+    insecure-fork-wanted
+    maxconn 4000
+
+defaults
+    mode tcp
+    timeout connect 2s
+    timeout client 3700s
+    timeout server 3700s
+    timeout check 2s
+
+listen galera
+    bind 127.0.0.1:$HAPROXY_PORT
+    option external-check
+    external-check path /usr/bin:/bin
+    external-check command $DIR/galera-check.sh
+    default-server inter ${HAPROXY_CHECK_INTER}ms fall $HAPROXY_CHECK_FALL rise $HAPROXY_CHECK_RISE on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions
+CONF
+    for n in "${NODES[@]}"; do
+        backup=
+        [ "$n" = 1 ] || backup=' backup'
+        echo "    server galera$n $(net_ip galera "$n"):${GALERA_PORT[n]} check$backup" >>"$DIR/haproxy.cfg"
+    done
+}
+
+# haproxy_start N: start HAProxy (if down) once the nodes are Synced (N is
+# one of them, for the check user); waits until it sees the writer up.
+haproxy_start() {
+    local deadline=$((SECONDS + READY_TIMEOUT))
+    haproxy_conf_port
+    haproxy_check_user "$1"
+    haproxy_write_check
+    haproxy_write_conf
+    haproxy_alive && return 0
+    haproxy -c -q -f "$DIR/haproxy.cfg" >>"$DIR/haproxy.log" 2>&1 || fail "$DIR/haproxy.log" "haproxy.cfg is not valid"
+    # -D: haproxy daemonizes and writes its pid file; setsid as the servers.
+    setsid haproxy -D -f "$DIR/haproxy.cfg" >>"$DIR/haproxy.log" 2>&1 </dev/null ||
+        fail "$DIR/haproxy.log" "haproxy did not start"
+    until haproxy_states | grep -q '^galera1 UP$'; do
+        [ $SECONDS -lt $deadline ] || fail "$DIR/haproxy.log" "haproxy does not see galera node 1 up after ${READY_TIMEOUT}s"
+        sleep 0.3
+    done
+}
+
+# One line per server, "galeraN UP" (or DOWN, ...), from the stats socket.
+haproxy_states() {
+    python3 - "$DIR/haproxy.sock" 2>/dev/null <<'STATS'
+import csv, socket, sys
+with socket.socket(socket.AF_UNIX) as s:
+    s.settimeout(2)
+    s.connect(sys.argv[1])
+    s.sendall(b"show stat\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+for row in csv.DictReader(data.decode().lstrip("# ").splitlines()):
+    if row["svname"].startswith("galera"):
+        print(row["svname"], row["status"].split()[0])
+STATS
+}
+
+haproxy_stop() {
+    [ -n "${HAPROXY_PORT:-}" ] || return 0
+    stop_pid "$(haproxy_pid_file)" haproxy
+    wait_port_closed "$HAPROXY_PORT"
+}
+
 # ---------------------------------------------------------------- start / stop
 
 write_env() {
@@ -544,6 +686,9 @@ write_env() {
         echo "export BARBICAN_RETRY_TEST_CLUSTER_SCRIPT=$CLUSTER_SELF"
         echo "export BARBICAN_RETRY_TEST_GALERA_URLS='${galera[*]}'"
         echo "export BARBICAN_RETRY_TEST_GALERA_PORTS='${GALERA_PORT[*]}'"
+        # HAProxy in front of the three nodes (writer node 1, two backups).
+        echo "export BARBICAN_RETRY_TEST_GALERA_HAPROXY_URL=mysql+pymysql://barbican:barbican@127.0.0.1:$HAPROXY_PORT/barbican_retry?charset=utf8mb4"
+        echo "export BARBICAN_RETRY_TEST_GALERA_HAPROXY_SOCKET=$DIR/haproxy.sock"
         echo "export BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_URLS='${amqp[*]}'"
         echo "export BARBICAN_RETRY_TEST_RABBITMQ_CLUSTER_PORTS='${AMQP_PORT[*]}'"
         # One oslo.messaging transport URL naming the three brokers.
@@ -612,6 +757,7 @@ start_cluster() {
         galera_setup "$n"
     done
     for n in "${NODES[@]}"; do galera_wait "$n" ${#NODES[@]}; done
+    haproxy_start "$first"
     local t_galera=$((SECONDS - t0))
 
     for n in "${NODES[@]}"; do rabbitmq_node_wait "$n"; done
@@ -619,7 +765,7 @@ start_cluster() {
     for n in "${NODES[@]}"; do rabbitmq_cluster_wait "$n" ${#NODES[@]}; done
 
     write_env
-    log "started in $((SECONDS - t0))s (galera synced after ${t_galera}s): galera :${GALERA_PORT[*]}, rabbitmq :${AMQP_PORT[*]} (env: $DIR/env)"
+    log "started in $((SECONDS - t0))s (galera synced after ${t_galera}s): galera :${GALERA_PORT[*]} (haproxy :$HAPROXY_PORT), rabbitmq :${AMQP_PORT[*]} (env: $DIR/env)"
 }
 
 stop_cluster() {
@@ -634,6 +780,7 @@ stop_cluster() {
     # the other (3, 2, 1): each leaves cleanly and node 1, the last, can
     # bootstrap the next start.
     local pids=() pid rc=0
+    haproxy_stop || rc=1
     (
         for n in 3 2 1; do (galera_node_stop "$n") || rc=1; done
         exit $rc
@@ -711,6 +858,11 @@ status_cluster() {
         fi
         rm -f "$DIR/.status-rabbitmq$n"
     done
+    if haproxy_alive; then
+        printf 'haproxy     127.0.0.1:%-5s  up    %s\n' "$HAPROXY_PORT" "$(haproxy_states | tr '\n' ' ')"
+    elif [ -n "${HAPROXY_PORT:-}" ]; then
+        printf 'haproxy     127.0.0.1:%-5s  down\n' "$HAPROXY_PORT"
+    fi
 }
 
 cmd=${1:-}

@@ -26,10 +26,11 @@ export PATH=$PATH:/usr/sbin:/sbin
 # BASH_SOURCE, not $0: this file, also when sourced by another script.
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 # prometheus: promtool, for the alert rules' tests. galera-4, rsync: the
-# Galera provider and the tool of its state transfers (SST), for cluster.sh.
+# Galera provider and the tool of its state transfers (SST), for cluster.sh;
+# haproxy, the load balancer cluster.sh puts in front of Galera.
 # nftables, iproute2 (ip netns, tc): the network faults of cluster.sh
 # --network.
-PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync nftables iproute2)
+PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync haproxy nftables iproute2)
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
 READY_TIMEOUT=90                   # seconds to wait for a server to come up
 STOP_TIMEOUT=60                    # seconds to wait for a server to go away

@@ -42,3 +42,11 @@ def test_cutoffs_apply_each_rule_at_one_moment():
     assert (cutoffs.now, cutoffs.alive_since, cutoffs.lock_stale_before,
             cutoffs.dispatch_lost_before) == (NOW, _ago(60), _ago(300),
                                               _ago(15))
+
+
+def test_a_daemon_judges_a_down_time_after_its_last_failed_pass():
+    assert liveness.sees_long_enough(NOW, None, 60)
+    assert not liveness.sees_long_enough(NOW, _ago(59.9), 60)
+    assert liveness.sees_long_enough(NOW, _ago(60), 60)
+    # The clock went back past the failure: not blind for ever.
+    assert liveness.sees_long_enough(_ago(10), NOW, 60)

@@ -710,3 +710,36 @@ def test_a_step_taken_back_frees_its_slots_and_wakes_a_waiting_step(
     assert sorted(client.casts, key=str) == sorted([
         (REQUEST, {'order_id': hung, 'generation': 2}),
         (REQUEST, {'order_id': waiting, 'generation': 0})], key=str)
+
+
+def _database_away(*args, **kwargs):
+    raise ConnectionError('the database is away')
+
+
+def test_a_daemon_back_from_an_outage_judges_no_one_for_a_down_time(
+        database, monkeypatch):
+    """While the database was away no process could heartbeat. Back, the
+    daemon casts due rows but takes no step back until every live process
+    had service_down_time to heartbeat again; then the dead are judged."""
+    down_time = _conf().service_down_time
+    _heartbeat(database, '5@live', NOW - _seconds(down_time + 1))
+    _heartbeat(database, '6@dead', NOW - _seconds(down_time + 1))
+    kept = _claimed(database, '5@live', NOW - _seconds(120))
+    lost = _claimed(database, '6@dead', NOW - _seconds(120))
+    _make_orders(database, 2)
+    retry_manager, client = _manager(database)
+    with monkeypatch.context() as patch:
+        patch.setattr(database, 'reader', _database_away)
+        with pytest.raises(ConnectionError):
+            retry_manager.run_once(NOW)
+
+    result = retry_manager.run_once(NOW + _seconds(1))
+    assert (result.recovered, result.dispatched) == (0, 2)
+    assert _step(database, kept, REQUEST).owner == '5@live'
+    assert _step(database, lost, REQUEST).owner == '6@dead'
+
+    _heartbeat(database, '5@live', NOW + _seconds(2))
+    result = retry_manager.run_once(NOW + _seconds(down_time))
+    assert result.recovered == 1 and result.dead_services == ['6@dead']
+    assert _step(database, kept, REQUEST).owner == '5@live'
+    assert _step(database, lost, REQUEST).owner is None
