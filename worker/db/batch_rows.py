@@ -100,41 +100,59 @@ def _over_some_rows(statement: Write, rows: Rows) -> Execution:
 
 def _bucket(count: int) -> int:
     """The number of rows of the statement that runs ``count`` rows: the
-    next power of two up to 16, then the next multiple of 16 (a row
-    of padding costs the server little; a statement of each size costs
-    SQLAlchemy a compilation and its cache a place)."""
-    if count <= 16:
-        return 1 << max(count - 1, 0).bit_length()
-    return -(-count // 16) * 16
+    next power of two. A row of padding costs the server little; a
+    statement of each size costs SQLAlchemy a compilation in each process
+    and its cache a place."""
+    return 1 << max(count - 1, 0).bit_length()
 
 
 @functools.lru_cache(maxsize=256)
 def _over_rows(statement: Write, size: int) -> tuple[Write, list[str]]:
     """``statement`` joined to a derived table of ``size`` rows whose
-    columns are its named parameters: ``UPDATE t, (SELECT :a_0 AS a, ...
-    UNION ALL SELECT :a_1, ...) AS batch SET ... WHERE t.k = batch.k``
-    (the multi-table UPDATE or DELETE SQLAlchemy renders for MySQL).
+    columns are its named parameters (``_rows``): ``UPDATE t, (SELECT :a_0
+    AS a, ... UNION ALL VALUES (:a_1, ...), ...) AS batch SET ... WHERE
+    t.k = batch.k``, the multi-table UPDATE or DELETE that SQLAlchemy
+    renders for MySQL.
 
     Returns the statement and the names of the rows' parameters; the
     parameter of a row's column is ``<name>_<row>``.
-
-    ``UNION ALL`` of SELECTs, not ``VALUES``: MariaDB names the columns of
-    a table value constructor after its first row's values, and takes a
-    derived table's column list (``AS batch (a, b)``, as ``sa.values``
-    renders it) only from 11.7; Debian 12 ships 10.11. The parameters are
-    not CAST to their columns' types: a CAST gives a string the
-    connection's collation, which MariaDB then refuses to compare with a
-    column of the table's (``Illegal mix of collations``), where a
-    literal takes the column's, and the primary key still finds each row.
     """
     types = _row_parameters(statement)
     names = sorted(types)
-    rows = sa.union_all(*(
-        sa.select(*(sa.bindparam('%s_%d' % (name, index),
-                                 type_=types[name]).label(name)
-                    for name in names))
-        for index in range(size))).subquery(_ROWS)
-    return _from_rows(statement, rows), names
+    return _from_rows(statement, _rows(types, names, size)), names
+
+
+def _rows(types: abc.Mapping[str, Any], names: abc.Sequence[str],
+          size: int) -> sa.FromClause:
+    """``(SELECT :a_0 AS a, ... UNION ALL VALUES (:a_1, ...), ...) AS
+    batch``: a table value constructor whose first row names its columns,
+    each parameter typed as the column it stands for.
+
+    Text, with typed parameters and columns: SQLAlchemy's ``sa.values``
+    renders ``(VALUES ...) AS batch (a, ...)``, whose column list MariaDB
+    takes only from 11.7 (Debian 12 ships 10.11; a bare ``VALUES`` names
+    its columns after its first row's values), and SQLAlchemy 2 caches no
+    statement with a ``VALUES`` (it compiles it at every execution). A
+    ``UNION ALL`` of ``sa.select`` for each row is cached, but compiles
+    four times slower, once for each size in each process: about 20 ms for
+    64 rows, which a short-lived pool pays several times over.
+
+    The values are not CAST to their columns' types: a CAST gives a
+    string the connection's collation, which MariaDB refuses to compare
+    with a column of the table's (``Illegal mix of collations``), where a
+    literal takes the column's, and the primary key still finds each row.
+    """
+    def row(index: int) -> list[str]:
+        return [':%s_%d' % (name, index) for name in names]
+    text = 'SELECT ' + ', '.join('%s AS %s' % (value, name) for value, name
+                                 in zip(row(0), names))
+    if size > 1:
+        text += ' UNION ALL VALUES ' + ', '.join(
+            '(%s)' % ', '.join(row(index)) for index in range(1, size))
+    return sa.text(text).bindparams(*(
+        sa.bindparam('%s_%d' % (name, index), type_=types[name])
+        for index in range(size) for name in names)).columns(*(
+            sa.column(name, types[name]) for name in names)).subquery(_ROWS)
 
 
 def _row_parameters(statement: Write) -> dict[str, Any]:

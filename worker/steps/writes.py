@@ -11,8 +11,8 @@ Nothing is written while deciding; the writer executes the lists:
   in one execution with the parameters of all of them (the repositories'
   ``*_many`` functions, through ``worker.db.statements.execute_many``:
   one statement over arrays on PostgreSQL, over a derived table of the
-  rows on MariaDB, an ``executemany`` on SQLite). Sent one by one, each statement's set-up in SQLAlchemy
-  costs more than the database's work.
+  rows on MariaDB, an ``executemany`` on SQLite). Sent one by one, each
+  statement's set-up in SQLAlchemy costs more than the database's work.
 
 Whether a result can go in a batch is a property of its values
 (``batched``): a value that has a ``*_many`` form says so. River's
