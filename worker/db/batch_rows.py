@@ -7,7 +7,7 @@ parameters (``bindparam(name)`` with no value) a column of that table:
 
 - PostgreSQL: ``unnest`` over one array per parameter (``over_arrays``):
   the statement is the same for any number of rows.
-- MariaDB and MySQL: a derived table of the rows (``over_rows``), joined
+- MariaDB: a derived table of the rows (``over_rows``), joined
   in a multi-table UPDATE or DELETE. Before, a batch was an
   ``executemany``, which PyMySQL sends as one statement per row: a round
   trip each.
@@ -78,7 +78,7 @@ def _over_arrays(statement: Write) -> tuple[Write, list[str]]:
 
 def over_rows(statement: Write, rows: Rows) -> list[Execution]:
     """``statement`` and its parameters over ``rows`` as a derived table
-    (MariaDB, MySQL; ``_over_rows``): one execution for each
+    (MariaDB; ``_over_rows``): one execution for each
     ``MOST_ROWS`` rows."""
     return [_over_some_rows(statement, rows[start:start + MOST_ROWS])
             for start in range(0, len(rows), MOST_ROWS)]
@@ -112,7 +112,7 @@ def _over_rows(statement: Write, size: int) -> tuple[Write, list[str]]:
     columns are its named parameters (``_rows``): ``UPDATE t, (SELECT :a_0
     AS a, ... UNION ALL VALUES (:a_1, ...), ...) AS batch SET ... WHERE
     t.k = batch.k``, the multi-table UPDATE or DELETE that SQLAlchemy
-    renders for MySQL.
+    renders for MySQL and MariaDB.
 
     Returns the statement and the names of the rows' parameters; the
     parameter of a row's column is ``<name>_<row>``.

@@ -61,20 +61,21 @@ def execute_many(session: orm.Session, statement: Write,
     """Run ``statement`` once for each of ``rows`` (its parameters);
     returns how many rows it changed in all.
 
-    On PostgreSQL, MariaDB and MySQL, several rows go in one execution
+    On PostgreSQL and MariaDB, several rows go in one execution
     (``worker.db.batch_rows``: over arrays, or over a derived table of the
     rows, ``batch_rows.MOST_ROWS`` at most in one statement). The
     statement then changes every row that one of the executions would
     have changed, each only once; its row count is the count of those
     rows, so a fenced write is counted as before (a row given twice is
     counted once: the caller finds fewer than it asked for, as if one had
-    moved on). Elsewhere (SQLite) this is an ``executemany``, whose row
-    count the driver sums over its rows (the contract tests check it).
+    moved on). Elsewhere (SQLite, MySQL) this is an ``executemany``,
+    whose row count the driver sums over its rows (the contract tests
+    check it).
     """
     if not rows:
         return 0
     connection = session.connection()
-    at_once = _AT_ONCE.get(connection.dialect.name)
+    at_once = _at_once(connection.dialect)
     if len(rows) == 1 or at_once is None:
         return connection.execute(statement, rows).rowcount
     return sum(connection.execute(many, parameters).rowcount
@@ -83,14 +84,21 @@ def execute_many(session: orm.Session, statement: Write,
 
 def executes_many_at_once(session: orm.Session) -> bool:
     """Whether ``execute_many`` runs its rows in one execution here."""
-    return session.connection().dialect.name in _AT_ONCE
+    return _at_once(session.connection().dialect) is not None
 
 
-#: The form of ``execute_many``'s one execution, by dialect name
-#: (SQLAlchemy names MariaDB ``mysql`` through a ``mysql+`` URL).
-_AT_ONCE = {'postgresql': batch_rows.over_arrays,
-            'mysql': batch_rows.over_rows,
-            'mariadb': batch_rows.over_rows}
+def _at_once(dialect: sa.Dialect) -> abc.Callable[
+        [Write, abc.Sequence[abc.Mapping[str, Any]]],
+        list[batch_rows.Execution]] | None:
+    """The form of ``execute_many``'s one execution on ``dialect``, if it
+    has one. MariaDB's is its own (``VALUES`` without ``ROW``), which
+    MySQL does not read: SQLAlchemy names both ``mysql`` through a
+    ``mysql+`` URL, and tells them apart once connected."""
+    if dialect.name == 'postgresql':
+        return batch_rows.over_arrays
+    if getattr(dialect, 'is_mariadb', False):
+        return batch_rows.over_rows
+    return None
 
 
 #: ``update_many``'s updates: ``(values, where parameters)``.
