@@ -144,8 +144,9 @@ def _rows(types: abc.Mapping[str, Any], names: abc.Sequence[str],
     """
     def row(index: int) -> list[str]:
         return [':%s_%d' % (name, index) for name in names]
-    text = 'SELECT ' + ', '.join('%s AS %s' % (value, name) for value, name
-                                 in zip(row(0), names))
+    # Quoted: a parameter's name may be a reserved word.
+    text = 'SELECT ' + ', '.join('%s AS `%s`' % (value, name)
+                                 for value, name in zip(row(0), names))
     if size > 1:
         text += ' UNION ALL VALUES ' + ', '.join(
             '(%s)' % ', '.join(row(index)) for index in range(1, size))
