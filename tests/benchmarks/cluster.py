@@ -20,6 +20,10 @@ network's.
 - worker pool: N certificate orders created, then their first steps cast
   (two steps each, the second cast by the result of the first). Rate = N
   / (last order ACTIVE - first cast).
+
+Both also on the Galera cluster with the one broker (issue 32: Galera
+beside one MariaDB), which tells the database cluster's cost from the
+broker cluster's (quorum queues).
 """
 
 import concurrent.futures
@@ -134,6 +138,17 @@ def _figures(log, what, unit, count, done, started, last):
             'rate': done / seconds if last else 0.0}
 
 
+def _galera(clusters, transport_url):
+    """The Galera cluster's nodes with the one broker: launcher k on
+    Galera node k, with ``mysql_wsrep_sync_wait`` as on the clusters."""
+    def nodes(url):
+        return [(database_url, transport_url)
+                for database_url, _ in clusters.nodes(url)]
+    return dict(server=clusters.server_url, nodes=nodes,
+                options=dict(_OPTIONS,
+                             database=_CLUSTER_OPTIONS['database']))
+
+
 def run(transport_url, workdir, quick, log):
     """Issue 15's figures; returns the raw figures."""
     server = databases.server_url('mysql')
@@ -150,7 +165,10 @@ def run(transport_url, workdir, quick, log):
                        nodes=clusters.nodes)
         started = time.monotonic()
         results = {'launchers': LAUNCHERS}
-        for key, site in (('single', single), ('cluster', cluster)):
+        galera = _galera(clusters, transport_url)
+        sites = (('single', single), ('galera', galera),
+                 ('cluster', cluster))
+        for key, site in sites:
             results[key] = {
                 'drain': _drain(workdir, key, site['server'], site['nodes'],
                                 site['options'], rows, log),

@@ -89,6 +89,7 @@ def _rows_drain(result):
         '0 / 0', ours['lost'] == 0 and ours['duplicated'] == 0))
     if complete:
         rows.extend(_rows_drain_complete(complete, celery, reference))
+    rows.extend(_rows_drain_mariadb(result))
     big = result.get('ours_complete_100k')
     if big:
         rows.append(_row_pool_memory(big))
@@ -108,6 +109,27 @@ def _rows_drain_complete(complete, celery, reference):
         ratio is not None and ratio >= 1.0 and whole),
         _row_cpu('12.3 worker CPU per step, that drain', complete),
         _row_pool_memory(complete)]
+
+
+def _rows_drain_mariadb(result):
+    """Issue 32, part 2: the claim + complete drain on MariaDB beside the
+    same on PostgreSQL, same run."""
+    mariadb, postgresql = (result.get('complete_mariadb'),
+                           result.get('ours_complete'))
+    if mariadb is None or postgresql is None:
+        return []
+    measurement = ('32. drain %d due at T on MariaDB, %d workers, claim + '
+                   'plugin + complete' % (result['rows'],
+                                          result['processes']))
+    if 'error' in mariadb:
+        return [Row(measurement, 'ERROR', mariadb['error'][:60], None,
+                    '(info)', None)]
+    return [Row(
+        measurement, '%.0f orders/s, %d lost / %d dup' % (
+            mariadb['rate'], mariadb['lost'], mariadb['duplicated']),
+        'PostgreSQL: %.0f orders/s' % postgresql['rate'],
+        _ratio(mariadb['rate'], postgresql['rate']), '(info), 0 / 0',
+        None if mariadb['lost'] == mariadb['duplicated'] == 0 else False)]
 
 
 def _row_cpu(measurement, figures):
@@ -224,7 +246,32 @@ def _rows_worker_pool(result):
         _rows_graphile(result) + [
         _row_cpu('12.3 worker CPU per step, %d process(es)'
                  % figures['processes'], figures) for figures in (one, two)
-    ] + _rows_fanout(result) + _rows_notified(result)
+    ] + _rows_fanout(result) + _rows_notified(result) + _rows_mariadb_pool(
+        result)
+
+
+def _rows_mariadb_pool(result):
+    """Issue 32, part 2: the certificate pool on MariaDB beside the same
+    on PostgreSQL, same run."""
+    mariadb = result.get('mariadb')
+    if mariadb is None:
+        return []
+    rows = []
+    for key in ('one', 'two'):
+        ours, postgresql = mariadb.get(key), result[key]
+        measurement = ('32. certificate orders/s on MariaDB, %d worker '
+                       'process(es)' % postgresql['processes'])
+        if ours is None:
+            rows.append(Row(measurement, 'ERROR',
+                            mariadb.get('error', '?')[:60], None, '>= 0.8x',
+                            False))
+            continue
+        ratio = _ratio(ours['rate'], postgresql['rate'])
+        rows.append(Row(
+            measurement, '%.1f orders/s' % ours['rate'],
+            'PostgreSQL: %.1f orders/s' % postgresql['rate'], ratio,
+            '>= 0.8x', ratio is not None and ratio >= 0.8))
+    return rows
 
 
 def _rows_burst(result):
@@ -348,6 +395,28 @@ def _rows_cluster(result):
             'one MariaDB, one broker: %.1f %s' % (single['rate'], unit),
             ours['rate'] / single['rate'] if single['rate'] else None,
             '(info)', None))
+    return rows + _rows_galera(result)
+
+
+def _rows_galera(result):
+    """Issue 32, part 2: the Galera cluster with the one broker beside one
+    MariaDB, same run."""
+    galera = result.get('galera')
+    if galera is None:
+        return []
+    rows = []
+    for key, what in (('drain', '32. drain %d due at T on Galera (one '
+                       'broker), %d launchers'),
+                      ('pool', '32. certificate orders/s on Galera (one '
+                       'broker, %d orders), %d launchers')):
+        ours, single = galera[key], result['single'][key]
+        ratio = _ratio(ours['rate'], single['rate'])
+        rows.append(Row(
+            what % (ours.get('rows', ours.get('orders')),
+                    result['launchers']),
+            '%.1f orders/s (%d done)' % (ours['rate'], ours['done']),
+            'one MariaDB: %.1f orders/s' % single['rate'], ratio,
+            '>= 0.85x', ratio is not None and ratio >= 0.85))
     return rows
 
 

@@ -104,7 +104,7 @@ _EVENTS_PER_ORDER = 3
 
 def measure(transport_url, count, worker_processes, workdir, log,
             order_type='certificate', notify=False, prepare=None,
-            during=None):
+            during=None, backend='postgresql'):
     """Complete ``count`` orders of ``order_type`` with ``worker_processes``;
     figures. ``notify``: each order's events go to a local receiver.
 
@@ -115,8 +115,9 @@ def measure(transport_url, count, worker_processes, workdir, log,
         is ACTIVE (work beside the pool's).
     """
     topic = env.new_topic()
-    name = 'pool-%s-%d%s' % (order_type, worker_processes,
-                             '-notify' if notify else '')
+    name = 'pool-%s-%d%s%s' % (
+        order_type, worker_processes, '-notify' if notify else '',
+        '' if backend == 'postgresql' else '-' + backend)
     workflow = order_types.get(order_type)
     receiver = receivers.Receiver(_SECRET).start() if notify else None
     options = {'scheduler': {'schedule_period_seconds': 1},
@@ -127,7 +128,7 @@ def measure(transport_url, count, worker_processes, workdir, log,
         options['notifications'] = {
             'allowed_hosts': '127.0.0.1', 'secret': _SECRET,
             'first_run_delay_seconds': FIRST_RUN_DELAY}
-    with env.database('postgresql', workdir) as (url, database):
+    with env.database(backend, workdir) as (url, database):
         if prepare is not None:
             prepare(database)
         config = procs.write_config(workdir, name, url, transport_url,
@@ -140,8 +141,8 @@ def measure(transport_url, count, worker_processes, workdir, log,
         with procs.workers(workdir, config, worker_processes,
                            name + '-workers') as workers, \
                 procs.scheduler(workdir, config, name + '-retry') as retry:
-            log('worker pool: %d %s orders, %d worker process(es)', count,
-                order_type, worker_processes)
+            log('worker pool: %d %s orders, %d worker process(es), %s',
+                count, order_type, worker_processes, backend)
             watch = procs.PoolWatch(workers, retry)
             first_cast = timeutils.utcnow()
             started = time.monotonic()
@@ -165,6 +166,7 @@ def measure(transport_url, count, worker_processes, workdir, log,
         pool_figures.update(_receiver_figures(receiver, started),
                             first_run_delay=FIRST_RUN_DELAY)
     return {
+        'backend': backend,
         'order_type': order_type, 'steps_per_order': len(workflow.names),
         'processes': worker_processes, 'orders': count, 'done': done,
         'seconds': seconds, 'rate': done / seconds if last else 0.0,
@@ -233,9 +235,20 @@ def _procrastinate(count, processes, workdir, log):
         return {'error': '%s: %s' % (type(exc).__name__, exc)}
 
 
+def on_mariadb(transport_url, count, workdir, log):
+    """Issue 32's MariaDB figures: the certificate pool of ``one`` and
+    ``two`` on MariaDB, 1 and 2 processes, or ``{'error': ...}``."""
+    if not databases.server_url('mysql'):
+        return {'error': 'no MariaDB server configured'}
+    return {'one': measure(transport_url, count, 1, workdir, log,
+                           backend='mysql'),
+            'two': measure(transport_url, count, 2, workdir, log,
+                           backend='mysql')}
+
+
 def run(transport_url, workdir, quick, log):
-    """Targets 6, 12.2, 12.3 and 32.4 (Graphile Worker); returns the raw
-    figures."""
+    """Targets 6, 12.2, 12.3, 32.4 (Graphile Worker) and 32's MariaDB;
+    returns the raw figures."""
     count = 400 if quick else 3000
     results = {'orders': count,
                'one': measure(transport_url, count, 1, workdir, log),
@@ -243,7 +256,8 @@ def run(transport_url, workdir, quick, log):
                'fanout_two': measure(transport_url, count, 2, workdir, log,
                                      order_type='fanout'),
                'notified_two': measure(transport_url, count, 2, workdir,
-                                       log, notify=True)}
+                                       log, notify=True),
+               'mariadb': on_mariadb(transport_url, count, workdir, log)}
     for key, processes in (('procrastinate_one', 1),
                            ('procrastinate_two', 2)):
         results[key] = _procrastinate(count, processes, workdir, log)

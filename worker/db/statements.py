@@ -14,15 +14,12 @@ expression again each time cost as much as running it.
 import collections
 import collections.abc as abc
 import datetime
-import functools
 import typing
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy import orm
-from sqlalchemy.sql import elements
-from sqlalchemy.sql import visitors
 
+from worker.db import batch_rows
 from worker.db import models
 
 Any = typing.Any
@@ -37,7 +34,7 @@ RETRY_TASKS = typing.cast(sa.Table, models.OrderRetryTask.__table__)
 #: A statement's parameters: one row's, or a row's each (executemany).
 Parameters = abc.Mapping[str, Any] | abc.Sequence[abc.Mapping[str, Any]]
 #: What ``execute_many`` runs once a row: a write.
-Write = sa.Update | sa.Delete
+Write = batch_rows.Write
 #: The result of a statement, of any columns.
 Result = sa.CursorResult[typing.Unpack[tuple[Any, ...]]]
 
@@ -64,76 +61,44 @@ def execute_many(session: orm.Session, statement: Write,
     """Run ``statement`` once for each of ``rows`` (its parameters);
     returns how many rows it changed in all.
 
-    Elsewhere this is an ``executemany``, whose row count every driver
-    used here sums over its rows (the contract tests check it). psycopg2
-    sends an ``executemany`` as one statement, one round trip and one
-    parse per row. On PostgreSQL, several rows go in one execution
-    instead: ``_over_arrays`` makes each of the statement's parameters a
-    column of ``unnest`` over one array per parameter. The statement then
-    changes every row that one of the executions would have changed, each
-    only once; its row count is the count of those rows, so a fenced write
-    is counted as before (a row given twice is counted once: the caller
-    finds fewer than it asked for, as if one had moved on).
+    On PostgreSQL and MariaDB, several rows go in one execution
+    (``worker.db.batch_rows``: over arrays, or over a derived table of the
+    rows, ``batch_rows.MOST_ROWS`` at most in one statement). The
+    statement then changes every row that one of the executions would
+    have changed, each only once; its row count is the count of those
+    rows, so a fenced write is counted as before (a row given twice is
+    counted once: the caller finds fewer than it asked for, as if one had
+    moved on). Elsewhere (SQLite, MySQL) this is an ``executemany``,
+    whose row count the driver sums over its rows (the contract tests
+    check it).
     """
     if not rows:
         return 0
     connection = session.connection()
-    if len(rows) > 1 and _at_once(connection):
-        statement, names = _over_arrays(statement)
-        arrays = {name: [row[name] for row in rows] for name in names}
-        return connection.execute(statement, arrays).rowcount
-    return connection.execute(statement, rows).rowcount
+    at_once = _at_once(connection.dialect)
+    if len(rows) == 1 or at_once is None:
+        return connection.execute(statement, rows).rowcount
+    return sum(connection.execute(many, parameters).rowcount
+               for many, parameters in at_once(statement, rows))
 
 
 def executes_many_at_once(session: orm.Session) -> bool:
     """Whether ``execute_many`` runs its rows in one execution here."""
-    return _at_once(session.connection())
+    return _at_once(session.connection().dialect) is not None
 
 
-def _at_once(connection: sa.Connection) -> bool:
-    return connection.dialect.name == 'postgresql'
-
-
-#: The name of ``_over_arrays``' rows in its statement.
-_ROWS = 'batch'
-
-
-@functools.lru_cache(maxsize=64)
-def _over_arrays(statement: Write) -> tuple[Write, list[str]]:
-    """``statement`` with each named parameter taken from a row of
-    ``unnest`` over one array per parameter: ``UPDATE ... FROM unnest(...)``
-    or ``DELETE ... USING unnest(...)`` (PostgreSQL).
-
-    Returns the statement and the names of its array parameters. Only the
-    parameters made with ``bindparam(name)`` and no value are rows'
-    values; literals in the statement stay as they are. Cached by
-    statement: the statements given here are each built once.
-    """
-    types = {element.key: element.type
-             for element in visitors.iterate(statement)
-             if _is_row_parameter(element)}
-    names = sorted(types)
-    # One dimension: SQLAlchemy then takes each array as it is, without
-    # looking into it for nested ones.
-    arrays = [sa.bindparam(
-        name, type_=postgresql.ARRAY(types[name], dimensions=1))
-        for name in names]
-    rows = sa.func.unnest(*arrays).table_valued(*(
-        sa.column(name, types[name]) for name in names)).render_derived(
-            name=_ROWS)
-
-    def column_of(element: visitors.ExternallyTraversible,
-                  **kw: Any) -> sa.ColumnElement[Any] | None:
-        if _is_row_parameter(element):
-            return rows.c[element.key]
-        return None
-    over_arrays = visitors.replacement_traverse(statement, {}, column_of)
-    return typing.cast(Write, over_arrays), names
-
-
-def _is_row_parameter(element: object
-                      ) -> typing.TypeGuard[elements.BindParameter[Any]]:
-    return isinstance(element, elements.BindParameter) and element.required
+def _at_once(dialect: sa.Dialect) -> abc.Callable[
+        [Write, abc.Sequence[abc.Mapping[str, Any]]],
+        list[batch_rows.Execution]] | None:
+    """The form of ``execute_many``'s one execution on ``dialect``, if it
+    has one. MariaDB's is its own (``VALUES`` without ``ROW``), which
+    MySQL does not read: SQLAlchemy names both ``mysql`` through a
+    ``mysql+`` URL, and tells them apart once connected."""
+    if dialect.name == 'postgresql':
+        return batch_rows.over_arrays
+    if getattr(dialect, 'is_mariadb', False):
+        return batch_rows.over_rows
+    return None
 
 
 #: ``update_many``'s updates: ``(values, where parameters)``.

@@ -227,10 +227,9 @@ def claim_many(session: orm.Session, claims: abc.Collection[Claim],
         had moved on.
 
     Where the database takes a batch in one execution (PostgreSQL,
-    ``statements.execute_many``), ``claim``'s UPDATE with every step's
-    parameters. Elsewhere one UPDATE per distinct lease, for the steps in
-    ``_in_groups``: one statement, where an ``executemany`` would be a
-    round trip per step on MariaDB. When fewer rows moved than asked
+    MariaDB, ``statements.execute_many``), ``claim``'s UPDATE with every
+    step's parameters. Elsewhere (SQLite) one UPDATE per distinct lease,
+    for the steps in ``_in_groups``. When fewer rows moved than asked
     (another process was quicker for some), one read tells which moved
     for this claim: those at ``generation + 1`` with ``owner`` and
     ``claimed_at == now``. UPDATE ... RETURNING would save that read, but

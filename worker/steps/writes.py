@@ -10,9 +10,9 @@ Nothing is written while deciding; the writer executes the lists:
 - ``write_batch`` executes the writes of many results by kind, each kind
   in one execution with the parameters of all of them (the repositories'
   ``*_many`` functions, through ``worker.db.statements.execute_many``:
-  one statement over arrays on PostgreSQL, an ``executemany``
-  elsewhere). Sent one by one, each statement's set-up in SQLAlchemy
-  costs more than the database's work.
+  one statement over arrays on PostgreSQL, over a derived table of the
+  rows on MariaDB, an ``executemany`` on SQLite). Sent one by one, each
+  statement's set-up in SQLAlchemy costs more than the database's work.
 
 Whether a result can go in a batch is a property of its values
 (``batched``): a value that has a ``*_many`` form says so. River's
