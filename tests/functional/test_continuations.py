@@ -45,7 +45,8 @@ def test_the_second_step_runs_on_the_same_worker_with_no_message(
         assert orders.get(session, order_id).status == models.ACTIVE
         runs = history.for_order(session, order_id)
     # Each claimed once, under its own token, by this worker.
-    assert [(run.step, run.token, run.attempt, run.worker, run.result)
+    assert [(run.step, run.generation, run.attempt, run.worker,
+             run.result)
             for run in runs] == [
         (REQUEST, 1, 1, OWNER, models.RUN_DONE),
         (CHECK, 1, 1, OWNER, models.RUN_DONE)]
