@@ -24,6 +24,7 @@ from worker import policy
 from worker import rpcapi
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
+_read = test_flow._read
 OWNER = '1@host'
 TOPIC = 'barbican_retry_worker'
 TYPE = 'chain'
@@ -76,11 +77,6 @@ def _order(database, keys=()):
     with database.session() as session, session.begin():
         return database.repositories.orders.create(
             session, order_types.get(TYPE), {'keys': list(keys)}, NOW).id
-
-
-def _read(database, call, *args):
-    with database.reader() as session, session.begin():
-        return call(session, *args)
 
 
 def _history(database, order_id):
