@@ -34,6 +34,7 @@ import typing
 from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
+from worker import coalesce
 from worker.common import admission
 from worker.common import bus
 from worker.common import clock as clock_module
@@ -337,7 +338,10 @@ class OrderAPI:
         self._database = database
         self._announcer = announcer
         self._conf = conf
-        self._worker_api = worker_api
+        # Concurrent requests' casts share messages (``worker.coalesce``).
+        self._worker_api = (coalesce.CoalescedCasts(worker_api,
+                                                    rows_per_cast)
+                            if worker_api is not None else None)
         self._now = now
         self._rows_per_cast = rows_per_cast
         self._transport = None
