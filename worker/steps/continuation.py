@@ -51,6 +51,8 @@ class _Pick(typing.NamedTuple):
     index: int
     step: rpcapi.Step
     reserved: bool
+    #: The local continuations of its order in a row before it.
+    chain: int
 
 
 class Continuer:
@@ -116,9 +118,16 @@ class Continuer:
                     ready.setdefault(step.order_id, []).append(step)
         for step in woken:
             ready.setdefault(step.order_id, []).append(step)
+        # An order's chain is its longest among its results of the batch
+        # (a delivery's result beside its workflow step's).
+        chains = {}
+        for run, _ in items:
+            chains[run.order_id] = max(chains.get(run.order_id, 0),
+                                       run.continued)
         picks = []
         for index, ((run, _), decision) in enumerate(zip(items, decided)):
-            if decision is None or run.continued >= limit:
+            chain = chains[run.order_id]
+            if decision is None or chain >= limit:
                 continue
             steps = [step for step in ready.pop(run.order_id, ())
                      if self._serves(step)]
@@ -129,7 +138,7 @@ class Continuer:
                 reserved = number > 0
                 if reserved and not self._free.acquire(blocking=False):
                     break
-                picks.append(_Pick(index, step, reserved))
+                picks.append(_Pick(index, step, reserved, chain))
         return picks
 
     def report(self, claimed):
@@ -180,9 +189,7 @@ class Claims:
                 self._continuer.release([pick])
                 continue
             run, view = answer
-            parent = items[pick.index][0]
-            run = dataclasses.replace(run,
-                                      continued=parent.continued + 1)
+            run = dataclasses.replace(run, continued=pick.chain + 1)
             continuations[pick.index].append(
                 Continuation(pick.step, run, view, pick.reserved))
             taken.add((pick.step.order_id, pick.step.step))
