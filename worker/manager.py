@@ -18,7 +18,7 @@ the others is handed to a step thread, where it lives three moves
    the thread goes on with its move 2, with no message and no claim of
    its own.
 
-Claims and applies are written in batches (``worker.steps.group_commit``).
+Claims and applies are written in batches (``worker.common.group_commit``).
 A step that is stale, or whose result is superseded, costs only itself.
 
 A step's thread logs with its order's request ids (``worker.context``):
@@ -34,6 +34,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from worker.common import group_commit
 from worker import context
 from worker.notifications import sender as sender_module
 from worker.notifications import traced
@@ -42,7 +43,6 @@ from worker import rpcapi
 from worker.steps import apply as apply_module
 from worker.steps import claim as claim_module
 from worker.steps import continuation
-from worker.steps import group_commit
 from worker.steps import kinds
 from worker.steps import traces
 from worker import tracing

@@ -6,7 +6,7 @@ step's ``worker.steps.outcomes``, a delivery's
 ``worker.steps.delivery``) as writes (``worker.steps.writes``), each
 conditional on the run's token. The results of the runs that end while a
 batch is being written go together in the next one
-(``worker.steps.group_commit``), in one transaction: those whose writes
+(``worker.common.group_commit``), in one transaction: those whose writes
 all have a batched form, each the only result of its order in the batch,
 are written together by kind; the others one at a time, each decided
 just before its writes. A result whose step or order moved on costs only

@@ -5,7 +5,7 @@ the next (the run's token) and takes a lease on it for its policy's
 ``timeout_seconds``. A step whose generation is stale (a duplicate, or one
 overtaken by later work) claims nothing and is dropped. The claims of
 the steps that reach the database while a batch is being written go
-together in the next one (``worker.steps.group_commit``), each still
+together in the next one (``worker.common.group_commit``), each still
 fenced on its own generation.
 
 A step that needs resource keys (``worker.steps.flow``) is claimed only

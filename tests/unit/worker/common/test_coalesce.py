@@ -1,8 +1,8 @@
-"""Casts of concurrent callers share messages (``worker.coalesce``)."""
+"""Casts of concurrent callers share messages (``worker.common.coalesce``)."""
 
 import threading
 
-from worker import coalesce
+from worker.common import coalesce
 from worker import rpcapi
 
 

@@ -6,7 +6,7 @@ message of its own, and each message costs a worker its receive path
 profile), however few steps it carries. ``CoalescedCasts`` wraps a
 ``worker.rpcapi.WorkerAPI``: the casts asked for while another is being
 sent go together in the next messages, up to ``rows_per_cast`` steps each
-(``worker.steps.group_commit``, as the worker batches its claims). A
+(``worker.common.group_commit``, as the worker batches its claims). A
 caller alone sends at once, as before; nothing waits for a batch to
 fill.
 
@@ -15,7 +15,7 @@ A message of several callers carries no sender's request ids of its own
 a message of one caller carries its caller's, as before.
 """
 
-from worker.steps import group_commit
+from worker.common import group_commit
 
 #: The most callers whose casts are sent together.
 _MAX_CALLERS = 50
