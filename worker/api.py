@@ -37,6 +37,7 @@ from oslo_log import log as logging
 from worker.common import admission
 from worker.common import bus
 from worker.common import clock as clock_module
+from worker.common import coalesce
 from worker.common import order_actions
 from worker import conf as worker_conf
 from worker.conf import order_types as type_options
@@ -337,7 +338,11 @@ class OrderAPI:
         self._database = database
         self._announcer = announcer
         self._conf = conf
-        self._worker_api = worker_api
+        # Concurrent requests' casts share messages
+        # (``worker.common.coalesce``).
+        self._worker_api = (coalesce.CoalescedCasts(worker_api,
+                                                    rows_per_cast)
+                            if worker_api is not None else None)
         self._now = now
         self._rows_per_cast = rows_per_cast
         self._transport = None

@@ -13,9 +13,12 @@ the others is handed to a step thread, where it lives three moves
    precheck and the order type's step, or a delivery's requests.
 3. Apply (``worker.steps.apply``): its result decided as writes, each
    conditional on the token taken in step 1; the steps it made ready are
-   cast once it committed.
+   cast once it committed, but those claimed in the same transaction to
+   run here (``worker.steps.continuation``), when this process has room:
+   the thread goes on with its move 2, with no message and no claim of
+   its own.
 
-Claims and applies are written in batches (``worker.steps.group_commit``).
+Claims and applies are written in batches (``worker.common.group_commit``).
 A step that is stale, or whose result is superseded, costs only itself.
 
 A step's thread logs with its order's request ids (``worker.context``):
@@ -31,6 +34,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_utils import timeutils
 
+from worker.common import group_commit
 from worker import context
 from worker.notifications import sender as sender_module
 from worker.notifications import traced
@@ -38,7 +42,7 @@ from worker import rpc
 from worker import rpcapi
 from worker.steps import apply as apply_module
 from worker.steps import claim as claim_module
-from worker.steps import group_commit
+from worker.steps import continuation
 from worker.steps import kinds
 from worker.steps import traces
 from worker import tracing
@@ -69,6 +73,13 @@ class WorkerManager:
         parameter so tests replace the network.
     :param announcer: a ``worker.common.bus.Announcer`` for the orders
         the results end, or None.
+    :param topic: the topic this process serves: the steps made ready
+        that are cast to it may be continued here
+        (``worker.steps.continuation``); None continues none.
+    :param intake: the ``worker.intake.Room`` of the steps this process
+        received and has not started, or None.
+    :param observe_continued: called with the number of steps continued
+        here after a batch of results, or None.
     """
 
     target = messaging.Target(version=rpc.RPC_API_VERSION)
@@ -76,7 +87,8 @@ class WorkerManager:
     def __init__(self, conf, database, service_name, worker_api=None,
                  clock=timeutils.utcnow, observe_result=None,
                  step_concurrency=1, observe_delivery=None, sender=None,
-                 announcer=None):
+                 announcer=None, topic=None, intake=None,
+                 observe_continued=None):
         observe_result = observe_result or (lambda result: None)
         sender = sender or sender_module.Sender(conf)
         if tracing.ENABLED:
@@ -92,9 +104,15 @@ class WorkerManager:
             observe_delivery or (lambda sent, failed: None))
         self._claimer = claim_module.Claimer(
             database, step_kinds, service_name, clock, observe_result)
+        self._continuer = None
+        if topic is not None and worker_api is not None:
+            self._continuer = continuation.Continuer(
+                conf, self._claimer, topic, worker_api.topic,
+                self._free_threads, intake, observe_continued)
         self._applier = apply_module.Applier(database, clock, worker_api,
                                              observe_result, _MAX_BATCH,
-                                             announcer=announcer)
+                                             announcer=announcer,
+                                             continuer=self._continuer)
         # Claims and results are written in batches: those of the steps
         # that reach the database while a batch is being written go
         # together in the next.
@@ -170,8 +188,11 @@ class WorkerManager:
         """Give up the steps not started yet (the service is stopping).
 
         They were never claimed: the retry daemon dispatches them again
-        once their dispatch deadline passes.
+        once their dispatch deadline passes. The steps running go on, but
+        continue no other here.
         """
+        if self._continuer is not None:
+            self._continuer.stop()
         self._steps.shutdown(wait=False, cancel_futures=True)
 
     def _well_formed(self, steps, ctxt):
@@ -220,19 +241,6 @@ class WorkerManager:
         trace = traces.StepTrace(step) if tracing.ENABLED else None
         try:
             claimed = self._claim(step)
-            if claimed is None:
-                if trace is not None:
-                    trace.not_claimed()
-                return
-            run, view = claimed
-            if trace is not None:
-                run = trace.claimed(run)
-            if run.request != step.request and run.context is not None:
-                # The order's row is authoritative; a message of an older
-                # sender carries no ids.
-                context.set_current(run.context)
-            result = (run.kind.run(run, view) if trace is None
-                      else trace.run(run.kind.run, run, view))
         except Exception as exc:
             # One step's trouble is its own; the others of its message go
             # on. A claim that failed took nothing.
@@ -241,11 +249,73 @@ class WorkerManager:
             if trace is not None:
                 trace.end('failed: %s' % exc)
             return
+        if claimed is None:
+            if trace is not None:
+                trace.not_claimed()
+            return
+        run, view = claimed
+        if trace is not None:
+            run = trace.claimed(run)
+        if run.request != step.request and run.context is not None:
+            # The order's row is authoritative; a message of an older
+            # sender carries no ids.
+            context.set_current(run.context)
+        self._go_on(self._run_apply(step, run, view, trace))
+
+    def _go_on(self, continuations):
+        """Run the steps an apply claimed here: in this thread the one
+        that holds no thread of its own, on a step thread each other."""
+        while continuations:
+            mine = None
+            for handed in continuations:
+                if handed.reserved:
+                    self._start(handed)
+                else:
+                    mine = handed
+            continuations = self._continue(mine) if mine else ()
+
+    def _start(self, handed):
+        """Run a continuation on the step thread reserved for it."""
+        try:
+            future = self._steps.submit(self._run_continued, handed)
+        except RuntimeError:
+            # Stopping: the step is claimed, and recovered once its
+            # lease ends, as a dead worker's.
+            self._free_threads.release()
+            LOG.warning('Left step %s of order %s claimed: the worker is '
+                        'stopping', handed.step.step, handed.step.order_id)
+            return
+        future.add_done_callback(lambda _: self._free_threads.release())
+
+    def _run_continued(self, handed):
+        """A continuation on a step thread of its own, and what follows."""
+        self._go_on(self._continue(handed))
+
+    def _continue(self, handed):
+        """Run and apply a continuation; what its own result hands on."""
+        with context.current(handed.run.context):
+            trace = (traces.StepTrace(handed.step) if tracing.ENABLED
+                     else None)
+            run = handed.run if trace is None else trace.claimed(handed.run)
+            return self._run_apply(handed.step, run, handed.view, trace)
+
+    def _run_apply(self, step, run, view, trace):
+        """Run a claimed step and apply its result; the continuations
+        its apply hands over."""
+        try:
+            result = (run.kind.run(run, view) if trace is None
+                      else trace.run(run.kind.run, run, view))
+        except Exception as exc:
+            LOG.exception('Step %s of order %s failed', step.step,
+                          step.order_id)
+            if trace is not None:
+                trace.end('failed: %s' % exc)
+            return ()
         try:
             if trace is None:
-                self._apply((run, result))
+                handed = self._apply((run, result))
             else:
-                trace.result(self._apply, (run, result))
+                handed = trace.result(self._apply, (run, result))
                 trace.end()
         except Exception as exc:
             if trace is not None:
@@ -258,6 +328,8 @@ class WorkerManager:
                           'it is kept and written again every '
                           'report_interval', run.step, run.order_id)
             self._applier.keep(run, result)
+            return ()
+        return handed or ()
 
     def apply_deferred_results(self):
         """Write again the results that the database refused (an outage).

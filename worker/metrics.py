@@ -41,6 +41,12 @@ class WorkerMetrics:
             'barbican_retry_notification_requests_failed', 'Requests to '
             'callback URLs that failed (any answer but a 2xx, a timeout, '
             'a connection refused or dropped).', registry=self.registry)
+        self.steps_continued = prometheus_client.Counter(
+            'barbican_retry_worker_continued_steps', 'Steps this process '
+            'claimed in the transaction of the result that made them '
+            'ready and ran itself, with no message ([worker] '
+            'max_local_steps); also counted by their results.',
+            registry=self.registry)
 
     def export_queued_steps(self, room):
         """Export how full a ``worker.intake.Room`` is, read at each
@@ -57,6 +63,10 @@ class WorkerMetrics:
         self.events_delivered.inc(sent)
         if failed:
             self.requests_failed.inc()
+
+    def observe_continued(self, count):
+        """Count steps continued here (``worker.steps.continuation``)."""
+        self.steps_continued.inc(count)
 
     def observe_result(self, result):
         """Count one step's result."""

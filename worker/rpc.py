@@ -55,7 +55,7 @@ def set_defaults():
     Messages a worker process runs at once (``executor_thread_pool_size``)
     are left at oslo.messaging's 64 (32 before): a process writes the
     claims and the results of its steps in batches
-    (``worker.steps.group_commit``), so the more steps in flight, the
+    (``worker.common.group_commit``), so the more steps in flight, the
     larger the batches and the less each step costs; the threads hold no
     database connection of their own. Measured on the drain benchmark (100,000
     rows, 3 processes, eventlet no longer loaded: ``worker.common.backend``):

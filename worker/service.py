@@ -69,7 +69,8 @@ class WorkerService(service.Service):
                                               topic=topic)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
-        observe_result = observe_delivery = registry = None
+        observe_result = observe_delivery = observe_continued = None
+        registry = None
         self._room = intake.Room(self._conf.worker.max_queued_steps)
         if self._conf.metrics.enabled:
             step_metrics = metrics.WorkerMetrics()
@@ -82,6 +83,7 @@ class WorkerService(service.Service):
                                  tries=self._conf.worker.workers)
             observe_result = step_metrics.observe_result
             observe_delivery = step_metrics.observe_delivery
+            observe_continued = step_metrics.observe_continued
         # Ready steps are cast to their order type's topic: our own pool's
         # for the next steps of the orders we run; deliveries to [worker]
         # topic.
@@ -93,7 +95,8 @@ class WorkerService(service.Service):
             observe_result=observe_result,
             observe_delivery=observe_delivery,
             step_concurrency=rpc.executor_threads(self._conf),
-            announcer=self._announcer)
+            announcer=self._announcer, topic=topic, intake=self._room,
+            observe_continued=observe_continued)
         self.tg.add_timer_args(self._conf.report_interval,
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,

@@ -11,7 +11,7 @@ DEFAULT_CONNECTION = 'sqlite:///barbican-retry.sqlite'
 
 # NOTE: a worker process writes the claims of its steps in one
 # transaction at a time and their results in another
-# (worker.steps.group_commit), heartbeats in a third, and each delivery
+# (worker.common.group_commit), heartbeats in a third, and each delivery
 # of notifications reads its events in one of its own, briefly. Every
 # checkout past the pool's size opens and closes a new connection (a new
 # server process on PostgreSQL), which costs more than the transaction:

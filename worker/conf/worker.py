@@ -108,6 +108,23 @@ worker_opts = [
                       'cast again after this long anyway, in case the '
                       'wake was missed (a slot freed while its wait was '
                       'being written).'),
+    cfg.IntOpt('max_local_steps',
+               default=4, min=0, max=1000,
+               mutable=True,
+               help='When a worker process writes a result that makes '
+                    'further steps of the same order ready, it may claim '
+                    'them in that same transaction and run them itself, '
+                    'with no message through the broker and no second '
+                    'claim (a local continuation). This is the most it '
+                    'does so in a row for one order; the next ready step '
+                    'is cast as usual, behind the other orders\' steps. '
+                    'A process continues no step while messages wait in '
+                    'its intake (see max_queued_steps), nor one of a '
+                    'topic it does not serve, nor beyond its free '
+                    'executor threads. 0 casts every ready step. Higher '
+                    'lets one order\'s long chain keep a thread longer '
+                    'before others get it; see "Local continuations" in '
+                    'doc/developer.md.'),
 ]
 
 

@@ -13,6 +13,7 @@ message to a step thread, which takes it through these modules:
   them one result at a time or a batch by kind;
 - ``apply``: write batches of results, keep those the database refused,
   cast the steps they made ready;
-- ``group_commit``: one transaction for the claims (or results) of many
-  threads; ``transactions``: how those transactions are retried.
+- ``transactions``: how the transactions of the claims (or results) of
+  many threads, written together (``worker.common.group_commit``), are
+  retried.
 """

@@ -6,7 +6,7 @@ step's ``worker.steps.outcomes``, a delivery's
 ``worker.steps.delivery``) as writes (``worker.steps.writes``), each
 conditional on the run's token. The results of the runs that end while a
 batch is being written go together in the next one
-(``worker.steps.group_commit``), in one transaction: those whose writes
+(``worker.common.group_commit``), in one transaction: those whose writes
 all have a batched form, each the only result of its order in the batch,
 are written together by kind; the others one at a time, each decided
 just before its writes. A result whose step or order moved on costs only
@@ -50,10 +50,13 @@ class Applier:
     :param max_cast: the most steps cast in one message.
     :param announcer: a ``worker.common.bus.Announcer`` that announces
         the orders a batch ended, or None.
+    :param continuer: a ``worker.steps.continuation.Continuer`` that
+        claims some of the steps the results made ready, to run here
+        instead of casting them; or None.
     """
 
     def __init__(self, database, clock, worker_api, observe_result,
-                 max_cast, announcer=None):
+                 max_cast, announcer=None, continuer=None):
         self._database = database
         self._repositories = database.repositories
         self._clock = clock
@@ -61,20 +64,28 @@ class Applier:
         self._observe_result = observe_result
         self._max_cast = max_cast
         self._announcer = announcer
+        self._continuer = continuer
         # Results the database refused: (run, result).
         self._deferred = []
         self._deferred_lock = threading.Lock()
 
-    def apply_batch(self, items):
+    def apply_batch(self, items, continuing=True):
         """Write the results ``items`` in one transaction
         (``GroupCommit``); log and count them, cast the steps they made
-        ready."""
+        ready.
+
+        :param continuing: the thread of each item waits for its answer
+            and runs what it is handed (``continuation``).
+        :returns: per item, the ``continuation.Continuation`` list its
+            thread runs: steps it made ready, claimed in the same
+            transaction, and not cast.
+        """
         undone = {}
         batched = True
         while True:
             try:
-                decided, woken = self._write_results(items, undone,
-                                                     batched)
+                decided, woken, claims = self._write_results(
+                    items, undone, batched, continuing)
                 break
             except _Undo as undo:
                 # One result wrote, then found its step or order moved
@@ -107,10 +118,15 @@ class Applier:
                       'steps waiting for the resource slots the results '
                       'freed', len(woken))
         casts += woken
+        continuations = [[] for _ in items]
+        if claims is not None:
+            continuations, taken = claims.settle(items)
+            casts = [step for step in casts
+                     if (step.order_id, step.step) not in taken]
         if tracing.ENABLED:
             casts = traces.join(casts, items)
         self._cast(casts)
-        return [None] * len(items)
+        return continuations
 
     def keep(self, run, result):
         """Keep a result the database refused, to write it again later.
@@ -132,7 +148,9 @@ class Applier:
         if not deferred:
             return
         try:
-            self.apply_batch(deferred)
+            # In the timer's thread: no step thread waits to run what
+            # the results made ready, which is cast.
+            self.apply_batch(deferred, continuing=False)
         except Exception as exc:
             LOG.warning('%d result(s) still not written: %s', len(deferred),
                         exc, context=None)
@@ -143,12 +161,14 @@ class Applier:
                      len(deferred), context=None)
 
     @transactions.retried
-    def _write_results(self, items, undone, batched):
+    def _write_results(self, items, undone, batched, continuing):
         """Per item, its ``runs.Decision`` as written, or None
-        (superseded); and the steps woken by the batch: the deliveries its
+        (superseded); the steps woken by the batch: the deliveries its
         events woke, and the steps waiting for the resource slots the runs
         freed (``flow.release``: every run's result frees its slots,
-        a superseded one's too).
+        a superseded one's too); and the ``continuation.Claims`` of the
+        ready steps claimed in the same transaction (``continuing``), or
+        None.
 
         ``batched``: the results whose writes are all ``batched``, of
         orders whose results in the batch are of one workflow step at
@@ -177,44 +197,63 @@ class Applier:
                              items[index][0].order_id,
                              items[index][0].kind.runs_workflow,
                              items[index][0].step))
+        claims = None
+        try:
+            with self._database.session() as session, session.begin():
+                woken = self._write_in(session, items, indexes, batched,
+                                       decided, recorded, now)
+                if continuing and self._continuer is not None:
+                    # Its own moment: a claim's ``now`` is unique among
+                    # this process's claims (``steps.claim_many``).
+                    claims = self._continuer.claim(
+                        session, items, decided, woken, self._clock())
+        except BaseException:
+            if claims is not None:
+                claims.abandon()
+            raise
+        return decided, woken, claims
+
+    def _write_in(self, session, items, indexes, batched, decided,
+                  recorded, now):
+        """Write the results of ``items`` (``_write_results``) in
+        ``session``, their decisions into ``decided``; the steps woken."""
         batch = []
-        with self._database.session() as session, session.begin():
-            prepared = self._prepare(session, items, indexes, now)
-            for _, group in itertools.groupby(
-                    indexes, key=lambda index: items[index][0].order_id):
-                group = list(group)
-                if batched and _one_workflow_step(items, group):
-                    found = [self._decide(session, items[index], now,
-                                          prepared) for index in group]
-                    if all(decision is not None and
-                           writes.batched(decision.writes)
-                           for decision in found):
-                        batch.extend(group)
-                        for index, decision in zip(group, found):
-                            decided[index] = decision
-                        continue
+        prepared = self._prepare(session, items, indexes, now)
+        for _, group in itertools.groupby(
+                indexes, key=lambda index: items[index][0].order_id):
+            group = list(group)
+            if batched and _one_workflow_step(items, group):
+                found = [self._decide(session, items[index], now,
+                                      prepared) for index in group]
+                if all(decision is not None and
+                       writes.batched(decision.writes)
+                       for decision in found):
+                    batch.extend(group)
                     for index, decision in zip(group, found):
-                        decided[index] = self._write_one(
-                            session, index, items[index][0], decision, now,
-                            recorded)
+                        decided[index] = decision
                     continue
-                # Parallel steps of one order: each decided after the
-                # writes of the one before.
-                for index in group:
+                for index, decision in zip(group, found):
                     decided[index] = self._write_one(
-                        session, index, items[index][0],
-                        self._decide(session, items[index], now, prepared),
-                        now, recorded)
-            # The deliveries the batch's events woke are cast with the
-            # steps the resource slots woke: a batch is written whole or
-            # not at all.
-            woken = writes.write_batch(
-                session, self._repositories,
-                [decided[index].writes for index in batch] +
-                [self._of_orders_kept(session, recorded)], now)
-            woken += flow.release(session, self._repositories,
-                                  [run for run, _ in items], now)
-        return decided, woken
+                        session, index, items[index][0], decision, now,
+                        recorded)
+                continue
+            # Parallel steps of one order: each decided after the
+            # writes of the one before.
+            for index in group:
+                decided[index] = self._write_one(
+                    session, index, items[index][0],
+                    self._decide(session, items[index], now, prepared),
+                    now, recorded)
+        # The deliveries the batch's events woke are cast with the
+        # steps the resource slots woke: a batch is written whole or
+        # not at all.
+        woken = writes.write_batch(
+            session, self._repositories,
+            [decided[index].writes for index in batch] +
+            [self._of_orders_kept(session, recorded)], now)
+        woken += flow.release(session, self._repositories,
+                              [run for run, _ in items], now)
+        return woken
 
     def _prepare(self, session, items, indexes, now):
         """``{kind: facts}``: what each kind that has a ``prepare`` (a

@@ -5,7 +5,7 @@ the next (the run's token) and takes a lease on it for its policy's
 ``timeout_seconds``. A step whose generation is stale (a duplicate, or one
 overtaken by later work) claims nothing and is dropped. The claims of
 the steps that reach the database while a batch is being written go
-together in the next one (``worker.steps.group_commit``), each still
+together in the next one (``worker.common.group_commit``), each still
 fenced on its own generation.
 
 A step that needs resource keys (``worker.steps.flow``) is claimed only
@@ -59,42 +59,54 @@ class Claimer:
             claimed. A delivery's view is what it will send
             (``delivery.Pending``).
         """
-        claimed, dropped, waiting = self._claim_in_a_transaction(steps)
-        for step, refusal in waiting:
+        claimed = self._claim_in_a_transaction(steps)
+        self.report(claimed)
+        return claimed.answers
+
+    def report(self, claimed):
+        """Log and count the steps of a ``Claimed`` that wait or were
+        dropped; after its transaction committed, so a retried one logs
+        once."""
+        for step, refusal in claimed.waiting:
             LOG.info('Step %s of order %s waits: %s', step.step,
                      step.order_id, _waits_for(refusal),
                      context=context.for_ids(step.request))
             self._observe_result(runs.WAITING)
-        for step, row in dropped:
-            # Logged after the transaction: a retried one logs once.
+        for step, row in claimed.dropped:
             # In the thread that writes the batch, whose current context
             # is its own step's order's: each line names its own.
             LOG.info('Dropped %s of order %s with stale token %d (step is '
                      '%s)', step.step, step.order_id, step.generation,
                      _describe(row), context=context.for_ids(step.request))
             self._observe_result(runs.STALE)
-        return claimed
 
     @transactions.retried
     def _claim_in_a_transaction(self, steps):
         now = self._clock()
         with self._database.session() as session, session.begin():
-            # One read of the orders and their steps, then one conditional
-            # claim: the steps' rows as read hold for the generations the
-            # claim moves from.
-            found = self._repositories.orders.with_steps_many(
-                session, {step.order_id for step in steps})
-            wanted, dropped = self._wanted(steps, found)
-            refused = self._limit(session, steps, wanted, now)
-            claims = [(steps[index].order_id, steps[index].step,
-                       steps[index].generation, now + _seconds(facts.policy))
-                      for index, facts in wanted.items()
-                      if index not in refused]
-            claimed = self._repositories.steps.claim_many(
-                session, claims, now, self._owner) if claims else set()
-            if refused or any(facts.taken for facts in wanted.values()):
-                self._settle(session, steps, wanted, claimed, refused, now)
-            pending = self._read_pending(session, steps, wanted, claimed)
+            return self.claim_in(session, steps, now)
+
+    def claim_in(self, session, steps, now):
+        """Claim ``steps`` at ``now`` in the caller's transaction (a
+        claim's own, or the apply's that made them ready:
+        ``worker.steps.continuation``); a ``Claimed``, to ``report`` once
+        it committed."""
+        # One read of the orders and their steps, then one conditional
+        # claim: the steps' rows as read hold for the generations the
+        # claim moves from.
+        found = self._repositories.orders.with_steps_many(
+            session, {step.order_id for step in steps})
+        wanted, dropped = self._wanted(steps, found)
+        refused = self._limit(session, steps, wanted, now)
+        claims = [(steps[index].order_id, steps[index].step,
+                   steps[index].generation, now + _seconds(facts.policy))
+                  for index, facts in wanted.items()
+                  if index not in refused]
+        claimed = self._repositories.steps.claim_many(
+            session, claims, now, self._owner) if claims else set()
+        if refused or any(facts.taken for facts in wanted.values()):
+            self._settle(session, steps, wanted, claimed, refused, now)
+        pending = self._read_pending(session, steps, wanted, claimed)
         answers = [None] * len(steps)
         waiting = []
         for index, facts in wanted.items():
@@ -107,7 +119,7 @@ class Claimer:
                     pending.get((step.order_id, step.step)))
             else:
                 dropped.append((step, facts.rows[step.step]))
-        return answers, dropped, waiting
+        return Claimed(answers, dropped, waiting)
 
     def _read_pending(self, session, steps, wanted, claimed):
         """What the deliveries claimed will send: their URLs and events,
@@ -222,6 +234,18 @@ class Claimer:
             return run, None
         return run, _view(order, workflow, rows, run,
                           self._leases.extender(run))
+
+
+class Claimed(typing.NamedTuple):
+    """What one claim of a batch of steps found."""
+
+    #: Per step, ``(Run, view)``, or None if it was not claimed.
+    answers: list[typing.Any]
+    #: ``[(step, row), ...]`` of the steps whose generation was stale.
+    dropped: list[tuple[typing.Any, typing.Any]]
+    #: ``[(step, flow.Refusal), ...]`` of the steps that wait for a
+    #: resource key (parked in the claim's transaction).
+    waiting: list[tuple[typing.Any, flow.Refusal]]
 
 
 class _Wanted(typing.NamedTuple):

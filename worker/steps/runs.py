@@ -125,6 +125,10 @@ class Run:
     #: creation as the claim read it, then its step's span
     #: (``worker.steps.traces``); None with tracing off.
     trace: dict[str, str] | None = None
+    #: How many runs of its order this worker continued locally in a row
+    #: before this one (``worker.steps.continuation``): 0 for a run
+    #: claimed from a message.
+    continued: int = 0
 
     @property
     def context(self) -> oslo_context.RequestContext | None:

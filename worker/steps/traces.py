@@ -5,7 +5,7 @@ trace, with three children: ``claim`` (from its arrival to its claim
 written), ``run`` (the order type's call, or a delivery's requests, whose
 webhook POSTs are its children) and ``result`` (until its result is
 written). The claim and the result are written in batches
-(``worker.steps.group_commit``); their spans are timed in the step's own
+(``worker.common.group_commit``); their spans are timed in the step's own
 thread around its wait for its batch, so they cost no database round
 trip.
 

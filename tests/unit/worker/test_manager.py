@@ -854,7 +854,7 @@ def test_a_step_has_one_idempotency_key_for_all_its_runs(database,
     assert second.idempotency_key_of('first') == first.idempotency_key
 
 
-# Claims and results written in batches (worker.steps.group_commit hands the
+# Claims and results written in batches (worker.common.group_commit hands the
 # manager whatever reached the database together; called directly here,
 # so that the batch is known).
 

@@ -76,7 +76,7 @@ class Worker:
     """A worker manager with a scripted sender; ``deliver`` runs what it
     cast."""
 
-    def __init__(self, database, sender, **overrides):
+    def __init__(self, database, sender, topic=None, **overrides):
         options = {'notifications.retry_jitter': False,
                    'notifications.retry_base_seconds': 1.0}
         options.update(overrides)
@@ -89,7 +89,7 @@ class Worker:
             observe_result=self.observed.append,
             observe_delivery=lambda sent, failed: self.delivered.append(
                 (sent, failed)),
-            sender=sender, step_concurrency=2)
+            sender=sender, step_concurrency=2, topic=topic)
 
     def run(self, name, order_id, generation):
         self.manager.run_steps({}, [[name, order_id, generation]])
@@ -171,6 +171,23 @@ def test_an_order_sends_its_events_in_order_then_its_delivery_rests(
     assert (step.status, step.output) == (models.STEP_DONE,
                                           {'delivered_sequence': 3})
     assert worker.delivered == [(1, False), (2, False)]
+
+
+def test_the_order_s_end_wakes_its_delivery_on_this_worker_uncast(
+        database):
+    sender = ScriptedSender()
+    # A worker of [worker] topic, where deliveries are cast.
+    worker = Worker(database, sender, topic='barbican_retry_worker')
+    order_id = _order(database)
+    worker.run(DELIVERY, order_id, 0)
+
+    # The status check follows here, then the delivery its end woke.
+    worker.run(REQUEST, order_id, 0)
+
+    assert worker.client.casts == []
+    assert sender.sequences() == [1, 2, 3]
+    assert _history(database, order_id) == [(1, models.RUN_DONE, None),
+                                            (2, models.RUN_DONE, None)]
 
 
 def test_each_request_is_signed_with_its_url_s_keys_of_the_moment(

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from worker.steps import group_commit
+from worker.common import group_commit
 
 
 class Recorder:
