@@ -22,10 +22,11 @@ Every step that was running on a process that died counts a crash, the
 poison step's and its innocent neighbours' alike. A run that ends (any
 result) clears its step's crashes, so a neighbour that runs once to its
 end elsewhere starts again at 0. What keeps a neighbour from dying beside
-the poison step again and again is that they are not dispatched again
-together: a crashed step's retry row is due at a random moment within
-``report_interval`` per crash, so the steps of one dead process reach
-the workers at different moments, mostly in different passes.
+the poison step again and again: a crashed step's retry row is due at a
+random moment within ``report_interval`` per crash, so the steps of one
+dead process reach the workers at different moments, mostly in different
+passes; and a step that crashed runs alone in the process that claims it
+next (``worker.steps.isolation``).
 
 A step taken back from its owner ends that owner's run: its row in the
 order's history is ``taken back``, with why.

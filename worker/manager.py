@@ -10,7 +10,9 @@ the others is handed to a step thread, where it lives three moves
    lease on it. A step whose generation is stale claims nothing and is
    dropped.
 2. Run, outside any transaction: its kind's (``worker.steps.kinds``)
-   precheck and the order type's step, or a delivery's requests.
+   precheck and the order type's step, or a delivery's requests; alone in
+   this process if the step's process died running it before
+   (``worker.steps.isolation``).
 3. Apply (``worker.steps.apply``): its result decided as writes, each
    conditional on the token taken in step 1; the steps it made ready are
    cast once it committed, but those claimed in the same transaction to
@@ -27,6 +29,7 @@ the order's row.
 """
 
 import concurrent.futures
+import contextlib
 import reprlib
 import threading
 
@@ -43,6 +46,7 @@ from worker import rpcapi
 from worker.steps import apply as apply_module
 from worker.steps import claim as claim_module
 from worker.steps import continuation
+from worker.steps import isolation
 from worker.steps import kinds
 from worker.steps import traces
 from worker import tracing
@@ -99,6 +103,7 @@ class WorkerManager:
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
         self._free_threads = threading.BoundedSemaphore(step_concurrency)
+        self._isolation = isolation.Isolation(conf.worker.max_step_crashes)
         step_kinds = kinds.Kinds(
             conf, database, clock, sender,
             observe_delivery or (lambda sent, failed: None))
@@ -233,7 +238,8 @@ class WorkerManager:
     def _run_step(self, step, ctxt):
         """Claim, run and apply one step (in a step thread), with its
         order's context as the thread's."""
-        with context.current(context.for_ids(step.request) or ctxt):
+        with context.current(context.for_ids(step.request) or ctxt), \
+                self._isolation.held():
             self._claim_run_apply(step)
 
     def _claim_run_apply(self, step):
@@ -276,16 +282,22 @@ class WorkerManager:
 
     def _start(self, handed):
         """Run a continuation on the step thread reserved for it."""
+        self._isolation.add()
         try:
             future = self._steps.submit(self._run_continued, handed)
         except RuntimeError:
             # Stopping: the step is claimed, and recovered once its
             # lease ends, as a dead worker's.
-            self._free_threads.release()
+            self._continued_ended()
             LOG.warning('Left step %s of order %s claimed: the worker is '
                         'stopping', handed.step.step, handed.step.order_id)
             return
-        future.add_done_callback(lambda _: self._free_threads.release())
+        future.add_done_callback(lambda _: self._continued_ended())
+
+    def _continued_ended(self):
+        """A continuation on a thread of its own ended (or never ran)."""
+        self._isolation.leave()
+        self._free_threads.release()
 
     def _run_continued(self, handed):
         """A continuation on a step thread of its own, and what follows."""
@@ -303,8 +315,9 @@ class WorkerManager:
         """Run a claimed step and apply its result; the continuations
         its apply hands over."""
         try:
-            result = (run.kind.run(run, view) if trace is None
-                      else trace.run(run.kind.run, run, view))
+            with self._alone_if_suspect(run):
+                result = (run.kind.run(run, view) if trace is None
+                          else trace.run(run.kind.run, run, view))
         except Exception as exc:
             LOG.exception('Step %s of order %s failed', step.step,
                           step.order_id)
@@ -330,6 +343,14 @@ class WorkerManager:
             self._applier.keep(run, result)
             return ()
         return handed or ()
+
+    def _alone_if_suspect(self, run):
+        """Where ``run`` runs: alone in this process if its step crashed
+        before (``worker.steps.isolation``), at most half its lease after
+        waiting for the others."""
+        if not self._isolation.suspect(run):
+            return contextlib.nullcontext()
+        return self._isolation.alone(run, run.policy.timeout_seconds / 2)
 
     def apply_deferred_results(self):
         """Write again the results that the database refused (an outage).

@@ -89,6 +89,43 @@ def test_a_poison_step_fails_after_max_step_crashes_and_the_pool_serves_on(
     assert workers.stop() == 0 and retry.stop() == 0
 
 
+def test_a_poison_step_back_again_waits_and_dies_without_its_neighbours(
+        deployment, database):
+    # One worker process: without the isolation of a step that crashed,
+    # the poison step coming back kills the long steps it finds running.
+    cluster = deployment(_options(worker={'workers': 1,
+                                          'max_step_crashes': 3}))
+    workers = cluster.start('barbican-worker', 'worker')
+    retry = cluster.start('barbican-retry', 'retry')
+    workers.wait_for_log('serving topic')
+    retry.wait_for_log('Retry scheduler started')
+    [poison] = _create(cluster, '{"kill_worker": true}')
+    processes.wait_for(lambda: _calls(cluster, poison), 30,
+                       'the poison step to kill its worker')
+    # Their first run holds 8 s in the worker started after the death;
+    # the poison step comes back within ~5 s (service_down_time 3 s, a
+    # pass, the spread of one crash).
+    held = _create(cluster, '{"hold_seconds": 8}', count=2)
+
+    ended = (models.ACTIVE, models.ERROR)
+    processes.wait_for(lambda: all(
+        _statuses(database)[order_id].status in ended
+        for order_id in [poison] + held), 90, 'every order to end')
+
+    statuses = _statuses(database)
+    assert 'the worker died 3 times' in statuses[poison].error_reason
+    for order_id in held:
+        assert statuses[order_id].status == models.ACTIVE
+        # Each ran once, to its end, under its first token: the poison
+        # step waited for them before it killed the process again.
+        assert [call['token'] for call in _calls(cluster, order_id)] == [1]
+    assert workers.log().count('runs alone in this one') >= 2
+    assert not [line for line in retry.log().splitlines()
+                if 'taken back' in line and
+                any(order_id in line for order_id in held)]
+    assert workers.stop() == 0 and retry.stop() == 0
+
+
 def test_an_extended_lease_holds_and_a_late_run_keeps_its_grace(
         deployment, database):
     """Lease of 3 s, grace of 4 s:

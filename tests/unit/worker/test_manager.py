@@ -396,6 +396,37 @@ def test_a_step_whose_worker_died_max_step_crashes_times_is_not_run_again(
     assert state.steps[REQUEST].status == models.STEP_FAILED
 
 
+def test_a_step_that_crashed_runs_only_once_its_neighbours_ended(
+        database, use_plugin):
+    # Were it a poison step again, it would take no neighbour with it.
+    neighbour, suspect = _order(database), _order(database)
+    generation = _crash(database, suspect, 1)
+    spans, suspect_started = {}, threading.Event()
+
+    def during(view):
+        spans[view.id] = [time.monotonic()]
+        if view.id == suspect:
+            suspect_started.set()
+        else:
+            # Beside the suspect (without isolation) it would see it
+            # start: step_concurrency is 2.
+            suspect_started.wait(1.0)
+        spans[view.id].append(time.monotonic())
+    plugin = ScriptedPlugin(*[base.RetryLater(delay_seconds=5)] * 2,
+                            during=during)
+    use_plugin(plugin)
+
+    _worker(database, step_concurrency=2).manager.run_steps(
+        {}, [[REQUEST, neighbour, 0], [REQUEST, suspect, generation]])
+
+    assert sorted(spans) == sorted([neighbour, suspect])
+    first, second = sorted(spans.values())
+    assert first[1] <= second[0]
+    # Both ran to their end: the suspect's deaths in a row are over.
+    for order_id in (neighbour, suspect):
+        assert _state(database, order_id).steps[REQUEST].crashes == 0
+
+
 def test_a_run_extends_its_lease_until_it_no_longer_holds_its_step(
         database, use_plugin):
     order_id = _order(database)
