@@ -207,8 +207,11 @@ class NetworkFaults:
         fault.ended = time.monotonic()
         if fault.name in SETTLE:
             # A node cut off rejoins its cluster before the next fault.
-            self._clusters.network('settle')
+            said = self._clusters.network('settle')
             fault.settled = time.monotonic()
+            if 'restarting it' in said:
+                fault.note = 'a broker restarted: it hung rejoining'
+                self._log('chaos: %s' % said.strip())
         self._log('chaos: network fault %s over%s' % (
             fault.name, ', clusters whole after %.1fs'
             % (fault.settled - fault.ended) if fault.settled else ''))

@@ -284,8 +284,13 @@ class Clusters(_Started):
         """Run ``cluster.sh COMMAND DIR ARGS`` (partition, heal, slow,
         restore, settle): see tests/functional/netns.sh.
 
+        Returns what the command said on its standard error (a broker it
+        had to restart).
+
         :raises NetworkUnavailable: when the machine cannot (a slow link
             without netem in the kernel).
+        :raises subprocess.CalledProcessError: when it failed; its
+            message ends with what the command said.
         """
         result = subprocess.run(
             [CLUSTER_SCRIPT, command, self.directory] + [str(arg)
@@ -294,6 +299,14 @@ class Clusters(_Started):
         if result.returncode == NETWORK_SKIP_STATUS:
             raise NetworkUnavailable(result.stderr.strip())
         if result.returncode:
-            raise subprocess.CalledProcessError(
-                result.returncode, result.args, result.stdout,
-                result.stderr)
+            raise _Failed(result.returncode, result.args, result.stdout,
+                          result.stderr)
+        return result.stderr
+
+
+class _Failed(subprocess.CalledProcessError):
+    """A ``cluster.sh`` command that failed, and why (its last lines)."""
+
+    def __str__(self):
+        return '%s: %s' % (super().__str__(),
+                           ' | '.join(self.stderr.strip().splitlines()[-5:]))

@@ -244,7 +244,37 @@ net_restore() {
 net_settle() {
     local n
     for n in "${NODES[@]}"; do galera_wait "$n" ${#NODES[@]}; done
+    net_rabbitmq_unstick
     for n in "${NODES[@]}"; do rabbitmq_cluster_wait "$n" ${#NODES[@]}; done
+}
+
+# The broker that autoheal restarts after a partition can hang in its boot
+# for good (RabbitMQ 3.10 on Erlang 25: "Global hang workaround" in its
+# log, then nothing; seen once in three runs of the RabbitMQ fault). If the
+# brokers are not whole RABBIT_HEAL_TIMEOUT seconds after the heal, each
+# whose application has not started is killed and started again, as an
+# operator would.
+RABBIT_HEAL_TIMEOUT=60
+net_rabbitmq_unstick() {
+    local n deadline=$((SECONDS + RABBIT_HEAL_TIMEOUT))
+    while [ $SECONDS -lt $deadline ]; do
+        net_rabbitmq_whole && return 0
+        sleep 1
+    done
+    for n in "${NODES[@]}"; do
+        rabbitmq_ctl "$n" await_startup --timeout 5 >/dev/null 2>&1 && continue
+        log "rabbitmq node $n has not started ${RABBIT_HEAL_TIMEOUT}s after the heal: restarting it"
+        rabbitmq_node_stop "$n" KILL
+        rabbitmq_node_start "$n"
+    done
+}
+
+# Whether every broker sees every broker running.
+net_rabbitmq_whole() {
+    local n
+    for n in "${NODES[@]}"; do
+        [ "$(rabbitmq_running_nodes "$n" || true)" = ${#NODES[@]} ] || return 1
+    done
 }
 
 network_command() {
