@@ -103,12 +103,14 @@ class WorkerManager:
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
         self._free_threads = threading.BoundedSemaphore(step_concurrency)
-        self._isolation = isolation.Isolation(conf.worker.max_step_crashes)
+        self._isolation = isolation.Isolation(conf.worker.max_step_crashes,
+                                              conf.report_interval)
         step_kinds = kinds.Kinds(
             conf, database, clock, sender,
             observe_delivery or (lambda sent, failed: None))
         self._claimer = claim_module.Claimer(
-            database, step_kinds, service_name, clock, observe_result)
+            database, step_kinds, service_name, clock, observe_result,
+            self._isolation)
         self._continuer = None
         if topic is not None and worker_api is not None:
             self._continuer = continuation.Continuer(

@@ -212,9 +212,12 @@ def uncontained_poison(database, order_ids, max_crashes):
     """Count poison orders not ended ERROR by their step's crashes.
 
     Each must have failed for the reason the worker gives a step that
-    crashed ``max_crashes`` times, on a step that counted that many.
+    crashed ``max_crashes`` times, on a step that counted at least that
+    many: one more when the process that was failing it died first (a
+    kill of the run, or beside another poison step).
     """
-    reason = 'the worker died %d times while running this step' % max_crashes
+    reason = re.compile(r'the worker died (\d+) times while running this '
+                        r'step')
     with database.session() as session:
         found = {order.id: order for order in session.scalars(
             sa.select(models.Order).where(models.Order.id.in_(order_ids)))}
@@ -223,11 +226,16 @@ def uncontained_poison(database, order_ids, max_crashes):
                       sa.func.max(models.OrderStep.crashes))
             .where(models.OrderStep.order_id.in_(order_ids))
             .group_by(models.OrderStep.order_id))}
-    return sum(1 for order_id in order_ids
-               if order_id not in found or
-               found[order_id].status != models.ERROR or
-               reason not in (found[order_id].error_reason or '') or
-               crashes.get(order_id) != max_crashes)
+
+    def contained(order_id):
+        order = found.get(order_id)
+        if order is None or order.status != models.ERROR:
+            return False
+        said = reason.search(order.error_reason or '')
+        return said is not None and \
+            int(said.group(1)) == crashes.get(order_id, 0) >= max_crashes
+
+    return sum(1 for order_id in order_ids if not contained(order_id))
 
 
 def _open_steps_of_ended_orders(session):

@@ -10,7 +10,9 @@ fenced on its own generation.
 
 A step that needs resource keys (``worker.steps.flow``) is claimed only
 if it takes a slot of each, in the same transaction; one that cannot is
-not claimed, and waits without counting as a failure.
+not claimed, and waits without counting as a failure. So does a step
+that crashed before, while another that did is claimed in this process
+and has not run (``worker.steps.isolation``).
 """
 
 import datetime
@@ -40,9 +42,12 @@ class Claimer:
         owner of the steps it claims.
     :param clock: returns the current UTC time (naive).
     :param observe_result: called with ``stale`` for each step dropped.
+    :param isolation: the process's ``worker.steps.isolation.Isolation``,
+        or None to claim steps that crashed as any other.
     """
 
-    def __init__(self, database, kinds, owner, clock, observe_result):
+    def __init__(self, database, kinds, owner, clock, observe_result,
+                 isolation=None):
         self._database = database
         self._repositories = database.repositories
         self._kinds = kinds
@@ -51,6 +56,7 @@ class Claimer:
         self._observe_result = observe_result
         self._leases = leases.Leases(database, owner, clock)
         self._limits = kinds.limits
+        self._isolation = isolation
 
     def claim_batch(self, steps):
         """Claim ``steps`` in one transaction (``GroupCommit``).
@@ -60,6 +66,12 @@ class Claimer:
             (``delivery.Pending``).
         """
         claimed = self._claim_in_a_transaction(steps)
+        if self._isolation is not None:
+            # Batches are claimed one at a time: the next one's claim sees
+            # the suspect this one took.
+            for answer in claimed.answers:
+                if answer is not None and self._isolation.suspect(answer[0]):
+                    self._isolation.reserve(answer[0])
         self.report(claimed)
         return claimed.answers
 
@@ -84,20 +96,28 @@ class Claimer:
     def _claim_in_a_transaction(self, steps):
         now = self._clock()
         with self._database.session() as session, session.begin():
-            return self.claim_in(session, steps, now)
+            return self.claim_in(session, steps, now, isolate=True)
 
-    def claim_in(self, session, steps, now):
+    def claim_in(self, session, steps, now, isolate=False):
         """Claim ``steps`` at ``now`` in the caller's transaction (a
         claim's own, or the apply's that made them ready:
         ``worker.steps.continuation``); a ``Claimed``, to ``report`` once
-        it committed."""
+        it committed.
+
+        With ``isolate``, at most one step that crashed before is
+        claimed, none while one is claimed here and has not run. (A
+        continuation never crashed: it was just made ready.)
+        """
         # One read of the orders and their steps, then one conditional
         # claim: the steps' rows as read hold for the generations the
         # claim moves from.
         found = self._repositories.orders.with_steps_many(
             session, {step.order_id for step in steps})
         wanted, dropped = self._wanted(steps, found)
-        refused = self._limit(session, steps, wanted, now)
+        refused = self._isolate(steps, wanted, now) if isolate else {}
+        refused.update(self._limit(session, steps, {
+            index: facts for index, facts in wanted.items()
+            if index not in refused}, now))
         claims = [(steps[index].order_id, steps[index].step,
                    steps[index].generation, now + _seconds(facts.policy))
                   for index, facts in wanted.items()
@@ -135,6 +155,27 @@ class Claimer:
             return {}
         return self._kinds.delivery.read_pending(
             session, self._repositories, deliveries)
+
+    def _isolate(self, steps, wanted, now):
+        """``{index: flow.Refusal}`` of the steps of ``wanted`` that
+        crashed before, but the first, or all while one is claimed here
+        and has not run: each is cast again after the isolation's
+        ``recheck_seconds``."""
+        if self._isolation is None:
+            return {}
+        refused = {}
+        busy = self._isolation.busy()
+        for index, facts in wanted.items():
+            if not self._isolation.suspect(facts.rows[steps[index].step]):
+                continue
+            if busy:
+                refused[index] = flow.Refusal(
+                    None, now + datetime.timedelta(
+                        seconds=self._isolation.recheck_seconds),
+                    why='another step that crashed runs alone in this '
+                        'process')
+            busy = True
+        return refused
 
     def _limit(self, session, steps, wanted, now):
         """Take the slots and starts of the steps of ``wanted`` that need
@@ -288,7 +329,10 @@ def _seconds(step_policy):
 
 
 def _waits_for(refusal):
-    """What a step refused by ``flow.take`` waits for, for the log."""
+    """What a refused step waits for, for the log."""
+    if refusal.why is not None:
+        return '%s; cast again at %s' % (refusal.why,
+                                         refusal.retry_at.isoformat())
     if refusal.waiting_for is None:
         return 'over its rate, again at %s' % refusal.retry_at.isoformat()
     return 'no slot of %s free' % refusal.waiting_for

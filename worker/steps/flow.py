@@ -77,6 +77,8 @@ class Refusal:
     #: The key whose slot it lacks, or None for a rate.
     waiting_for: str | None
     retry_at: Moment
+    #: Why, when it is neither a slot nor a rate (for the log).
+    why: str | None = None
 
 
 @dataclasses.dataclass

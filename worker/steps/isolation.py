@@ -15,6 +15,12 @@ other step claims meanwhile (they wait before their claim, so a death
 takes them unclaimed: the retry daemon dispatches them again, with no
 crash counted). If it kills the process again, it dies alone.
 
+One at a time: a process claims no second step that crashed while one is
+claimed here and has not run (``busy``): the claim refuses it, and it is
+cast again after ``report_interval`` (``worker.steps.claim``), to this
+process or another. Two suspects claimed together would wait for each
+other, or one die beside the other.
+
 The wait is bounded by half the step's lease: a run of a neighbour that
 hangs must not cost the suspect its lease. Past it, the suspect runs
 beside the steps still running (and says so in the log).
@@ -22,6 +28,7 @@ beside the steps still running (and says so in the log).
 
 import contextlib
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -38,19 +45,43 @@ class Isolation:
     is counted from there (``add``) until it ends (``leave``).
     """
 
-    def __init__(self, max_crashes):
+    def __init__(self, max_crashes, recheck_seconds):
         self._max_crashes = max_crashes
+        #: How long after a claim refused it a suspect is cast again.
+        self.recheck_seconds = recheck_seconds
         self._changed = threading.Condition()
         # Steps claimed or claiming, but not the suspect's own.
         self._others = 0
         # A suspect waits for the others, or runs.
         self._alone = False
+        # The suspect claimed here that has not run yet: (order, step,
+        # token), and until when (its lease) it holds the place.
+        self._reserved = None
+        self._reserved_until = 0.0
 
-    def suspect(self, run):
-        """Whether ``run`` is of a step whose process died running it:
-        not one that fails for it without running (``max_step_crashes``).
+    def suspect(self, step):
+        """Whether ``step`` (a run, or a step's row) is of a step whose
+        process died running it: not one that fails for it without
+        running (``max_step_crashes``)."""
+        return 0 < step.crashes < self._max_crashes
+
+    def busy(self):
+        """Whether a suspect is claimed here and has not run: no other
+        may be claimed meanwhile."""
+        with self._changed:
+            return (self._reserved is not None and
+                    time.monotonic() < self._reserved_until)
+
+    def reserve(self, run):
+        """``run``, a suspect, was claimed here (its claim committed).
+
+        The place is held until its run ends, or its lease would have
+        (a run that never came to ``alone``, should it happen).
         """
-        return 0 < run.crashes < self._max_crashes
+        with self._changed:
+            self._reserved = _key(run)
+            self._reserved_until = (time.monotonic() +
+                                    run.policy.timeout_seconds)
 
     @contextlib.contextmanager
     def held(self):
@@ -102,5 +133,11 @@ class Isolation:
         finally:
             with self._changed:
                 self._alone = False
+                if self._reserved == _key(run):
+                    self._reserved = None
                 self._others += 1
                 self._changed.notify_all()
+
+
+def _key(run):
+    return run.order_id, run.step, run.token

@@ -427,6 +427,44 @@ def test_a_step_that_crashed_runs_only_once_its_neighbours_ended(
         assert _state(database, order_id).steps[REQUEST].crashes == 0
 
 
+def test_a_process_claims_one_step_that_crashed_at_a_time(
+        database, use_plugin):
+    # Two suspects claimed together would die together, were one poison.
+    first, second = _order(database), _order(database)
+    tokens = {order_id: _crash(database, order_id, 1)
+              for order_id in (first, second)}
+    plugin = use_plugin(ScriptedPlugin(*[base.RetryLater(5)] * 2))
+    worker = _worker(database, step_concurrency=2, report_interval=7)
+    steps = {order_id: rpcapi.Step(REQUEST, order_id, tokens[order_id])
+             for order_id in (first, second)}
+
+    claimed = worker.manager._claimer.claim_batch(list(steps.values()))
+
+    assert claimed[0][0].order_id == first and claimed[1] is None
+    waited = _state(database, second)
+    # Not claimed: its token unchanged, its crash kept, no run to die.
+    assert (waited.steps[REQUEST].generation, waited.steps[REQUEST].owner,
+            waited.steps[REQUEST].crashes) == (tokens[second], None, 1)
+    [retry] = waited.retries
+    assert retry.retry_at == NOW + _seconds(7)
+    assert worker.observed == ['waiting']
+
+    # Cast again while the first has not run: refused again.
+    worker.run(REQUEST, second, tokens[second])
+    assert _state(database, second).steps[REQUEST].owner is None
+    assert worker.observed == ['waiting'] * 2 and plugin.views == []
+
+    # Once the first ran (in a step thread, which holds a count), the
+    # second is claimed and runs.
+    run, view = claimed[0]
+    with worker.manager._isolation.held():
+        worker.manager._go_on(worker.manager._run_apply(steps[first], run,
+                                                        view, None))
+    worker.run(REQUEST, second, tokens[second])
+    assert [view.id for view in plugin.views] == [first, second]
+    assert worker.observed == ['waiting'] * 2 + ['retry'] * 2
+
+
 def test_a_run_extends_its_lease_until_it_no_longer_holds_its_step(
         database, use_plugin):
     order_id = _order(database)

@@ -15,9 +15,10 @@ MOMENT = 0.2
 PATIENCE = 5.0
 
 
-def _run(crashes, step='issue', order_id='order-1'):
-    return types.SimpleNamespace(crashes=crashes, step=step,
-                                 order_id=order_id)
+def _run(crashes, step='issue', order_id='order-1', token=1, lease=60.0):
+    return types.SimpleNamespace(
+        crashes=crashes, step=step, order_id=order_id, token=token,
+        policy=types.SimpleNamespace(timeout_seconds=lease))
 
 
 def _in_thread(target):
@@ -31,11 +32,11 @@ def _in_thread(target):
 def test_a_suspect_crashed_before_and_will_run(crashes, suspect):
     # At max_step_crashes the step fails without running: nothing to
     # isolate.
-    assert isolation.Isolation(3).suspect(_run(crashes)) is suspect
+    assert isolation.Isolation(3, 1.0).suspect(_run(crashes)) is suspect
 
 
 def test_a_suspect_waits_for_the_others_and_new_steps_wait_for_it():
-    gate = isolation.Isolation(3)
+    gate = isolation.Isolation(3, 1.0)
     events = []
     neighbour_ends = threading.Event()
 
@@ -75,7 +76,7 @@ def test_a_suspect_waits_for_the_others_and_new_steps_wait_for_it():
 
 
 def test_two_suspects_claimed_together_run_one_after_the_other():
-    gate = isolation.Isolation(3)
+    gate = isolation.Isolation(3, 1.0)
     running, most = [], []
     lock = threading.Lock()
     both_held = threading.Barrier(2)
@@ -102,7 +103,7 @@ def test_two_suspects_claimed_together_run_one_after_the_other():
 
 
 def test_a_continuation_claimed_already_runs_beside_a_waiting_suspect():
-    gate = isolation.Isolation(3)
+    gate = isolation.Isolation(3, 1.0)
     events = []
     handed = threading.Event()
     continuation_ends = threading.Event()
@@ -140,7 +141,7 @@ def test_a_continuation_claimed_already_runs_beside_a_waiting_suspect():
 
 
 def test_the_wait_is_bounded_by_a_neighbour_that_hangs(caplog):
-    gate = isolation.Isolation(3)
+    gate = isolation.Isolation(3, 1.0)
     hung = threading.Event()
     ran = threading.Event()
 
@@ -161,3 +162,27 @@ def test_the_wait_is_bounded_by_a_neighbour_that_hangs(caplog):
         thread.join(PATIENCE)
     assert 'runs beside 1 other step(s) still running after 0.2s' in \
         caplog.text
+
+
+def test_a_suspect_claimed_here_keeps_the_place_until_its_run_ended():
+    gate = isolation.Isolation(3, 1.0)
+    suspect = _run(1)
+    assert not gate.busy()
+    gate.reserve(suspect)
+    assert gate.busy()
+    with gate.held():
+        # Another suspect's run ending frees nothing.
+        with gate.alone(_run(1, order_id='order-2'), PATIENCE):
+            pass
+        assert gate.busy()
+        with gate.alone(suspect, PATIENCE):
+            assert gate.busy()
+    assert not gate.busy()
+
+
+def test_a_suspect_that_never_ran_keeps_the_place_for_its_lease_only():
+    gate = isolation.Isolation(3, 1.0)
+    gate.reserve(_run(2, lease=MOMENT))
+    assert gate.busy()
+    time.sleep(MOMENT * 1.5)
+    assert not gate.busy()
