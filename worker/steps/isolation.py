@@ -102,7 +102,7 @@ class Isolation:
             self._others += 1
 
     def leave(self):
-        """A step counted by ``add`` ended."""
+        """A step counted by ``held`` or ``add`` ended."""
         with self._changed:
             self._others -= 1
             self._changed.notify_all()
