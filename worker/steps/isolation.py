@@ -5,9 +5,10 @@ library, memory without bound) takes down every step its process held,
 and each of them counts a crash (``order_steps.crashes``) as it does: an
 innocent step that shares a process with a poison step a few times in a
 row fails as poison itself. The retry daemon's spread of crashed steps
-(``scheduler.recovery``) keeps the crashed steps from arriving together,
-but not from arriving while a long step runs: a pool that a poison step
-kills every few seconds kills a step that runs for seconds every time.
+(``scheduler.recovery``) keeps most crashed steps from arriving together,
+not all: in a small pool that poison steps kill every few seconds, an
+innocent step that crashed reached the process of a poison step again
+and again, claimed with it or just before it, and failed as poison.
 
 So a step that crashed before runs its next run alone: once claimed, it
 waits until every other step this process claimed has ended, and no
