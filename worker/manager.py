@@ -29,7 +29,6 @@ the order's row.
 """
 
 import concurrent.futures
-import contextlib
 import reprlib
 import threading
 
@@ -317,7 +316,7 @@ class WorkerManager:
         """Run a claimed step and apply its result; the continuations
         its apply hands over."""
         try:
-            with self._alone_if_suspect(run):
+            with self._isolation.around(run):
                 result = (run.kind.run(run, view) if trace is None
                           else trace.run(run.kind.run, run, view))
         except Exception as exc:
@@ -345,14 +344,6 @@ class WorkerManager:
             self._applier.keep(run, result)
             return ()
         return handed or ()
-
-    def _alone_if_suspect(self, run):
-        """Where ``run`` runs: alone in this process if its step crashed
-        before (``worker.steps.isolation``), at most half its lease after
-        waiting for the others."""
-        if not self._isolation.suspect(run):
-            return contextlib.nullcontext()
-        return self._isolation.alone(run, run.policy.timeout_seconds / 2)
 
     def apply_deferred_results(self):
         """Write again the results that the database refused (an outage).

@@ -106,7 +106,17 @@ class Isolation:
         """A step counted by ``held`` or ``add`` ended."""
         with self._changed:
             self._others -= 1
-            self._changed.notify_all()
+            # Only a suspect waits for a count to fall (the others wait for
+            # its end): no wake-up on the hot path otherwise.
+            if self._alone:
+                self._changed.notify_all()
+
+    def around(self, run):
+        """Where ``run`` runs: alone (``alone``, at most half its lease
+        waiting) if it is a suspect, as any step otherwise."""
+        if not self.suspect(run):
+            return contextlib.nullcontext()
+        return self.alone(run, run.policy.timeout_seconds / 2)
 
     @contextlib.contextmanager
     def alone(self, run, wait_seconds):
