@@ -555,7 +555,29 @@ def _rows_graphile(result):
                                peer['concurrency'],
                                peer['poll_interval_ms'], peer['rate']),
             ratio, '>= 1.5x', ratio is not None and ratio >= 1.5))
-    return rows
+    return rows + _rows_receive_floor(result)
+
+
+def _rows_receive_floor(result):
+    """What one process receives at most, doing nothing else, against
+    the rate the 1-process target asks (``receive_floor``)."""
+    floor = result.get('receive_floor')
+    if floor is None:
+        return []
+    measurement = ('     ceiling: one message per order, received by a '
+                   'no-op oslo.messaging server, 1 process')
+    if 'error' in floor:
+        return [Row(measurement, 'ERROR %s' % floor['error'][:50], '',
+                    None, '(info)', None)]
+    peer = result.get('graphile_one') or {}
+    wanted = 1.5 * peer['rate'] if peer.get('rate') else None
+    return [Row(
+        measurement, '%.0f messages/s, %.2f ms CPU each'
+        % (floor['rate'], floor['cpu_ms_per_message']),
+        '1.5x Graphile, 1 process: %s orders/s; ours: %.1f'
+        % ('%.0f' % wanted if wanted else '?', result['one']['rate']),
+        _ratio(floor['rate'], wanted), '(info)',
+        None)]
 
 
 def _rows_drain_peers(result):

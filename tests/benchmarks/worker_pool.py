@@ -42,6 +42,7 @@ from oslo_utils import timeutils
 from tests.benchmarks import env
 from tests.benchmarks import graphile_side
 from tests.benchmarks import procs
+from tests.benchmarks import receive_floor
 from tests.benchmarks import receiver as receivers
 from tests.functional import databases
 from worker.common import order_actions
@@ -247,8 +248,9 @@ def on_mariadb(transport_url, count, workdir, log):
 
 
 def run(transport_url, workdir, quick, log):
-    """Targets 6, 12.2, 12.3, 32.4 (Graphile Worker) and 32's MariaDB;
-    returns the raw figures."""
+    """Targets 6, 12.2, 12.3, 32.4 (Graphile Worker, and what one process
+    can receive at most: ``receive_floor``) and 32's MariaDB; returns the
+    raw figures."""
     count = 400 if quick else 3000
     results = {'orders': count,
                'one': measure(transport_url, count, 1, workdir, log),
@@ -264,4 +266,14 @@ def run(transport_url, workdir, quick, log):
     for key, processes in (('graphile_one', 1), ('graphile_two', 2)):
         results[key] = graphile_side.figures_or_error(
             'pool', workdir, count, processes, log)
+    results['receive_floor'] = _receive_floor(transport_url, count, log)
     return results
+
+
+def _receive_floor(transport_url, count, log):
+    """``receive_floor``'s figures, or ``{'error': ...}``."""
+    try:
+        return receive_floor.measure(transport_url, count, log)
+    except Exception as exc:  # a failed reference is a row, not a crash
+        log('receive floor failed: %s', exc)
+        return {'error': '%s: %s' % (type(exc).__name__, exc)}
