@@ -31,8 +31,9 @@ from worker.db import session as db_session
 NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
 
 # Six servers of its own, started once for the module and killed one at a
-# time: run alone, in one process.
-pytestmark = pytest.mark.exclusive
+# time: run after the other tests, in one process, beside the exclusive
+# tests of the shared servers (bin/run-tests.sh).
+pytestmark = [pytest.mark.exclusive, pytest.mark.own_servers]
 
 
 @pytest.fixture(scope='module')

@@ -20,8 +20,10 @@ from tests.chaos import network
 from tests.chaos import run
 from tests.chaos import services as chaos_services
 
-# Six servers of its own, in namespaces; processes killed: run alone.
-pytestmark = pytest.mark.exclusive
+# Six servers of its own, in namespaces; processes killed: run after the
+# other tests, one at a time with test_cluster's, beside the exclusive
+# tests of the shared servers (bin/run-tests.sh).
+pytestmark = [pytest.mark.exclusive, pytest.mark.own_servers]
 
 
 @pytest.fixture(scope='module')
