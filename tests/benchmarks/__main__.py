@@ -126,6 +126,7 @@ def main(argv=None):
 
 
 def _run(args, env, workdir):
+    from tests.benchmarks import plots
     from tests.benchmarks import profile
     from tests.benchmarks import report
     from tests.benchmarks import statements
@@ -178,14 +179,14 @@ def _run(args, env, workdir):
     table = report.rows(results)
     report.write_json(results, table, os.path.join(args.output,
                                                    'results.json'))
-    plots = report.write_plots(results, args.output)
+    written = plots.write_plots(results, args.output)
     report.write_plans(results, args.output)
     print(report.format_table(table))
     if 'profile' in results and 'error' not in results['profile']:
         print('\n' + profile.format_summary(results['profile']))
     print('\n%s run in %.0fs; results.json and %d plot(s) in %s' % (
         results['meta']['mode'], results['meta']['elapsed_seconds'],
-        len(plots), os.path.abspath(args.output)))
+        len(written), os.path.abspath(args.output)))
     return 1 if failed else 0
 
 

@@ -11,7 +11,7 @@ threading executor) but with no serializer of ours, and an endpoint
 whose ``run_steps`` returns at once.
 
 N messages of one step each, with the request ids the pool's casts carry,
-are cast from ``worker_pool.CAST_THREADS`` threads into the server's
+are cast from as many threads as the pool's casts into the server's
 queue while it does not consume; then the server starts, and it is timed
 from its first message to its N-th, with its CPU time over the same span.
 The casts are not timed: the pool's figure does not count its casts
@@ -37,16 +37,23 @@ from worker import rpcapi
 #: message's context is as large as a pool's cast's.
 _REQUEST = context.RequestIds('req-4f1b8c2e-6d0a-4e7b-9c3f-1a2b3c4d5e6f',
                               'req-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b')
+#: Seconds the server may take to receive every message (it gives up at
+#: 300 s) before it is killed and the measurement fails.
+_TIMEOUT = 360.0
 
 
-def measure(transport_url, count, log):
-    """Messages/s and CPU per message of a receiving-only server."""
-    from tests.benchmarks import worker_pool
+def measure(transport_url, count, threads, log):
+    """Messages/s and CPU per message of a receiving-only server, the
+    messages cast from ``threads`` threads."""
     topic = env.new_topic('brfloor')
     server = subprocess.Popen(
         [sys.executable, '-m', 'tests.benchmarks.receive_floor',
          transport_url, topic, str(count)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # A server that hangs (a broker gone) ends its output: no read below
+    # waits for ever.
+    killer = threading.Timer(_TIMEOUT, server.kill)
+    killer.start()
     try:
         # Its queue is declared, and it consumes no more.
         _expect(server, 'declared')
@@ -56,13 +63,13 @@ def measure(transport_url, count, log):
                                  1, _REQUEST)] for index in range(count)]
         log('receive floor: %d messages cast, then received by a no-op '
             'oslo.messaging server', count)
-        with concurrent.futures.ThreadPoolExecutor(
-                worker_pool.CAST_THREADS) as pool:
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
             list(pool.map(api.run_steps, messages))
         server.stdin.write('go\n')
         server.stdin.flush()
         figures = json.loads(_expect(server, '{'))
     finally:
+        killer.cancel()
         server.kill()
         server.wait()
     return figures

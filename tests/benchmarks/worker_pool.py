@@ -273,7 +273,8 @@ def run(transport_url, workdir, quick, log):
 def _receive_floor(transport_url, count, log):
     """``receive_floor``'s figures, or ``{'error': ...}``."""
     try:
-        return receive_floor.measure(transport_url, count, log)
+        return receive_floor.measure(transport_url, count, CAST_THREADS,
+                                     log)
     except Exception as exc:  # a failed reference is a row, not a crash
         log('receive floor failed: %s', exc)
         return {'error': '%s: %s' % (type(exc).__name__, exc)}

@@ -31,9 +31,9 @@ from worker.db import session as db_session
 NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
 
 # Six servers of its own, started once for the module and killed one at a
-# time: run after the other tests, in one process, beside the exclusive
-# tests of the shared servers (bin/run-tests.sh).
-pytestmark = [pytest.mark.exclusive, pytest.mark.own_servers]
+# time: run alone, in one process. Not own_servers: it bounds how long
+# its faults stall the work, which a run beside other tests stretched.
+pytestmark = pytest.mark.exclusive
 
 
 @pytest.fixture(scope='module')

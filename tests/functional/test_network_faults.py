@@ -21,8 +21,8 @@ from tests.chaos import run
 from tests.chaos import services as chaos_services
 
 # Six servers of its own, in namespaces; processes killed: run after the
-# other tests, one at a time with test_cluster's, beside the exclusive
-# tests of the shared servers (bin/run-tests.sh).
+# other tests, beside the exclusive tests of the shared servers
+# (bin/run-tests.sh). What it asserts is losses, not times.
 pytestmark = [pytest.mark.exclusive, pytest.mark.own_servers]
 
 
