@@ -13,6 +13,14 @@ from matplotlib import pyplot  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 
+def _save(figure, axes, path, legend_size=8):
+    """Put the legend on ``axes``, write ``figure`` to ``path``, free it."""
+    axes.legend(fontsize=legend_size)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
 def plot_pass_cost(result, path):
     """Pass cost versus table size (log-log), with the targets."""
     figure, axes = pyplot.subplots(figsize=(7, 4.5))
@@ -39,10 +47,7 @@ def plot_pass_cost(result, path):
     axes.set_title('Cost of a pass that finds nothing due\n'
                    '(thin lines: targets 2 ms SQLite, 5 ms PostgreSQL '
                    'and MariaDB)')
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
+    _save(figure, axes, path, legend_size=7)
 
 
 def plot_lateness(result, path):
@@ -65,10 +70,7 @@ def plot_lateness(result, path):
     axes.set_ylabel('fraction of rows')
     axes.set_title('Lateness of retries (period %ds)'
                    % result['one']['period'])
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
+    _save(figure, axes, path)
 
 
 def plot_dispatch(result, path):
@@ -90,10 +92,7 @@ def plot_dispatch(result, path):
     axes.set_ylabel('per second (rows of a pass; messages)')
     axes.set_ylim(bottom=0)
     axes.set_title('Dispatch rate versus concurrency')
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
+    _save(figure, axes, path)
 
 
 def plot_memory(result, path):
@@ -110,10 +109,7 @@ def plot_memory(result, path):
     axes.set_ylabel('MB')
     axes.set_ylim(bottom=0)
     axes.set_title('barbican-retry memory')
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
+    _save(figure, axes, path)
 
 
 _PLOTS = {
