@@ -154,6 +154,39 @@ def tree_cpu_seconds(pid):
     return total
 
 
+#: The servers' processes, by what they are: RabbitMQ's Erlang VM, and
+#: PostgreSQL's or MariaDB's server processes.
+_SERVERS = {'beam.smp': 'broker', 'postgres': 'database',
+            'mariadbd': 'database', 'mysqld': 'database'}
+
+
+def servers_cpu_seconds():
+    """``{(kind, pid): CPU seconds}`` of every broker and database server
+    process on the machine (``_SERVERS``); read at both ends of a
+    measurement, the difference is what the servers spent on it."""
+    found = {}
+    for process in psutil.process_iter(['name']):
+        kind = _SERVERS.get(process.info['name'])
+        if kind is None:
+            continue
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        found[(kind, process.pid)] = times.user + times.system
+    return found
+
+
+def servers_cpu_spent(before, after):
+    """``{kind: CPU seconds}`` between two ``servers_cpu_seconds``
+    readings (a process that started between counts from zero)."""
+    spent = {}
+    for (kind, pid), seconds in after.items():
+        spent[kind] = spent.get(kind, 0.0) + seconds - before.get(
+            (kind, pid), 0.0)
+    return spent
+
+
 def largest_rss_mb(sampler, root_pid):
     """``(root, child)``: the largest RSS in MB the sampled tree's root
     reached, and the largest any one of its descendants reached."""

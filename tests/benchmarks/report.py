@@ -550,7 +550,7 @@ def _rows_graphile(result):
                                peer['concurrency'],
                                peer['poll_interval_ms'], peer['rate']),
             ratio, '>= 1.5x', ratio is not None and ratio >= 1.5))
-    return rows + _rows_receive_floor(result)
+    return rows + _rows_receive_floor(result) + _rows_cpu_per_order(result)
 
 
 def _rows_receive_floor(result):
@@ -573,6 +573,27 @@ def _rows_receive_floor(result):
         % ('%.0f' % wanted if wanted else '?', result['one']['rate']),
         _ratio(floor['rate'], wanted), '(info)',
         None)]
+
+
+def _rows_cpu_per_order(result):
+    """Where an order's CPU goes, by process, and the orders/s the
+    machine's CPUs allow at that cost."""
+    rows = []
+    for figures in (result['one'], result['two']):
+        split = figures.get('cpu_ms_per_order')
+        if not split:
+            continue
+        total = sum(split.values())
+        rows.append(Row(
+            '     CPU per order by process, %d worker process(es)'
+            % figures['processes'],
+            ', '.join('%s %.2f' % (name, split[name])
+                      for name in ('worker', 'database', 'broker', 'casts')
+                      ) + ' ms',
+            'all %.2f ms: at most %.0f orders/s on %d CPUs' % (
+                total, 1000.0 * figures['cpus'] / total, figures['cpus']),
+            None, '(info)', None))
+    return rows
 
 
 def _rows_drain_peers(result):

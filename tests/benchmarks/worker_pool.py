@@ -150,6 +150,8 @@ def measure(transport_url, count, worker_processes, workdir, log,
             if receiver:
                 receiver.mark()
             cpu_before = psutil.cpu_times()
+            servers_before = procs.servers_cpu_seconds()
+            own_before = time.process_time()
             with (during or _nothing)(database):
                 with concurrent.futures.ThreadPoolExecutor(
                         CAST_THREADS) as pool:
@@ -160,6 +162,9 @@ def measure(transport_url, count, worker_processes, workdir, log,
                     timeout=60 + count * len(workflow.names) / 20.0)
             _wait_for_events(receiver, count * _EVENTS_PER_ORDER)
             busy = _busy_share(cpu_before, psutil.cpu_times())
+            servers = procs.servers_cpu_spent(
+                servers_before, procs.servers_cpu_seconds())
+            own = time.process_time() - own_before
             pool_figures = watch.stop(steps=done * len(workflow.names))
             dropped = procs.count_in_log(workers, 'Dropped ')
     seconds = (last - first_cast).total_seconds() if last else float('nan')
@@ -176,7 +181,24 @@ def measure(transport_url, count, worker_processes, workdir, log,
         'cast_seconds': cast_seconds, 'dropped': dropped,
         'cpu_busy': busy, 'cpus': len(os.sched_getaffinity(0)),
         **pool_figures,
+        'cpu_ms_per_order': _cpu_per_order(pool_figures, servers, own,
+                                           done),
     }
+
+
+def _cpu_per_order(pool_figures, servers, own, done):
+    """Milliseconds of CPU per order completed, by process: the worker
+    pool, the database and the broker servers, and this process (the
+    casts of the orders' first steps, as an API server's, and the polling
+    for the end). The retry daemon is left out: nothing is due here."""
+    if not done:
+        return {}
+    per_order = {'worker': pool_figures['worker_cpu_seconds'],
+                 'database': servers.get('database', 0.0),
+                 'broker': servers.get('broker', 0.0),
+                 'casts': own}
+    return {name: 1000.0 * seconds / done
+            for name, seconds in per_order.items()}
 
 
 def _receiver_figures(receiver, started):

@@ -1,5 +1,5 @@
 """The benchmark's table: the receive floor's row beside the target it
-bounds."""
+bounds; an order's CPU by process."""
 
 from tests.benchmarks import report
 
@@ -30,3 +30,12 @@ def test_a_failed_floor_is_an_error_row_and_no_floor_no_row():
     row, = report._rows_receive_floor(_pool({'error': 'RuntimeError: x'}))
     assert row.figure == 'ERROR RuntimeError: x'
     assert report._rows_receive_floor({'one': {'rate': 1.0}}) == []
+
+
+def test_an_orders_cpu_by_process_gives_what_the_cpus_allow():
+    split = {'worker': 2.0, 'database': 0.8, 'broker': 0.5, 'casts': 0.7}
+    one = {'processes': 1, 'cpus': 2, 'cpu_ms_per_order': split}
+    row, = report._rows_cpu_per_order({'one': one, 'two': {}})
+    assert row.figure == \
+        'worker 2.00, database 0.80, broker 0.50, casts 0.70 ms'
+    assert row.reference == 'all 4.00 ms: at most 500 orders/s on 2 CPUs'
