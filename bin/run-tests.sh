@@ -14,8 +14,6 @@
 #                                       side (pytest-xdist; default 3; 0: in
 #                                       this one); the tests marked
 #                                       exclusive run after, one at a time
-#                                       (those marked own_servers beside
-#                                       them)
 #   BARBICAN_RETRY_TEST_GALERA=1        the Galera variant: MariaDB is a 3-node
 #                                       Galera cluster and RabbitMQ a 3-node
 #                                       cluster (tests/functional/cluster.sh);
@@ -128,11 +126,9 @@ for arg in "$@"; do
 done
 
 # Two rounds: the tests side by side (most wait on timers, not on the
-# CPU), then those marked exclusive. Those restart or kill a server the
-# others share, and run one at a time; beside them, in a pytest of its
-# own, those that touch none of the shared servers but run their own
-# (marked own_servers), also one at a time. A round that selects no test
-# (status 5) is no failure.
+# CPU), then those that restart or kill a server the others share (marked
+# exclusive), one at a time. A round that selects no test (status 5) is no
+# failure.
 pytest_round() {
     local status=0
     "$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra --durations=15 \
@@ -143,19 +139,5 @@ pytest_round() {
 rc=0
 pytest_round -n "${BARBICAN_RETRY_TEST_PROCESSES:-3}" -m 'not exclusive' \
     "${paths[@]}" "$@" || rc=$?
-if [ "${BARBICAN_RETRY_TEST_PROCESSES:-3}" = 0 ]; then
-    pytest_round -m exclusive "${paths[@]}" "$@" || rc=$?
-else
-    # Its output is printed after the other's, not mixed with it; its own
-    # base temporary directory, so neither pytest cleans the other's.
-    own=$(mktemp -d "${TMPDIR:-/tmp}/barbican-retry-own.XXXXXX")
-    pytest_round --basetemp "$own/tmp" -m 'exclusive and own_servers' \
-        "${paths[@]}" "$@" >"$own/log" 2>&1 &
-    own_pid=$!
-    pytest_round -m 'exclusive and not own_servers' "${paths[@]}" "$@" ||
-        rc=$?
-    wait "$own_pid" || rc=$?
-    cat "$own/log"
-    rm -rf "$own"
-fi
+pytest_round -m exclusive "${paths[@]}" "$@" || rc=$?
 exit $rc

@@ -31,8 +31,7 @@ from worker.db import session as db_session
 NOW = datetime.datetime(2026, 11, 25, 12, 0, 0)
 
 # Six servers of its own, started once for the module and killed one at a
-# time: run alone, in one process. Not own_servers: it bounds how long
-# its faults stall the work, which a run beside other tests stretched.
+# time: run alone, in one process.
 pytestmark = pytest.mark.exclusive
 
 

@@ -20,10 +20,8 @@ from tests.chaos import network
 from tests.chaos import run
 from tests.chaos import services as chaos_services
 
-# Six servers of its own, in namespaces; processes killed: run after the
-# other tests, beside the exclusive tests of the shared servers
-# (bin/run-tests.sh). What it asserts is losses, not times.
-pytestmark = [pytest.mark.exclusive, pytest.mark.own_servers]
+# Six servers of its own, in namespaces; processes killed: run alone.
+pytestmark = pytest.mark.exclusive
 
 
 @pytest.fixture(scope='module')
