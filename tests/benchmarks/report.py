@@ -238,7 +238,8 @@ def _rows_worker_pool(result):
         '%.0f%% (2 processes)' % (100 * two['cpu_busy']),
         '1 process: %.0f%%' % (100 * one['cpu_busy']), None, '(info)',
         None)] + _rows_scaling(result) + _rows_procrastinate(result) + \
-        _rows_graphile(result) + [
+        _rows_graphile(result) + _rows_receive_floor(result) + \
+        _rows_cpu_per_order(result) + [
         _row_cpu('12.3 worker CPU per step, %d process(es)'
                  % figures['processes'], figures) for figures in (one, two)
     ] + _rows_fanout(result) + _rows_notified(result) + _rows_mariadb_pool(
@@ -550,7 +551,7 @@ def _rows_graphile(result):
                                peer['concurrency'],
                                peer['poll_interval_ms'], peer['rate']),
             ratio, '>= 1.5x', ratio is not None and ratio >= 1.5))
-    return rows + _rows_receive_floor(result) + _rows_cpu_per_order(result)
+    return rows
 
 
 def _rows_receive_floor(result):
