@@ -17,6 +17,15 @@ Every result leaves its run's row in its order's history
 (``writes.RecordRun``), a discarded one a ``superseded`` row: the rows of
 the results written one at a time, or discarded, go in the batch's one
 INSERT of them.
+
+A result that cannot be applied (its decision or its writes raise, the
+database being up: an order type that gained a step while the order was
+in flight, a value the database refuses) costs only its own order too:
+a batch that raises so is written again one result at a time, and that
+result's step fails instead, in a transaction of its own (its kind's
+``unapplied``: a workflow step's order goes to ERROR, naming the step and
+the error). Only a database outage (``transactions.is_outage``) keeps
+the batch's results to write them again later (``keep``).
 """
 
 import collections
@@ -74,11 +83,82 @@ class Applier:
         (``GroupCommit``); log and count them, cast the steps they made
         ready.
 
+        A batch that raises, the database being up
+        (``transactions.is_outage``), holds a result that cannot be
+        applied: written again one result at a time, each in its own
+        transaction, the others go through and that one fails its step
+        (``_apply_alone``). Only a batch that raised pays for it.
+
         :param continuing: the thread of each item waits for its answer
             and runs what it is handed (``continuation``).
         :returns: per item, the ``continuation.Continuation`` list its
             thread runs: steps it made ready, claimed in the same
             transaction, and not cast.
+        :raises: what the database raised for the batch in an outage:
+            the caller keeps the results (``keep``).
+        """
+        try:
+            return self._apply(items, continuing)
+        except Exception as exc:
+            if transactions.is_outage(exc):
+                raise
+            if len(items) == 1:
+                return [self._unapplied(items[0], exc, continuing)]
+            LOG.warning('A batch of %d results raised %s: %s; each is '
+                        'written again alone', len(items),
+                        type(exc).__name__, exc, context=None)
+        return [self._apply_alone(item, continuing) for item in items]
+
+    def _apply_alone(self, item, continuing):
+        """Write one result ``(run, result)`` in a transaction of its own;
+        the continuations it hands on.
+
+        A result refused by an outage is kept; one that raises otherwise
+        cannot be applied, and fails its step (``_unapplied``).
+        """
+        try:
+            [handed] = self._apply([item], continuing)
+        except Exception as exc:
+            if not transactions.is_outage(exc):
+                return self._unapplied(item, exc, continuing)
+            self._keep_refused(item, exc)
+            return []
+        return handed
+
+    def _unapplied(self, item, exc, continuing):
+        """Fail the step of a result that raised ``exc``, not an outage,
+        in its own transaction: its kind's ``unapplied`` outcome is
+        written instead (a workflow step's order goes to ERROR, naming the
+        step and ``exc``, and may be resumed). The continuations that
+        hands on.
+
+        Should that raise too, the result is kept: written again every
+        ``report_interval`` while its lease lasts, never at once.
+        """
+        run, _ = item
+        error = runs.StepError.of(exc).description
+        LOG.error('The result of step %s of order %s (token %d) could not '
+                  'be applied (%s); the step fails', run.step, run.order_id,
+                  run.token, error, exc_info=exc, context=run.context)
+        try:
+            [handed] = self._apply(
+                [(run, run.kind.unapplied(run, error))], continuing)
+        except Exception as failure:
+            self._keep_refused(item, failure)
+            return []
+        return handed
+
+    def _keep_refused(self, item, exc):
+        """Keep a result refused by the database (``keep``), and say so."""
+        run, result = item
+        LOG.error('Could not write the result of %s of order %s (%s); it '
+                  'is kept and written again every report_interval',
+                  run.step, run.order_id, exc, exc_info=exc,
+                  context=run.context)
+        self.keep(run, result)
+
+    def _apply(self, items, continuing):
+        """``apply_batch``'s one transaction for every result ``items``.
         """
         undone = {}
         batched = True

@@ -228,6 +228,17 @@ class DeliveryKind:
             self._observe_delivery(result.sent, result.failure is not None)
         return result
 
+    def unapplied(self, run, error):
+        """What is written for a result of ``run`` that could not be
+        applied (it raised ``error``): a failed request that sent
+        nothing, which retries the events after those delivered before
+        the run, and after enough in a row makes the URL unavailable,
+        as an operator sees it (``notification show``)."""
+        return Sent(
+            delivered=events_module.delivered_sequence(
+                run.steps.get(run.step)),
+            failure='its result could not be applied (%s)' % error)
+
     def prepare(self, session, repositories, runs_alone, now):
         """Lock the orders of the deliveries ``runs_alone`` (each the only
         result of its order in the batch) and read their last sequences,

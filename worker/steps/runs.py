@@ -192,6 +192,11 @@ class StepKind(typing.Protocol):
         claim read: a workflow step's ``OrderView`` (or None), a
         delivery's ``Pending``."""
 
+    def unapplied(self, run: Run, error: str) -> Outcome:
+        """The outcome written, in its own transaction, instead of a
+        result of ``run`` that raised ``error`` as it was applied: one
+        that fails the step visibly (``worker.steps.apply``)."""
+
     def decide(self, session: typing.Any,
                repositories: repositories_module.Repositories, run: Run,
                result: Outcome, now: datetime.datetime,

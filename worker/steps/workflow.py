@@ -76,6 +76,14 @@ class WorkflowStepKind:
             steps = repositories.steps.for_order(session, run.order_id)
         return outcomes.decide(run, result, now, steps)
 
+    def unapplied(self, run, error):
+        """What is written for a result of ``run`` that could not be
+        applied (it raised ``error``): the step gives up, and its order
+        goes to ERROR naming it and ``error``; resuming it runs the step
+        again."""
+        return policy_module.GiveUp(
+            'failed: its result could not be applied (%s)' % error)
+
     def _call(self, run, view):
         try:
             instance = order_types.instantiate(run.workflow, self._conf)
