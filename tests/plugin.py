@@ -280,3 +280,40 @@ class SingleStep(types_base.OrderType):
         """Done, after ``hold_seconds``."""
         time.sleep(float(order.meta.get('hold_seconds', 0)))
         return results.Completed()
+
+
+#: Set in a process's environment: the ``growing`` order type has gained
+#: its step ``third`` there (``Growing``).
+GROWN_VARIABLE = 'BARBICAN_RETRY_TEST_GROWN'
+
+
+class Growing(types_base.OrderType):
+    """An order type that gains a step in a new release: ``first``, then
+    ``second``; where ``BARBICAN_RETRY_TEST_GROWN`` is set, ``third``
+    after ``first`` too. The orders created before meet the new type in
+    flight.
+
+    ``first`` waits (at most 60 s) until the file its order's ``"gate"``
+    names exists, so that a test ends many runs at one moment and their
+    results are written in the same batches.
+    """
+
+    steps = (types_base.Step('first'),
+             types_base.Step('second', after=('first',)))
+    if os.environ.get(GROWN_VARIABLE):
+        steps += (types_base.Step('third', after=('first',)),)
+
+    def first(self, order):
+        """Done once the gate is open."""
+        gate = order.meta.get('gate')
+        until = time.monotonic() + 60
+        while gate and not os.path.exists(gate) and \
+                time.monotonic() < until:
+            time.sleep(0.02)
+        return results.Completed()
+
+    def second(self, order):
+        """Done."""
+        return results.Completed()
+
+    third = second

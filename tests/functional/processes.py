@@ -42,6 +42,7 @@ def plugin_environment(directory, plugin_log):
                      'recording = tests.plugin:RecordingPlugin\n'
                      '[barbican_retry.order_types]\n'
                      'recording_fanout = tests.plugin:RecordingFanout\n'
+                     'growing = tests.plugin:Growing\n'
                      'recording_limited = tests.plugin:RecordingLimited\n'
                      'remote_call = tests.plugin:RemoteCall\n'
                      'single_step = tests.plugin:SingleStep\n'
