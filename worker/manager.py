@@ -102,6 +102,9 @@ class WorkerManager:
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
         self._free_threads = threading.BoundedSemaphore(step_concurrency)
+        # Set once the service stops: a step claimed here and not started
+        # is given back (_give_back), never left claimed.
+        self._stopping = False
         self._isolation = isolation.Isolation(conf.worker.max_step_crashes,
                                               conf.report_interval)
         step_kinds = kinds.Kinds(
@@ -193,13 +196,25 @@ class WorkerManager:
     def cancel_queued_steps(self):
         """Give up the steps not started yet (the service is stopping).
 
-        They were never claimed: the retry daemon dispatches them again
-        once their dispatch deadline passes. The steps running go on, but
-        continue no other here.
+        Those of messages were never claimed: the retry daemon dispatches
+        them again once their dispatch deadline passes. Those an apply
+        claimed here to continue are given back (``_give_back``). The
+        steps running go on, but continue no other here.
         """
+        self._stopping = True
         if self._continuer is not None:
             self._continuer.stop()
         self._steps.shutdown(wait=False, cancel_futures=True)
+
+    def wait_for_steps(self):
+        """Return once every step running here has ended, those continued
+        on step threads of their own too (``cancel_queued_steps`` first).
+
+        The server's ``wait`` waits for the steps of its messages only;
+        a continued step cut short when the process exits would be
+        recovered as a crash, once its owner's heartbeat is gone.
+        """
+        self._steps.shutdown(wait=True)
 
     def _well_formed(self, steps, ctxt):
         """The steps of a message that are ``[step, order_id, token]``,
@@ -271,8 +286,15 @@ class WorkerManager:
 
     def _go_on(self, continuations):
         """Run the steps an apply claimed here: in this thread the one
-        that holds no thread of its own, on a step thread each other."""
+        that holds no thread of its own, on a step thread each other;
+        none once the service stops (``_give_back``)."""
         while continuations:
+            if self._stopping:
+                for handed in continuations:
+                    if handed.reserved:
+                        self._free_threads.release()
+                self._give_back(continuations)
+                return
             mine = None
             for handed in continuations:
                 if handed.reserved:
@@ -287,18 +309,48 @@ class WorkerManager:
         try:
             future = self._steps.submit(self._run_continued, handed)
         except RuntimeError:
-            # Stopping: the step is claimed, and recovered once its
-            # lease ends, as a dead worker's.
+            # Stopping (the executor shut down since _go_on looked).
             self._continued_ended()
-            LOG.warning('Left step %s of order %s claimed: the worker is '
-                        'stopping', handed.step.step, handed.step.order_id)
+            self._give_back([handed])
             return
-        future.add_done_callback(lambda _: self._continued_ended())
+        future.add_done_callback(
+            lambda done: self._continued_ended(
+                handed if done.cancelled() else None))
 
-    def _continued_ended(self):
-        """A continuation on a thread of its own ended (or never ran)."""
+    def _continued_ended(self, unstarted=None):
+        """A continuation on a thread of its own ended, or never ran:
+        ``unstarted``, cancelled before it started (the service stops),
+        is given back."""
         self._isolation.leave()
         self._free_threads.release()
+        if unstarted is not None:
+            self._give_back([unstarted])
+
+    def _give_back(self, continuations):
+        """Give back continuations claimed here that will not run (the
+        service stops), and cast them to the workers that go on.
+
+        Left claimed, they would wait for the recovery, which counts a
+        crash of each once this process's heartbeat is gone (and fails
+        a step at ``[worker] max_step_crashes``).
+        """
+        try:
+            given_back, woken = self._claimer.release(
+                [handed.run for handed in continuations])
+        except Exception:
+            LOG.exception('Could not give back %d step(s) claimed here and '
+                          'not run (%s); the retry daemon takes them back '
+                          'once this worker is gone', len(continuations),
+                          ', '.join(handed.step.step
+                                    for handed in continuations))
+            return
+        LOG.info('Gave back %d step(s) claimed here and not run (%s): the '
+                 'worker is stopping', given_back,
+                 ', '.join(handed.step.step for handed in continuations))
+        # At the token of its claim, which the release left it at.
+        self._applier.cast([
+            handed.step._replace(generation=handed.run.token)
+            for handed in continuations] + woken)
 
     def _run_continued(self, handed):
         """A continuation on a step thread of its own, and what follows."""

@@ -117,6 +117,9 @@ class WorkerService(service.Service):
             self._server.stop()
             self._endpoint.cancel_queued_steps()
             self._server.wait()
+            # Before the heartbeat goes: a step still running or claimed
+            # here would be recovered as a crash.
+            self._endpoint.wait_for_steps()
             self._server = None
         # Timers first, so that no heartbeat re-creates the removed row.
         super().stop(graceful)

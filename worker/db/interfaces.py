@@ -179,6 +179,7 @@ Retry = steps.Retry
 Finish = steps.Finish
 Delivery = steps.Delivery
 Start = steps.Start
+Release = steps.Release
 
 
 class Steps(typing.Protocol):
@@ -215,6 +216,10 @@ class Steps(typing.Protocol):
     def retry_many(self, session: Any, retries: abc.Iterable[Retry],
                    now: Moment) -> int:
         """Release several steps; how many were."""
+
+    def release_many(self, session: Any, releases: abc.Iterable[Release],
+                     now: Moment) -> int:
+        """Give back steps claimed and never run; how many were."""
 
     def finish(self, session: Any, order_id: str, step: str, token: int,
                now: Moment, status: str, output: rows.JSON | None = None,

@@ -42,6 +42,9 @@ Retry = tuple[str, str, int, int, int, str | None]
 #: ``finish_many``'s: ``(order_id, step, token, status, output,
 #: last_error)``.
 Finish = tuple[str, str, int, str, rows.JSON | None, str | None]
+#: ``release_many``'s: ``(order_id, step, token, attempt, started_at)``,
+#: the last two as they were before the claim of ``token``.
+Release = tuple[str, str, int, int, Moment | None]
 #: ``start_many``'s: ``(order_id, steps, dispatched)``.
 Start = tuple[str, abc.Iterable[str] | None, bool]
 #: ``record_delivery_many``'s: ``(order_id, step, token, status,
@@ -365,6 +368,25 @@ def finish_many(session: orm.Session, finishes: abc.Iterable[Finish],
             values['last_error'] = last_error
         updates.append((order_id, step, token, values))
     return _fenced_updates(session, updates, now)
+
+
+def release_many(session: orm.Session, releases: abc.Iterable[Release],
+                 now: Moment) -> int:
+    """Give back steps claimed and never run (their worker stops), as if
+    their claims had not been made: PENDING at the claim's token, with no
+    owner nor lease, their ``attempt`` and ``started_at`` as before, no
+    failure nor crash counted; and cast at ``now`` (the caller casts them
+    after the commit: a message of ``token`` claims each again; a cast
+    lost is a lost dispatch, which the recovery finds).
+
+    :param releases: ``[(order_id, step, token, attempt, started_at),
+        ...]``.
+    :returns: how many were given back; the others had moved on.
+    """
+    return _fenced_updates(session, [
+        (order_id, step, token, dict(_RELEASED, dispatched_at=now,
+                                     attempt=attempt, started_at=started_at))
+        for order_id, step, token, attempt, started_at in releases], now)
 
 
 def start(session: orm.Session, order_id: str,

@@ -205,7 +205,7 @@ class Applier:
                      if (step.order_id, step.step) not in taken]
         if tracing.ENABLED:
             casts = traces.join(casts, items)
-        self._cast(casts)
+        self.cast(casts)
         return continuations
 
     def keep(self, run, result):
@@ -391,7 +391,9 @@ class Applier:
                                            casts=decision.casts + woken)
         return decision
 
-    def _cast(self, steps):
+    def cast(self, steps):
+        """Cast ``steps``, committed as dispatched, ``max_cast`` a
+        message; a cast that fails is left to the retry daemon."""
         if not steps or self._worker_api is None:
             return
         for start in range(0, len(steps), self._max_cast):

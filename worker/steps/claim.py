@@ -141,6 +141,27 @@ class Claimer:
                 dropped.append((step, facts.rows[step.step]))
         return Claimed(answers, dropped, waiting)
 
+    @transactions.retried
+    def release(self, claimed):
+        """Give back the runs ``claimed`` here and never run (this process
+        stops), in one transaction (``steps.release_many``): their steps
+        are PENDING again, no crash nor failure counted, and the resource
+        slots they held are freed.
+
+        :returns: ``(given back, woken)``: how many steps were given back
+            (the others had moved on), and the steps waiting for the slots
+            freed that were woken, to cast after the commit.
+        """
+        now = self._clock()
+        with self._database.session() as session, session.begin():
+            given_back = self._repositories.steps.release_many(session, [
+                (run.order_id, run.step, run.token, run.attempt - 1,
+                 # Set by the claim of the step's first run only.
+                 run.started_at if run.attempt > 1 else None)
+                for run in claimed], now)
+            woken = flow.release(session, self._repositories, claimed, now)
+        return given_back, woken
+
     def _read_pending(self, session, steps, wanted, claimed):
         """What the deliveries claimed will send: their URLs and events,
         read for all of them at once (``delivery.read_pending``), so that

@@ -356,6 +356,38 @@ def test_take_back(db):
 
 
 @contract
+def test_release_many_gives_back_claims_as_if_not_made(db):
+    steps_repo = db.repositories.steps
+    first, again, moved = (claimed_order(db, 'w1@h') for _ in range(3))
+    # A second run of ``again``: its first run's start stays.
+    assert write(db, steps_repo.retry, again, REQUEST, 1, plus(1), 1, 0)
+    assert write(db, steps_repo.claim, again, REQUEST, 1, plus(2), 'w1@h',
+                 plus(60))
+    assert write(db, steps_repo.take_back, moved, REQUEST, 1, plus(3),
+                 crashed=True)
+
+    assert write(db, steps_repo.release_many, [
+        (first, REQUEST, 1, 0, None), (again, REQUEST, 2, 1, NOW),
+        (moved, REQUEST, 1, 0, None)], plus(5)) == 2
+
+    for order_id, generation, attempt, started_at in (
+            (first, 1, 0, None), (again, 2, 1, NOW)):
+        step = step_of(db, order_id, REQUEST)
+        assert (step.status, step.generation, step.owner, step.claimed_at,
+                step.lease_expires_at, step.attempt, step.started_at,
+                step.crashes, step.dispatched_at, step.updated_at) == (
+            models.STEP_PENDING, generation, None, None, None, attempt,
+            started_at, 0, plus(5), plus(5))
+    # Taken back meanwhile: left as the recovery left it.
+    step = step_of(db, moved, REQUEST)
+    assert (step.generation, step.crashes, step.dispatched_at) == (
+        2, 1, None)
+    # A message of the claim's token claims it again.
+    assert write(db, steps_repo.claim, first, REQUEST, 1, plus(6), 'w2@h',
+                 plus(60))
+
+
+@contract
 def test_extend_lease_is_fenced_by_token_and_owner(db):
     steps_repo = db.repositories.steps
     order_id = claimed_order(db, 'w1@h', lease_until=plus(10))

@@ -124,6 +124,19 @@ class InMemorySteps(base.Repository):
                    in finishes)
 
     @base.writes
+    def release_many(self, session: Session,
+                     releases: abc.Iterable[steps.Release],
+                     now: Moment) -> int:
+        """Give back steps claimed and never run; how many were."""
+        released = 0
+        for order_id, step, token, attempt, started_at in releases:
+            released += self._fenced_update(
+                order_id, step, token, now,
+                **dict(base.RELEASED, dispatched_at=now, attempt=attempt,
+                       started_at=started_at))
+        return released
+
+    @base.writes
     def start(self, session: Session, order_id: str,
               names: abc.Iterable[str] | None, now: Moment,
               dispatched: bool) -> None:

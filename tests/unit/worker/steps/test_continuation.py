@@ -49,10 +49,26 @@ class Chain(types_base.OrderType):
     second = third = first
 
 
+class Fork(types_base.OrderType):
+    """``first``, then ``left`` and ``right`` side by side."""
+
+    steps = (
+        types_base.Step('first'),
+        types_base.Step('left', after=('first',)),
+        types_base.Step('right', after=('first',)),
+    )
+
+    def first(self, order):
+        return base.Completed()
+
+    left = right = first
+
+
 @pytest.fixture(autouse=True)
 def installed(monkeypatch):
     workflows = dict(order_types.installed(),
-                     chain=types_base.check(TYPE, Chain))
+                     chain=types_base.check(TYPE, Chain),
+                     fork=types_base.check('fork', Fork))
     monkeypatch.setattr(order_types, 'installed', lambda: workflows)
 
 
@@ -171,3 +187,46 @@ def test_a_continued_step_without_a_free_slot_waits_as_a_cast_one():
         order_id, 'second', 'ca:x')
     assert worker.client.casts == []
     assert sum(worker.continued) == 0
+
+
+def test_a_stopping_worker_gives_back_the_steps_it_claimed_to_go_on():
+    database = memory.InMemoryDatabase()
+    client = fakes.RecordingRPCClient()
+
+    def stop_once_written(kind):
+        # The service stops as first's result commits: its apply claimed
+        # left (for this thread) and right (for a thread of its own).
+        worker.cancel_queued_steps()
+    worker = manager.WorkerManager(
+        test_flow._conf(), database, OWNER,
+        worker_api=rpcapi.WorkerAPI(client), clock=lambda: NOW,
+        step_concurrency=2, topic=TOPIC, observe_result=stop_once_written)
+    with database.session() as session, session.begin():
+        order_id = database.repositories.orders.create(
+            session, order_types.get('fork'), {}, NOW).id
+
+    worker.run_steps({}, [['first', order_id, 0]])
+    worker.wait_for_steps()
+
+    # Neither ran, nor waits for the recovery (which would count a crash
+    # of each once this worker's heartbeat is gone): both are PENDING as
+    # if never claimed, and cast again at the token of their claim.
+    steps = _read(database, database.repositories.steps.for_order, order_id)
+    for name in ('left', 'right'):
+        step = steps[name]
+        assert (step.status, step.generation, step.owner, step.attempt,
+                step.crashes, step.started_at, step.dispatched_at) == (
+            models.STEP_PENDING, 1, None, 0, 0, None, NOW)
+    assert sorted(client.casts) == [
+        (name, {'order_id': order_id, 'generation': 1})
+        for name in ('left', 'right')]
+    assert _history(database, order_id) == [
+        ('first', OWNER, models.RUN_DONE)]
+
+    other = Worker(database)
+    while client.messages:
+        ctxt, kwargs = client.delivered()
+        other.manager.run_steps(ctxt, kwargs['steps'])
+
+    assert _read(database, database.repositories.orders.get,
+                 order_id).status == models.ACTIVE
