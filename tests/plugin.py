@@ -295,7 +295,10 @@ class Growing(types_base.OrderType):
 
     ``first`` waits (at most 60 s) until the file its order's ``"gate"``
     names exists, so that a test ends many runs at one moment and their
-    results are written in the same batches.
+    results are written in the same batches. ``third`` takes its order's
+    ``"hold_seconds"``: made ready with ``second``, it is the one a worker
+    continues on a step thread of its own (``second`` goes on in the
+    thread of ``first``).
     """
 
     steps = (types_base.Step('first'),
@@ -316,4 +319,7 @@ class Growing(types_base.OrderType):
         """Done."""
         return results.Completed()
 
-    third = second
+    def third(self, order):
+        """Done, after ``hold_seconds``."""
+        time.sleep(float(order.meta.get('hold_seconds', 0)))
+        return results.Completed()
