@@ -766,8 +766,9 @@ class OrderAPI:
 
         :param order_type: only the orders of this type.
         :param since: only the orders that went to ERROR at or after this
-            time (a ``datetime``, naive UTC or aware), read from their
-            ``updated_at``.
+            time (a ``datetime``, naive UTC or aware): when their failed
+            step ended, not their ``updated_at``, which the delivery of
+            their events moves later.
         :param project_id: only this project's orders.
         :returns: a ``BulkResume``.
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, or

@@ -372,23 +372,42 @@ def ids_by_update(session: orm.Session, status: str, limit: int, *,
     """Return up to ``limit`` ids of orders in ``status``, in the order
     they were last changed (``updated_at``, then id).
 
-    :param since: only those changed at or after this moment: for an
-        ERROR order, its move to ERROR (or the delivery of its events
-        that followed, which holds its row).
+    :param since: only those that failed at or after this moment (an
+        ERROR order's ``_failed_at``), not those merely changed since: the
+        delivery of an order's events holds its row, and so moves its
+        ``updated_at``, after it failed.
 
     Reads ``ix_orders_status_updated_at``: one range of it, however many
-    orders have other statuses.
+    orders have other statuses (an order changed last before ``since``
+    did not fail after it), then one primary-key range of ``order_steps``
+    for each order in that range.
     """
     order = models.Order
     query = (sa.select(order.id).where(order.status == status)
              .order_by(order.updated_at, order.id).limit(limit))
     if since is not None:
-        query = query.where(order.updated_at >= since)
+        query = query.where(order.updated_at >= since,
+                            _failed_at(order) >= since)
     if project_id is not None:
         query = query.where(order.project_id == project_id)
     if order_type:
         query = query.where(order.type == order_type)
     return list(session.scalars(query))
+
+
+def _failed_at(order: typing.Any) -> sa.ColumnElement[Moment]:
+    """When ``order`` (its table or model) went to ERROR, as SQL: when its
+    failed step ended (``steps.finish``, in the transaction that failed
+    the order). A resume restarts that step, so an ERROR order has one
+    FAILED step, of its last failure. An order failed before steps had
+    rows has none: its ``updated_at`` then.
+    """
+    steps = statements.STEPS
+    return sa.func.coalesce(
+        sa.select(sa.func.max(steps.c.finished_at))
+        .where(steps.c.order_id == order.id,
+               steps.c.status == models.STEP_FAILED)
+        .scalar_subquery(), order.updated_at)
 
 
 def cancel(session: orm.Session, order_id: str, now: Moment, reason: str,

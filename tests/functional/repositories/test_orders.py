@@ -4,6 +4,7 @@ from oslo_db import exception as db_exception
 import pytest
 
 from tests.functional.repositories.shared import CHECK
+from tests.functional.repositories.shared import claimed_order
 from tests.functional.repositories.shared import contract
 from tests.functional.repositories.shared import new_order
 from tests.functional.repositories.shared import plus
@@ -260,6 +261,41 @@ def test_resume_moves_an_error_order_back_to_pending_once(db):
     # Failed again, resumed again.
     assert write(db, orders.fail, failed, plus(4), 'again')
     assert write(db, orders.resume, failed, plus(5))
+
+
+def _failed(db, seconds):
+    """An order whose step failed, and so the order, at ``plus(seconds)``,
+    as a worker's result fails them."""
+    repos = db.repositories
+    order_id = claimed_order(db, 'w@h', at=plus(seconds))
+    assert write(db, repos.steps.finish, order_id, REQUEST, 1,
+                 plus(seconds), models.STEP_FAILED, last_error='no')
+    assert write(db, repos.orders.fail, order_id, plus(seconds), 'no')
+    return order_id
+
+
+@contract
+def test_ids_by_update_since_takes_the_failure_not_a_later_delivery(db):
+    orders = db.repositories.orders
+    early, late = _failed(db, 1), _failed(db, 3)
+    # The delivery of early's events holds its row, after it failed.
+    write(db, db.repositories.notifications.lock_order, early, plus(5))
+
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                since=plus(2)) == [late]
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                since=plus(1)) == [late, early]
+    # Resumed and failed again: since its new failure.
+    assert write(db, orders.resume, early, plus(6))
+    assert write(db, db.repositories.steps.restart, early, [REQUEST], [],
+                 plus(6))
+    assert write(db, db.repositories.steps.claim, early, REQUEST, 2,
+                 plus(7), 'w@h', plus(60))
+    assert write(db, db.repositories.steps.finish, early, REQUEST, 3,
+                 plus(7), models.STEP_FAILED, last_error='again')
+    assert write(db, orders.fail, early, plus(7), 'again')
+    assert read(db, orders.ids_by_update, models.ERROR, 10,
+                since=plus(4)) == [early]
 
 
 @contract

@@ -377,3 +377,19 @@ def test_create_cancel_and_resume_are_announced_after_they_commit(
         ('order.create', cancelled.id, PROJECT, models.PENDING, None),
         ('order.cancelled', cancelled.id, PROJECT, models.CANCELLED,
          'not needed')]
+
+
+def test_resume_many_since_takes_the_failure_not_a_delivery_after_it(
+        orders, database, clock):
+    early = _failed_at_issue(orders, database, clock)
+    since = clock.now
+    late = _failed_at_issue(orders, database, clock)
+    # early's events are delivered after late failed: the delivery holds
+    # early's row (its updated_at) as it writes its result.
+    with database.session() as session, session.begin():
+        database.repositories.notifications.lock_order(session, early.id,
+                                                       clock.now)
+
+    done = orders.resume_many(since=since, project_id=PROJECT)
+
+    assert [order.id for order in done.resumed] == [late.id]

@@ -243,16 +243,25 @@ class InMemoryOrders(base.Repository):
                       since: Moment | None = None,
                       project_id: str | None = None,
                       order_type: str | None = None) -> list[str]:
-        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``.
-        """
+        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``;
+        ``since``: those that failed at or after it (``_failed_at``)."""
         found = sorted(
             (order for order in self._store.orders.values()
              if order.status == status and
-             (since is None or order.updated_at >= since) and
+             (since is None or self._failed_at(order) >= since) and
              project_id in (None, order.project_id) and
              (not order_type or order.type == order_type)),
             key=lambda order: (order.updated_at, order.id))
         return [order.id for order in found[:limit]]
+
+    def _failed_at(self, order: rows.Order) -> Moment:
+        """When ``order`` went to ERROR: when its FAILED step ended
+        (``orders._failed_at``), else its ``updated_at``."""
+        ended = [step.finished_at for step in self._store.steps.values()
+                 if step.order_id == order.id and
+                 step.status == models.STEP_FAILED and
+                 step.finished_at is not None]
+        return max(ended, default=order.updated_at)
 
     @base.writes
     def cancel(self, session: Session, order_id: str, now: Moment,
