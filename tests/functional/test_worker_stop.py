@@ -36,7 +36,7 @@ def test_sigterm_with_steps_continued_and_queued_counts_no_crash(
     cluster.start('barbican-retry', 'retry', env=GROWN)
     worker.wait_for_log('serving topic')
     # ``third`` is continued on a step thread of its own, and holds it.
-    held = _growing(cluster, {'hold_seconds': 10})
+    held = _growing(cluster, {'hold_seconds': 15})
     owner = workflows.wait_running(database, held, 'third')
     queued = workflows.create(cluster, count=6, meta={'seconds': 2},
                               order_type='sleeping')

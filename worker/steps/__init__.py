@@ -11,7 +11,8 @@ message to a step thread, which takes it through these modules:
 - ``outcomes``: what a workflow step's result decides;
 - ``writes``: the decided writes as values, and the writer that executes
   them one result at a time or a batch by kind;
-- ``apply``: write batches of results, keep those the database refused,
+- ``apply``: write batches of results, keep those the database refused
+  (an outage), fail alone one that cannot be applied,
   cast the steps they made ready;
 - ``transactions``: how the transactions of the claims (or results) of
   many threads, written together (``worker.common.group_commit``), are
