@@ -1,16 +1,26 @@
 """A result that cannot be applied, on every database: a real worker
 process meets orders in flight of an order type that gained a step; their
 results fail their own orders, and the other orders of the same batches
-complete (``worker.steps.apply``).
+complete (``worker.steps.apply``). What a database server that goes away
+raises is an outage (``worker.steps.transactions.is_outage``): the results
+are kept, none is failed.
 """
 
+import datetime
 import json
 import os
+import socket
+import threading
+
+import pytest
 
 from tests.functional import processes
 from tests.functional import workflows
 from tests import plugin as test_plugin
 from worker.db import models
+from worker.db import session as db_session
+from worker import order_types
+from worker.steps import transactions
 
 TYPE = 'growing'
 GROWN = {test_plugin.GROWN_VARIABLE: '1'}
@@ -57,3 +67,80 @@ def test_orders_in_flight_when_their_type_gains_a_step_fail_alone(
     assert 'Traceback' in log and 'kept and written again' not in log
     assert workers.process.poll() is None
     assert workers.stop() == 0
+
+
+class _Relay:
+    """A TCP relay to a database server, which a test cuts: the server
+    goes away for the clients connected through it."""
+
+    def __init__(self, port):
+        self._port = port
+        self._listener = socket.create_server(('127.0.0.1', 0))
+        self.port = self._listener.getsockname()[1]
+        self._sockets = []
+        self._open = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if not self._open:
+                # Accepted by a thread blocked in accept() as it closed.
+                client.close()
+                return
+            server = socket.create_connection(('127.0.0.1', self._port))
+            self._sockets += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(source, sink),
+                                 daemon=True).start()
+
+    @staticmethod
+    def _pipe(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+
+    def cut(self):
+        """Close every connection; refuse new ones."""
+        self._open = False
+        try:
+            # Wakes the thread blocked in accept().
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        for connection in self._sockets:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            connection.close()
+
+
+@pytest.mark.parametrize('backend', ['postgresql', 'mysql'])
+def test_a_database_server_gone_is_an_outage(database, database_url):
+    port = int(database_url.split('@127.0.0.1:')[1].split('/')[0])
+    relay = _Relay(port)
+    relayed = db_session.Database.from_url(
+        database_url.replace(':%d/' % port, ':%d/' % relay.port),
+        max_retries=1, retry_interval=1)
+    now = datetime.datetime(2026, 11, 22, 12, 0, 0)
+    with relayed.session() as session, session.begin():
+        order_id = relayed.repositories.orders.create(
+            session, order_types.get('certificate'), {}, now).id
+    relay.cut()
+
+    # The connection it held is lost; then no connection is accepted.
+    for _ in range(2):
+        with pytest.raises(Exception) as raised:
+            with relayed.session() as session, session.begin():
+                relayed.repositories.steps.claim(
+                    session, order_id, 'process_type_order', 0, now, 'w@h',
+                    now)
+        assert transactions.is_outage(raised.value), raised.value
+    relayed.dispose()
