@@ -158,3 +158,32 @@ def test_a_batch_refused_by_an_outage_is_raised_whole_to_be_kept(install):
         applies.applier.keep(run, base.Completed())
     applies.applier.apply_deferred_results()
     assert applies.observed == ['done', 'done']
+
+
+def test_a_result_whose_failure_cannot_be_written_either_is_kept(
+        install, monkeypatch):
+    database = memory.InMemoryDatabase()
+    install(Before)
+    old = _order(database)
+    install(After)
+    new = _order(database)
+    applies = Applies(database)
+    runs = applies.claim(old, new)
+    kind = runs[0].kind
+    unapplied = kind.unapplied
+
+    def refused(run, error):
+        raise RuntimeError('cannot write that either')
+    monkeypatch.setattr(kind, 'unapplied', refused)
+
+    applies.applier.apply_batch(
+        [(run, base.Completed()) for run in runs], continuing=False)
+
+    # The other result went through; this one waits, claimed, for the
+    # next report_interval, not for a loop.
+    assert _state(database, new)[1]['first'].status == models.STEP_DONE
+    order, steps = _state(database, old)
+    assert (order.status, steps['first'].owner) == (models.PENDING, OWNER)
+    monkeypatch.setattr(kind, 'unapplied', unapplied)
+    applies.applier.apply_deferred_results()
+    assert _state(database, old)[0].status == models.ERROR
