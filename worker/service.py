@@ -118,8 +118,10 @@ class WorkerService(service.Service):
             self._endpoint.cancel_queued_steps()
             self._server.wait()
             # Before the heartbeat goes: a step still running or claimed
-            # here would be recovered as a crash.
+            # here would be recovered as a crash, and so would one whose
+            # result is kept from an outage (a last try to write them).
             self._endpoint.wait_for_steps()
+            self._endpoint.apply_deferred_results()
             self._server = None
         # Timers first, so that no heartbeat re-creates the removed row.
         super().stop(graceful)
