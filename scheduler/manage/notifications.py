@@ -47,9 +47,19 @@ def _url(session, store, text):
     if row is None and text.isdigit():
         row = store.get_url(session, int(text))
     if row is None:
+        row = store.find_url(session, _canonical_or_same(text))
+    if row is None:
         raise LookupError('no notification URL %s (see "notification url '
                           'list")' % text)
     return row
+
+
+def _canonical_or_same(text):
+    """``text`` canonical, as URLs are kept; or as it is, if no URL."""
+    try:
+        return targets.canonical(text)
+    except targets.RefusedUrl:
+        return text
 
 
 def _url_values(url, waiting, now):
@@ -151,9 +161,10 @@ class SetSecret(_OneUrl, show.ShowOne):
                 if text.isdigit():
                     raise
         group = self.app.conf.notifications
-        if text not in group.endpoints:
-            targets.AllowedHosts.parse(group.allowed_hosts).check(text)
-        return subscriptions.url_ids(database, [text], now)[0]
+        url = targets.canonical(text)
+        if url not in subscriptions.endpoints(group.endpoints):
+            url = targets.AllowedHosts.parse(group.allowed_hosts).check(text)
+        return subscriptions.url_ids(database, [url], now)[0]
 
 
 def _secret(text):

@@ -24,6 +24,7 @@ from oslo_log import log as logging
 import requests
 
 from worker.notifications import signing
+from worker.notifications import subscriptions
 from worker.notifications import targets
 from worker import tracing
 
@@ -97,7 +98,7 @@ class Sender:
         """Raise ``targets.RefusedUrl`` if ``url`` may no longer be sent to
         (the operator narrowed ``allowed_hosts`` since it was accepted)."""
         group = self._conf.notifications
-        if url not in group.endpoints:
+        if url not in _endpoints(tuple(group.endpoints)):
             _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
     def send(self, url, payload, keys=()):
@@ -141,6 +142,12 @@ def _allowed_hosts(entries):
     """``allowed_hosts`` parsed once per value, not at every request (the
     option is read each time: it may change on SIGHUP)."""
     return targets.AllowedHosts.parse(entries)
+
+
+@functools.lru_cache(maxsize=4)
+def _endpoints(entries):
+    """``endpoints`` canonical once per value, as their rows hold them."""
+    return frozenset(subscriptions.endpoints(entries))
 
 
 def _reason(exc):

@@ -21,10 +21,16 @@ def urls_for_order(conf, callback_urls=()):
             url = allowed.check(url)
             if url not in urls:
                 urls.append(url)
-    for url in group.endpoints:
+    for url in endpoints(group.endpoints):
         if url not in urls:
             urls.append(url)
     return urls
+
+
+def endpoints(entries):
+    """``[notifications] endpoints``, each URL canonical
+    (``targets.canonical``), as a callback URL naming one is."""
+    return [targets.canonical(url) for url in entries]
 
 
 def url_ids(database, urls, now):
