@@ -2,7 +2,10 @@
 
 A URL's secrets are never shown: ``has_secret`` says whether it has one
 of its own and ``previous_secret_until`` until when the one it replaced
-still signs; ``url set-secret`` prints a secret it generates, once.
+still signs; ``url set-secret`` prints a secret it generates, once. A
+URL with a secret belongs to a project (``project_id``), whose orders
+alone may name it, or is global: ``url set-secret`` (its first secret)
+and ``url set-owner`` say which.
 """
 
 import argparse
@@ -24,7 +27,7 @@ from worker import rpcapi
 
 URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
                'last_failure_at', 'disabled_at', 'waiting_deliveries',
-               'has_secret', 'previous_secret_until')
+               'has_secret', 'previous_secret_until', 'project_id')
 #: ``url show``: the list's columns and when the row was made and written.
 URL_SHOW_COLUMNS = URL_COLUMNS + ('created_at', 'updated_at')
 #: The columns read from the row as they are.
@@ -67,7 +70,20 @@ def _url_values(url, waiting, now):
     until = url.previous_secret_until
     return display.row(url, _ROW_COLUMNS) + (
         waiting, url.secret is not None,
-        display.value(until) if until is not None and until > now else None)
+        display.value(until) if until is not None and until > now else None,
+        url.project_id)
+
+
+def _change_url(app, text, change):
+    """Call ``change(store, session, url id, now)`` on the URL named by
+    ``text``, in a transaction of its own; returns its row after."""
+    database = app.database
+    store = database.repositories.notifications
+    now = app.now()
+    with database.session() as session, session.begin():
+        url_id = _url(session, store, text).id
+        change(store, session, url_id, now)
+        return store.get_url(session, url_id)
 
 
 class _OneUrl:
@@ -111,15 +127,40 @@ class ShowUrl(_OneUrl, show.ShowOne):
             display.value(url.created_at), display.value(url.updated_at))
 
 
+def _add_owner_arguments(parser, required):
+    """``--project PROJECT`` or ``--global``: who may name the URL."""
+    owner = parser.add_mutually_exclusive_group(required=required)
+    owner.add_argument(
+        '--project', metavar='PROJECT',
+        help='Only the orders of this project may name the URL: another '
+             'project\'s order naming it is refused.')
+    owner.add_argument(
+        '--global', dest='is_global', action='store_true',
+        help='The orders of every project may name the URL, and have '
+             'their events signed with its secret.')
+
+
+def _owner(parsed_args):
+    """``(True, project or None)`` if an owner was given, else
+    ``(False, None)``."""
+    if parsed_args.is_global:
+        return True, None
+    return parsed_args.project is not None, parsed_args.project
+
+
 class SetSecret(_OneUrl, show.ShowOne):
     """Give a URL its own Standard Webhooks secret (the URL is added if
     no order named it yet). A secret generated here is printed once,
     and never again. With --keep-old-for, the secret it replaces (or
     [notifications] secret, if it had none) also signs until then, so that
-    its receiver can switch at its own pace; without, it stops at once."""
+    its receiver can switch at its own pace; without, it stops at once.
+    A URL's first secret needs --project (only that project's orders may
+    name the URL) or --global; a new secret keeps the URL's owner unless
+    one is given."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
+        _add_owner_arguments(parser, required=False)
         parser.add_argument(
             '--secret', metavar='whsec_…', type=_secret,
             help='The secret: "whsec_" and %d to %d random bytes in '
@@ -142,12 +183,20 @@ class SetSecret(_OneUrl, show.ShowOne):
         until = None
         if parsed_args.keep_old_for is not None:
             until = now + datetime.timedelta(seconds=parsed_args.keep_old_for)
+        given, project_id = _owner(parsed_args)
         with database.session() as session, session.begin():
+            if not given and store.get_url(session, url_id).secret is None:
+                raise ValueError(
+                    'a URL\'s first secret needs --project PROJECT (only '
+                    'its orders may name the URL) or --global')
             store.set_secret(session, url_id, secret, until, now)
+            if given:
+                store.set_owner(session, url_id, project_id, now)
             url = store.get_url(session, url_id)
-        return (('url', 'generated_secret', 'previous_secret_until'),
+        return (('url', 'generated_secret', 'previous_secret_until',
+                 'project_id'),
                 (url.url, None if parsed_args.secret else secret,
-                 display.value(until)))
+                 display.value(until), url.project_id))
 
     def _url_id(self, text, now):
         """The id of the URL named; a URL not known yet is added, if
@@ -165,6 +214,25 @@ class SetSecret(_OneUrl, show.ShowOne):
         if url not in subscriptions.endpoints(group.endpoints):
             url = targets.AllowedHosts.parse(group.allowed_hosts).check(text)
         return subscriptions.url_ids(database, [url], now)[0]
+
+
+class SetOwner(_OneUrl, show.ShowOne):
+    """Choose which project's orders may name a URL (--project), or let
+    every project's (--global), without changing its secret. An order
+    created before, of another project, sends nothing more to it."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_owner_arguments(parser, required=True)
+        return parser
+
+    def take_action(self, parsed_args):
+        project_id = _owner(parsed_args)[1]
+        url = _change_url(self.app, parsed_args.url,
+                          lambda store, session, url_id, now:
+                          store.set_owner(session, url_id, project_id, now))
+        return (('url', 'has_secret', 'project_id'),
+                (url.url, url.secret is not None, url.project_id))
 
 
 def _secret(text):
@@ -185,9 +253,9 @@ class EnableUrl(_OneUrl, lister.Lister):
         now = self.app.now()
         # The URL first, committed: a delivery that stops to wait for it
         # holds its row, so every one that stopped is found below.
-        with database.session() as session, session.begin():
-            url = _url(session, store, parsed_args.url)
-            store.enable_url(session, url.id, now)
+        url = _change_url(self.app, parsed_args.url,
+                          lambda store, session, url_id, at:
+                          store.enable_url(session, url_id, now))
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0

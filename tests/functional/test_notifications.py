@@ -418,11 +418,21 @@ def test_standard_webhooks_per_url_secrets_rotation_and_replay(
         workflows.start(cluster)
     for backend, (cluster, _) in clusters.items():
         a, b = (receivers.Receiver(SECRET), receivers.Receiver(SECRET))
-        a.webhook_secret = _set_secret(cluster, a.url)['generated_secret']
-        assert _set_secret(cluster, b.url, '--secret', given) == {
+        a.webhook_secret = _set_secret(cluster, a.url, '--global')[
+            'generated_secret']
+        assert _set_secret(cluster, b.url, '--secret', given, '--project',
+                           'default') == {
             'url': b.url, 'generated_secret': None,
-            'previous_secret_until': None}
+            'previous_secret_until': None, 'project_id': 'default'}
         b.webhook_secret = given
+        # b belongs to the project "default": another's order naming it
+        # is refused, and nothing is created.
+        foreign = processes.manage(
+            cluster.config, 'order', 'create', '--type', 'certificate',
+            '--project', 'tenant-b', '--callback-url', b.url + '#',
+            check=False, env=cluster.env)
+        assert foreign.returncode != 0
+        assert 'belongs to another project' in foreign.stderr
         hooks[backend] = (a.start(), b.start())
         created[backend] = [order['id'] for order in cluster.manage_json(
             'order', 'create', '--type', 'certificate', '--count', '2',
@@ -453,8 +463,9 @@ def test_standard_webhooks_per_url_secrets_rotation_and_replay(
     a, b = hooks[first_backend]
     listed = first.manage_json('notification', 'url', 'list')
     until = rotated[first_backend]['previous_secret_until']
-    assert [(url['url'], url['has_secret'], url['previous_secret_until'])
-            for url in listed] == [(a.url, True, until), (b.url, True, None)]
+    assert [(url['url'], url['has_secret'], url['previous_secret_until'],
+             url['project_id']) for url in listed] == [
+        (a.url, True, until, None), (b.url, True, None, 'default')]
     shown = first.manage_json('notification', 'url', 'show', a.url)
     assert (shown['url'], shown['has_secret'],
             shown['previous_secret_until']) == (a.url, True, until)

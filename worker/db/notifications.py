@@ -96,6 +96,15 @@ def set_secret(session: orm.Session, url_id: int, secret: str,
                                        (_URLS.c.updated_at, now)))
 
 
+def set_owner(session: orm.Session, url_id: int, project_id: str | None,
+              now: Moment) -> None:
+    """Make ``project_id`` the only project whose orders may name the URL;
+    None: any project's (global)."""
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id)
+                       .values(project_id=project_id, updated_at=now))
+
+
 def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
                disable: bool) -> None:
     """Count a failed request to the URL; ``disable``: make it unavailable.

@@ -17,7 +17,9 @@ written under the order's row lock, which every writer of events holds:
   back-off (``[notifications] retry_*``); after
   ``max_consecutive_failures`` in a row its URL becomes unavailable and
   the delivery WAITING, its events kept;
-- its URL is unavailable: WAITING, until ``notification url enable``.
+- its URL is unavailable: WAITING, until ``notification url enable``;
+- its URL belongs to another project than its order's (made so after the
+  order named it): WAITING, nothing sent, whatever the URL's state.
 
 Each run leaves a row in its order's history (``writes.RecordRun``):
 ``done`` when the delivery is DONE, ``retry`` otherwise, with the error
@@ -35,6 +37,7 @@ from oslo_log import log as logging
 from worker.db import models
 from worker.notifications import events as events_module
 from worker.notifications import signing
+from worker.notifications import subscriptions
 from worker import policy as policy_module
 from worker import rpcapi
 from worker.steps import runs
@@ -100,10 +103,16 @@ def read_pending(session, repositories, conf, claimed):
 
 @dataclasses.dataclass(frozen=True)
 class Paused:
-    """The run found its URL unavailable and sent nothing."""
+    """The run found its URL unavailable and sent nothing.
+
+    :param until_enabled: it waits for its URL to be enabled; False: it
+        may not be sent to anyway (another project owns the URL), so an
+        available URL is no reason to go on.
+    """
 
     delivered: int
     reason: str
+    until_enabled: bool = True
 
 
 def lease_seconds(conf):
@@ -146,6 +155,11 @@ def send(database, sender, conf, run, clock, pending=None):
     if target is None:
         return Paused(delivered, 'its URL is gone')
     url = target.url
+    if not subscriptions.owned_by(target, run.project_id):
+        # Owned since the order named it: its key signs only its
+        # project's events.
+        return Paused(delivered, 'URL %s belongs to another project' % url,
+                      until_enabled=False)
     if not target.available:
         return Paused(delivered, 'URL %s is unavailable' % url)
     sent = 0
@@ -294,7 +308,8 @@ class _Decider:
         run = self._run
         # Read again under the URL's lock: enabled since the run read it,
         # the delivery goes on rather than wait for another enable.
-        if self._store.hold_url(self._session, self._url_id, self._now):
+        if result.until_enabled and self._store.hold_url(
+                self._session, self._url_id, self._now):
             return runs.Decision(
                 runs.DELIVERED, 'delivery %s: its URL is available again'
                 % run.step,

@@ -225,3 +225,15 @@ def test_an_order_that_ends_keeps_its_deliveries_and_their_retry_rows(db):
         delivery]
     write(db, tasks.delete_for_order, order_id, delivery)
     assert read(db, tasks.list_tasks) == []
+
+
+@contract
+def test_a_url_s_owner(db):
+    store = db.repositories.notifications
+    added = write(db, store.add_url, HOOK, NOW)
+    assert added.project_id is None
+    write(db, store.set_owner, added.id, 'tenant-a', plus(1))
+    url = read(db, store.find_url, HOOK)
+    assert (url.project_id, url.updated_at) == ('tenant-a', plus(1))
+    write(db, store.set_owner, added.id, None, plus(2))
+    assert read(db, store.get_url, added.id).project_id is None

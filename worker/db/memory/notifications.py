@@ -86,6 +86,12 @@ class InMemoryNotifications(base.Repository):
                          updated_at=now)
 
     @base.writes
+    def set_owner(self, session: Session, url_id: int,
+                  project_id: str | None, now: Moment) -> None:
+        """Make ``project_id`` the URL's only project; None: global."""
+        self._update_url(url_id, project_id=project_id, updated_at=now)
+
+    @base.writes
     def url_failed(self, session: Session, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""
