@@ -20,6 +20,7 @@ from scheduler.manage import schedules
 from worker.common import order_actions
 from worker.db import models
 from worker.notifications import events
+from worker.notifications import sealing
 from worker.notifications import signing
 from worker.notifications import subscriptions
 from worker.notifications import targets
@@ -184,12 +185,13 @@ class SetSecret(_OneUrl, show.ShowOne):
         if parsed_args.keep_old_for is not None:
             until = now + datetime.timedelta(seconds=parsed_args.keep_old_for)
         given, project_id = _owner(parsed_args)
+        stored = sealing.required(self.app.conf).seal(secret)
         with database.session() as session, session.begin():
             if not given and store.get_url(session, url_id).secret is None:
                 raise ValueError(
                     'a URL\'s first secret needs --project PROJECT (only '
                     'its orders may name the URL) or --global')
-            store.set_secret(session, url_id, secret, until, now)
+            store.set_secret(session, url_id, stored, until, now)
             if given:
                 store.set_owner(session, url_id, project_id, now)
             url = store.get_url(session, url_id)
@@ -233,6 +235,48 @@ class SetOwner(_OneUrl, show.ShowOne):
                           store.set_owner(session, url_id, project_id, now))
         return (('url', 'has_secret', 'project_id'),
                 (url.url, url.secret is not None, url.project_id))
+
+
+class GenerateKey(show.ShowOne):
+    """Print a new Fernet key, a line for [notifications]
+    secret_key_file (nothing is written)."""
+
+    def take_action(self, parsed_args):
+        return ('key',), (sealing.generate_key(),)
+
+
+class RotateKeys(lister.Lister):
+    """Encrypt every URL secret under the first key of [notifications]
+    secret_key_file: after a new key was put first (the others still
+    decrypt), and to encrypt the secrets stored in clear by the release
+    before. Then the old keys can be dropped from the file."""
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        store = database.repositories.notifications
+        sealer = sealing.required(self.app.conf)
+        with database.reader() as session:
+            url_ids = [url.id for url in store.list_urls(session)
+                       if url.secret is not None or url.previous_secret]
+        clear = sum(_reseal(database, sealer, url_id)
+                    for url_id in url_ids)
+        return (('urls_encrypted', 'of_which_were_in_clear'),
+                [(len(url_ids), clear)])
+
+
+def _reseal(database, sealer, url_id):
+    """Encrypt one URL's secrets under the first key, in a transaction of
+    its own, again if a ``set-secret`` changed them meanwhile; True if
+    one was in clear."""
+    store = database.repositories.notifications
+    while True:
+        with database.session() as session, session.begin():
+            url = store.get_url(session, url_id)
+            old = (url.secret, url.previous_secret)
+            new = tuple(sealer.reseal(value) for value in old)
+            if store.replace_secrets(session, url_id, old, new):
+                return any(value is not None and sealing.is_clear(value)
+                           for value in old)
 
 
 def _secret(text):

@@ -25,6 +25,7 @@ from worker.db import models
 from worker.db import session as db_session
 from worker.db import steps
 from worker.notifications import events
+from worker.notifications import sealing
 
 SECRET = 'a-test-secret'
 #: Events of one certificate order.
@@ -391,14 +392,16 @@ def _verifies(key, captured):
 
 
 def test_standard_webhooks_per_url_secrets_rotation_and_replay(
-        every_backend, monkeypatch):
+        every_backend, monkeypatch, tmp_path):
     """On each database, side by side: two URLs with a secret each, every
     request verified by ``standardwebhooks`` at its receiver; one URL's
     secret rotated while the old one still signs, then rotated again and
     left to expire; a captured request replayed past the tolerance."""
     given = 'whsec_' + base64.b64encode(b'given secret of 32 bytes, x' +
                                         b'y' * 5).decode()
-    clusters = every_backend(_options())
+    key_file = tmp_path / 'secret-keys'
+    key_file.write_text(sealing.generate_key() + '\n')
+    clusters = every_backend(_options(secret_key_file=key_file))
     first_backend = next(iter(clusters))
     first = clusters[first_backend][0]
     refused = processes.manage(
