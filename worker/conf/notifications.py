@@ -36,7 +36,8 @@ notifications_opts = [
                     'without a secret of their own ("barbican-retry-manage '
                     'notification url set-secret"), and of the deprecated '
                     '"X-Barbican-Retry-Signature: sha256=<hex HMAC-SHA256 '
-                    'of the body>" of every request, removed in the next '
+                    'of the body>" of those requests only (a URL with a '
+                    'secret of its own gets none), removed in the next '
                     'release. Required when allowed_hosts or endpoints is '
                     'set.'),
     cfg.StrOpt('secret_key_file',
