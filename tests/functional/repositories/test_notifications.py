@@ -237,3 +237,22 @@ def test_a_url_s_owner(db):
     assert (url.project_id, url.updated_at) == ('tenant-a', plus(1))
     write(db, store.set_owner, added.id, None, plus(2))
     assert read(db, store.get_url, added.id).project_id is None
+
+
+@contract
+def test_secrets_are_replaced_only_if_unchanged(db):
+    store = db.repositories.notifications
+    added = write(db, store.add_url, HOOK, NOW)
+    write(db, store.set_secret, added.id, 'token-1', None, plus(1))
+    assert write(db, store.replace_secrets, added.id, ('token-1', None),
+                 ('token-2', None))
+    url = read(db, store.get_url, added.id)
+    assert (url.secret, url.previous_secret) == ('token-2', None)
+    # A set-secret came between the read and the write: nothing written.
+    assert not write(db, store.replace_secrets, added.id, ('token-1', None),
+                     ('token-3', None))
+    write(db, store.set_secret, added.id, 'token-4', plus(60), plus(2))
+    assert write(db, store.replace_secrets, added.id,
+                 ('token-4', 'token-2'), ('token-5', 'token-6'))
+    url = read(db, store.get_url, added.id)
+    assert (url.secret, url.previous_secret) == ('token-5', 'token-6')
