@@ -98,8 +98,9 @@ def test_a_worker_refuses_to_start_without_the_key_of_its_secrets(
     sealing.check(_conf(path), database)
 
 
-def test_a_delivery_signs_with_the_secret_the_token_holds(tmp_path,
-                                                         monkeypatch):
+def test_a_delivery_signs_with_the_secret_the_token_holds(
+        tmp_path, monkeypatch):
+    # The deliveries' database: its certificate plugin issues at once.
     database = deliveries.database.__wrapped__(monkeypatch)
     path = _key_file(tmp_path, sealing.generate_key())
     sender = deliveries.ScriptedSender()
