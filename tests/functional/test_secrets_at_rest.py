@@ -8,6 +8,7 @@ every row readable under the new key alone.
 """
 
 from cryptography import fernet
+import pytest
 import sqlalchemy as sa
 
 from tests.functional import processes
@@ -80,3 +81,27 @@ def test_no_secret_in_the_table_and_a_rotation_re_encrypts_every_row(
                                HOOK, check=False)
     assert refused.returncode != 0
     assert '[notifications] secret_key_file' in refused.stderr
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_a_first_secret_needs_an_owner_and_set_owner_changes_it(
+        database, database_url, transport_url, tmp_path):
+    key_file = tmp_path / 'keys'
+    key_file.write_text(fernet.Fernet.generate_key().decode() + '\n')
+    config = _config(tmp_path, database_url, transport_url, key_file)
+    refused = processes.manage(config, 'notification', 'url', 'set-secret',
+                               HOOK, check=False)
+    assert refused.returncode != 0
+    assert 'needs --project PROJECT' in refused.stderr
+    assert processes.manage_json(
+        config, 'notification', 'url', 'set-secret', HOOK, '--project',
+        'tenant-a')['project_id'] == 'tenant-a'
+    # A new secret keeps the owner; set-owner changes it alone.
+    assert processes.manage_json(
+        config, 'notification', 'url', 'set-secret',
+        'HTTP://127.0.0.1:9/hook#')['project_id'] == 'tenant-a'
+    before = _stored(database)
+    assert processes.manage_json(
+        config, 'notification', 'url', 'set-owner', HOOK, '--global') == {
+        'url': HOOK, 'has_secret': True, 'project_id': None}
+    assert _stored(database) == before
