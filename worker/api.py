@@ -142,7 +142,8 @@ class IdempotencyConflict(OrderAPIError):
 
 class URLNotAllowed(InvalidRequest):
     """A callback URL whose host ``[notifications] allowed_hosts`` does
-    not allow, or that is not an http(s) URL."""
+    not allow, that is not an http(s) URL, or that another project owns
+    (it has a secret of its own: ``notification url set-secret``)."""
 
 
 class TooManyPendingOrders(OrderAPIError):
@@ -496,7 +497,7 @@ class OrderAPI:
         workflow = self.check(order_type, meta, project_id=project_id,
                               priority=priority)
         _check_key(idempotency_key)
-        urls = self._urls(callback_urls)
+        urls = self._urls(callback_urls, project_id)
         not_before = _naive_utc(not_before, 'not_before')
         context = context or context_module.new_request()
         origin = order_rows.Origin(
@@ -574,13 +575,13 @@ class OrderAPI:
                  context=context_module.for_ids(context_module.of_order(row)))
         return order
 
-    def _urls(self, callback_urls):
+    def _urls(self, callback_urls, project_id):
         if isinstance(callback_urls, str):
             raise InvalidRequest('callback_urls must be a list of URLs, '
                                  'not a string')
         try:
-            return subscriptions.urls_for_order(self._conf,
-                                                list(callback_urls))
+            return subscriptions.urls_for_order(
+                self._conf, list(callback_urls), self._database, project_id)
         except targets.RefusedUrl as exc:
             raise URLNotAllowed(str(exc)) from None
 

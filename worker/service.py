@@ -15,6 +15,7 @@ from worker.db import session as db_session
 from worker import intake
 from worker import manager
 from worker import metrics
+from worker.notifications import sealing
 from worker import rpc
 from worker import rpcapi
 from worker import tracing
@@ -61,6 +62,8 @@ class WorkerService(service.Service):
         # This process's own provider: start() runs after the fork.
         tracing.configure(self._conf, 'barbican-worker')
         self._database = db_session.Database.from_conf(self._conf)
+        # Fail now, naming the option, rather than at each delivery.
+        sealing.check(self._conf, self._database)
         database_clock = clock.DatabaseClock(
             self._database, self._conf.max_clock_offset_seconds)
         topic = self._topic or self._conf.worker.topic

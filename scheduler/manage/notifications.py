@@ -2,7 +2,10 @@
 
 A URL's secrets are never shown: ``has_secret`` says whether it has one
 of its own and ``previous_secret_until`` until when the one it replaced
-still signs; ``url set-secret`` prints a secret it generates, once.
+still signs; ``url set-secret`` prints a secret it generates, once. A
+URL with a secret belongs to a project (``project_id``), whose orders
+alone may name it, or is global: ``url set-secret`` (its first secret)
+and ``url set-owner`` say which.
 """
 
 import argparse
@@ -17,6 +20,7 @@ from scheduler.manage import schedules
 from worker.common import order_actions
 from worker.db import models
 from worker.notifications import events
+from worker.notifications import sealing
 from worker.notifications import signing
 from worker.notifications import subscriptions
 from worker.notifications import targets
@@ -24,7 +28,7 @@ from worker import rpcapi
 
 URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
                'last_failure_at', 'disabled_at', 'waiting_deliveries',
-               'has_secret', 'previous_secret_until')
+               'has_secret', 'previous_secret_until', 'project_id')
 #: ``url show``: the list's columns and when the row was made and written.
 URL_SHOW_COLUMNS = URL_COLUMNS + ('created_at', 'updated_at')
 #: The columns read from the row as they are.
@@ -47,9 +51,19 @@ def _url(session, store, text):
     if row is None and text.isdigit():
         row = store.get_url(session, int(text))
     if row is None:
+        row = store.find_url(session, _canonical_or_same(text))
+    if row is None:
         raise LookupError('no notification URL %s (see "notification url '
                           'list")' % text)
     return row
+
+
+def _canonical_or_same(text):
+    """``text`` canonical, as URLs are kept; or as it is, if no URL."""
+    try:
+        return targets.canonical(text)
+    except targets.RefusedUrl:
+        return text
 
 
 def _url_values(url, waiting, now):
@@ -57,7 +71,20 @@ def _url_values(url, waiting, now):
     until = url.previous_secret_until
     return display.row(url, _ROW_COLUMNS) + (
         waiting, url.secret is not None,
-        display.value(until) if until is not None and until > now else None)
+        display.value(until) if until is not None and until > now else None,
+        url.project_id)
+
+
+def _change_url(app, text, change):
+    """Call ``change(store, session, url id, now)`` on the URL named by
+    ``text``, in a transaction of its own; returns its row after."""
+    database = app.database
+    store = database.repositories.notifications
+    now = app.now()
+    with database.session() as session, session.begin():
+        url_id = _url(session, store, text).id
+        change(store, session, url_id, now)
+        return store.get_url(session, url_id)
 
 
 class _OneUrl:
@@ -101,15 +128,40 @@ class ShowUrl(_OneUrl, show.ShowOne):
             display.value(url.created_at), display.value(url.updated_at))
 
 
+def _add_owner_arguments(parser, required):
+    """``--project PROJECT`` or ``--global``: who may name the URL."""
+    owner = parser.add_mutually_exclusive_group(required=required)
+    owner.add_argument(
+        '--project', metavar='PROJECT',
+        help='Only the orders of this project may name the URL: another '
+             'project\'s order naming it is refused.')
+    owner.add_argument(
+        '--global', dest='is_global', action='store_true',
+        help='The orders of every project may name the URL, and have '
+             'their events signed with its secret.')
+
+
+def _owner(parsed_args):
+    """``(True, project or None)`` if an owner was given, else
+    ``(False, None)``."""
+    if parsed_args.is_global:
+        return True, None
+    return parsed_args.project is not None, parsed_args.project
+
+
 class SetSecret(_OneUrl, show.ShowOne):
     """Give a URL its own Standard Webhooks secret (the URL is added if
     no order named it yet). A secret generated here is printed once,
     and never again. With --keep-old-for, the secret it replaces (or
     [notifications] secret, if it had none) also signs until then, so that
-    its receiver can switch at its own pace; without, it stops at once."""
+    its receiver can switch at its own pace; without, it stops at once.
+    A URL's first secret needs --project (only that project's orders may
+    name the URL) or --global; a new secret keeps the URL's owner unless
+    one is given."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
+        _add_owner_arguments(parser, required=False)
         parser.add_argument(
             '--secret', metavar='whsec_…', type=_secret,
             help='The secret: "whsec_" and %d to %d random bytes in '
@@ -132,12 +184,21 @@ class SetSecret(_OneUrl, show.ShowOne):
         until = None
         if parsed_args.keep_old_for is not None:
             until = now + datetime.timedelta(seconds=parsed_args.keep_old_for)
+        given, project_id = _owner(parsed_args)
+        stored = sealing.required(self.app.conf).seal(secret)
         with database.session() as session, session.begin():
-            store.set_secret(session, url_id, secret, until, now)
+            if not given and store.get_url(session, url_id).secret is None:
+                raise ValueError(
+                    'a URL\'s first secret needs --project PROJECT (only '
+                    'its orders may name the URL) or --global')
+            store.set_secret(session, url_id, stored, until, now)
+            if given:
+                store.set_owner(session, url_id, project_id, now)
             url = store.get_url(session, url_id)
-        return (('url', 'generated_secret', 'previous_secret_until'),
+        return (('url', 'generated_secret', 'previous_secret_until',
+                 'project_id'),
                 (url.url, None if parsed_args.secret else secret,
-                 display.value(until)))
+                 display.value(until), url.project_id))
 
     def _url_id(self, text, now):
         """The id of the URL named; a URL not known yet is added, if
@@ -151,9 +212,71 @@ class SetSecret(_OneUrl, show.ShowOne):
                 if text.isdigit():
                     raise
         group = self.app.conf.notifications
-        if text not in group.endpoints:
-            targets.AllowedHosts.parse(group.allowed_hosts).check(text)
-        return subscriptions.url_ids(database, [text], now)[0]
+        url = targets.canonical(text)
+        if url not in subscriptions.endpoints(group.endpoints):
+            url = targets.AllowedHosts.parse(group.allowed_hosts).check(text)
+        return subscriptions.url_ids(database, [url], now)[0]
+
+
+class SetOwner(_OneUrl, show.ShowOne):
+    """Choose which project's orders may name a URL (--project), or let
+    every project's (--global), without changing its secret. An order
+    created before, of another project, sends nothing more to it."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        _add_owner_arguments(parser, required=True)
+        return parser
+
+    def take_action(self, parsed_args):
+        project_id = _owner(parsed_args)[1]
+        url = _change_url(self.app, parsed_args.url,
+                          lambda store, session, url_id, now:
+                          store.set_owner(session, url_id, project_id, now))
+        return (('url', 'has_secret', 'project_id'),
+                (url.url, url.secret is not None, url.project_id))
+
+
+class GenerateKey(show.ShowOne):
+    """Print a new Fernet key, a line for [notifications]
+    secret_key_file (nothing is written)."""
+
+    def take_action(self, parsed_args):
+        return ('key',), (sealing.generate_key(),)
+
+
+class RotateKeys(lister.Lister):
+    """Encrypt every URL secret under the first key of [notifications]
+    secret_key_file: after a new key was put first (the others still
+    decrypt), and to encrypt the secrets stored in clear by the release
+    before. Then the old keys can be dropped from the file."""
+
+    def take_action(self, parsed_args):
+        database = self.app.database
+        store = database.repositories.notifications
+        sealer = sealing.required(self.app.conf)
+        with database.reader() as session:
+            url_ids = [url.id for url in store.list_urls(session)
+                       if url.secret is not None or url.previous_secret]
+        clear = sum(_reseal(database, sealer, url_id)
+                    for url_id in url_ids)
+        return (('urls_encrypted', 'of_which_were_in_clear'),
+                [(len(url_ids), clear)])
+
+
+def _reseal(database, sealer, url_id):
+    """Encrypt one URL's secrets under the first key, in a transaction of
+    its own, again if a ``set-secret`` changed them meanwhile; True if
+    one was in clear."""
+    store = database.repositories.notifications
+    while True:
+        with database.session() as session, session.begin():
+            url = store.get_url(session, url_id)
+            old = (url.secret, url.previous_secret)
+            new = tuple(sealer.reseal(value) for value in old)
+            if store.replace_secrets(session, url_id, old, new):
+                return any(value is not None and sealing.is_clear(value)
+                           for value in old)
 
 
 def _secret(text):
@@ -174,9 +297,9 @@ class EnableUrl(_OneUrl, lister.Lister):
         now = self.app.now()
         # The URL first, committed: a delivery that stops to wait for it
         # holds its row, so every one that stopped is found below.
-        with database.session() as session, session.begin():
-            url = _url(session, store, parsed_args.url)
-            store.enable_url(session, url.id, now)
+        url = _change_url(self.app, parsed_args.url,
+                          lambda store, session, url_id, at:
+                          store.enable_url(session, url_id, now))
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from tests.functional import processes
+from worker.notifications import sealing
 
 ROOT = pathlib.Path(processes.REPO_ROOT)
 DOCUMENTS = [ROOT / 'README.md'] + sorted((ROOT / 'doc').glob('*.md'))
@@ -55,14 +56,18 @@ def _argv(line, config, ids):
     return argv
 
 
-def test_every_documented_operator_command_runs(deployment, database):
+def test_every_documented_operator_command_runs(deployment, database,
+                                                tmp_path):
+    key_file = tmp_path / 'secret-keys'
+    key_file.write_text(sealing.generate_key() + '\n')
     cluster = deployment({
         'DEFAULT': {'service_down_time': 3, 'report_interval': 1},
         'scheduler': {'schedule_period_seconds': 1},
         'simple_certificate': {'delay_before_update_seconds': 3600},
         'worker': {'workers': 1},
         'notifications': {'allowed_hosts': 'hooks.example.org',
-                          'secret': 'documented'}})
+                          'secret': 'documented',
+                          'secret_key_file': key_file}})
     workers = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
     workers.wait_for_log('serving topic')
@@ -72,7 +77,8 @@ def test_every_documented_operator_command_runs(deployment, database):
     [task] = _wait_for_retry(cluster)
     # The URL of the documented "order create --callback-url".
     ids = {'ORDER_ID': order['id'], 'TASK_ID': str(task['id']),
-           'URL': 'https://hooks.example.org/orders'}
+           'URL': 'https://hooks.example.org/orders',
+           'PROJECT': 'default'}
     # "order cancel" gets an order of its own, so that the commands after
     # it still find the first order's retry row.
     [victim] = cluster.manage_json('order', 'create', '--type',

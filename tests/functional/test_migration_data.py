@@ -16,6 +16,7 @@ import json
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import orm as sa_orm
 
 from tests.functional import processes
 from tests.functional import workflows
@@ -26,6 +27,7 @@ from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import session as db_session
 from worker.db import steps
+from worker import order_types
 
 REQUEST = 'process_type_order'
 CHECK = 'check_certificate_status'
@@ -335,3 +337,50 @@ def _check_0004_schema(engine, backend):
             assert 'AUTOINCREMENT' in connection.exec_driver_sql(
                 "SELECT sql FROM sqlite_master "
                 "WHERE name = 'order_retry_tasks'").scalar()
+
+
+# The tables as revision 0010 left them (what 0011 reads).
+_URLS_0010 = sa.table(
+    'notification_urls', sa.column('id'), sa.column('url'),
+    sa.column('url_hash'), sa.column('available', sa.Boolean),
+    sa.column('failures'), sa.column('secret'),
+    sa.column('created_at', models.Timestamp),
+    sa.column('updated_at', models.Timestamp))
+
+
+def _url_0010(url_id, secret, now):
+    return dict(id=url_id, url='https://hooks.example.org/%d' % url_id,
+                url_hash=models.url_hash('https://hooks.example.org/%d'
+                                         % url_id),
+                available=True, failures=0, secret=secret, created_at=now,
+                updated_at=now)
+
+
+def test_0011_gives_a_url_with_a_secret_the_project_of_its_orders(
+        database_url):
+    """A URL with a secret whose orders are all of one project becomes
+    that project's; of several projects, or of none, it stays global;
+    without a secret, anyone's."""
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    migration.upgrade(engine, '0010')
+    now = datetime.datetime.utcnow().replace(microsecond=0)
+    certificate = order_types.get('certificate')
+    with sa_orm.Session(engine) as session, session.begin():
+        subscribed = {1: ['tenant-a', 'tenant-a'], 2: ['tenant-a', 'b'],
+                      3: [], 4: ['tenant-a']}
+        session.execute(sa.insert(_URLS_0010), [
+            _url_0010(1, 'whsec_1', now), _url_0010(2, 'whsec_2', now),
+            _url_0010(3, 'whsec_3', now), _url_0010(4, None, now)])
+        for url_id, projects in subscribed.items():
+            for project in projects:
+                order = orders.create(session, certificate, {}, now,
+                                      origin=orders.Origin(
+                                          project_id=project))
+                name = models.delivery_name(url_id)
+                steps.create(session, order.id, [name], {name}, now)
+    migration.upgrade(engine)
+    with engine.connect() as connection:
+        owners = dict(connection.execute(sa.text(
+            'SELECT id, project_id FROM notification_urls')).all())
+    engine.dispose()
+    assert owners == {1: 'tenant-a', 2: None, 3: None, 4: None}

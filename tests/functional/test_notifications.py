@@ -25,6 +25,7 @@ from worker.db import models
 from worker.db import session as db_session
 from worker.db import steps
 from worker.notifications import events
+from worker.notifications import sealing
 
 SECRET = 'a-test-secret'
 #: Events of one certificate order.
@@ -391,14 +392,16 @@ def _verifies(key, captured):
 
 
 def test_standard_webhooks_per_url_secrets_rotation_and_replay(
-        every_backend, monkeypatch):
+        every_backend, monkeypatch, tmp_path):
     """On each database, side by side: two URLs with a secret each, every
     request verified by ``standardwebhooks`` at its receiver; one URL's
     secret rotated while the old one still signs, then rotated again and
     left to expire; a captured request replayed past the tolerance."""
     given = 'whsec_' + base64.b64encode(b'given secret of 32 bytes, x' +
                                         b'y' * 5).decode()
-    clusters = every_backend(_options())
+    key_file = tmp_path / 'secret-keys'
+    key_file.write_text(sealing.generate_key() + '\n')
+    clusters = every_backend(_options(secret_key_file=key_file))
     first_backend = next(iter(clusters))
     first = clusters[first_backend][0]
     refused = processes.manage(
@@ -418,11 +421,21 @@ def test_standard_webhooks_per_url_secrets_rotation_and_replay(
         workflows.start(cluster)
     for backend, (cluster, _) in clusters.items():
         a, b = (receivers.Receiver(SECRET), receivers.Receiver(SECRET))
-        a.webhook_secret = _set_secret(cluster, a.url)['generated_secret']
-        assert _set_secret(cluster, b.url, '--secret', given) == {
+        a.webhook_secret = _set_secret(cluster, a.url, '--global')[
+            'generated_secret']
+        assert _set_secret(cluster, b.url, '--secret', given, '--project',
+                           'default') == {
             'url': b.url, 'generated_secret': None,
-            'previous_secret_until': None}
+            'previous_secret_until': None, 'project_id': 'default'}
         b.webhook_secret = given
+        # b belongs to the project "default": another's order naming it
+        # is refused, and nothing is created.
+        foreign = processes.manage(
+            cluster.config, 'order', 'create', '--type', 'certificate',
+            '--project', 'tenant-b', '--callback-url', b.url + '#',
+            check=False, env=cluster.env)
+        assert foreign.returncode != 0
+        assert 'belongs to another project' in foreign.stderr
         hooks[backend] = (a.start(), b.start())
         created[backend] = [order['id'] for order in cluster.manage_json(
             'order', 'create', '--type', 'certificate', '--count', '2',
@@ -453,8 +466,9 @@ def test_standard_webhooks_per_url_secrets_rotation_and_replay(
     a, b = hooks[first_backend]
     listed = first.manage_json('notification', 'url', 'list')
     until = rotated[first_backend]['previous_secret_until']
-    assert [(url['url'], url['has_secret'], url['previous_secret_until'])
-            for url in listed] == [(a.url, True, until), (b.url, True, None)]
+    assert [(url['url'], url['has_secret'], url['previous_secret_until'],
+             url['project_id']) for url in listed] == [
+        (a.url, True, until, None), (b.url, True, None, 'default')]
     shown = first.manage_json('notification', 'url', 'show', a.url)
     assert (shown['url'], shown['has_secret'],
             shown['previous_secret_until']) == (a.url, True, until)

@@ -36,9 +36,22 @@ notifications_opts = [
                     'without a secret of their own ("barbican-retry-manage '
                     'notification url set-secret"), and of the deprecated '
                     '"X-Barbican-Retry-Signature: sha256=<hex HMAC-SHA256 '
-                    'of the body>" of every request, removed in the next '
+                    'of the body>" of those requests only (a URL with a '
+                    'secret of its own gets none), removed in the next '
                     'release. Required when allowed_hosts or endpoints is '
                     'set.'),
+    cfg.StrOpt('secret_key_file',
+               help='File of Fernet keys (one per line, 32 bytes in '
+                    'urlsafe base64: "barbican-retry-manage notification '
+                    'key generate") under which the secrets of URLs '
+                    '("notification url set-secret") are stored '
+                    'encrypted. The first key encrypts, every key '
+                    'decrypts: to rotate, put a new key first, then run '
+                    '"notification key rotate", then drop the old key. '
+                    'The file is read again when it changes. Required to '
+                    'set a secret; a worker refuses to start without it '
+                    'while the database holds one. Readable by the '
+                    'service\'s user only.'),
     cfg.FloatOpt('timeout_seconds',
                  default=10.0, min=0.1, max=300.0, mutable=True,
                  help='A request not answered within this many seconds '

@@ -486,6 +486,17 @@ class Notifications(typing.Protocol):
         """Give the URL a new secret; with ``previous_until``, the one it
         had also signs until then."""
 
+    def replace_secrets(self, session: Any, url_id: int,
+                        old: tuple[str | None, str | None],
+                        new: tuple[str | None, str | None]) -> bool:
+        """Write ``new`` (secret, previous secret) if the URL's are still
+        ``old``; False if they changed meanwhile."""
+
+    def set_owner(self, session: Any, url_id: int, project_id: str | None,
+                  now: Moment) -> None:
+        """Make ``project_id`` the only project whose orders may name the
+        URL; None: any project's."""
+
     def url_failed(self, session: Any, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""

@@ -556,6 +556,11 @@ class NotificationUrl(Base):
         sa.String(255))
     previous_secret_until: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(Timestamp)
+    #: The project whose orders alone may name the URL once it has a
+    #: secret of its own (``notification url set-secret --project``);
+    #: NULL: any project's (a URL without a secret, or one the operator
+    #: made global with ``--global``).
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     #: When the row was last written: a delivery that stops to wait for
     #: the URL writes it, so that it conflicts with ``enable_url`` even on

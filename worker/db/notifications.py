@@ -96,6 +96,32 @@ def set_secret(session: orm.Session, url_id: int, secret: str,
                                        (_URLS.c.updated_at, now)))
 
 
+def replace_secrets(session: orm.Session, url_id: int,
+                    old: tuple[str | None, str | None],
+                    new: tuple[str | None, str | None]) -> bool:
+    """Write ``new`` (secret, previous secret) if the URL's are still
+    ``old``; False if they changed meanwhile (a ``set_secret``), which
+    the caller reads again. One conditional UPDATE: no lock is held
+    between the read and the write (``notification key rotate``)."""
+    where = [_URLS.c.id == url_id]
+    for column, value in zip((_URLS.c.secret, _URLS.c.previous_secret),
+                             old):
+        where.append(column.is_(None) if value is None else column == value)
+    result = statements.execute(session, sa.update(_URLS).where(*where)
+                                .values(secret=new[0],
+                                        previous_secret=new[1]))
+    return bool(result.rowcount)
+
+
+def set_owner(session: orm.Session, url_id: int, project_id: str | None,
+              now: Moment) -> None:
+    """Make ``project_id`` the only project whose orders may name the URL;
+    None: any project's (global)."""
+    statements.execute(session, sa.update(_URLS)
+                       .where(_URLS.c.id == url_id)
+                       .values(project_id=project_id, updated_at=now))
+
+
 def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
                disable: bool) -> None:
     """Count a failed request to the URL; ``disable``: make it unavailable.

@@ -156,6 +156,7 @@ class Url(typing.Protocol):
     secret: str | None
     previous_secret: str | None
     previous_secret_until: datetime.datetime | None
+    project_id: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
 

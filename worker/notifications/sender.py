@@ -3,14 +3,18 @@
 The body is the event's JSON, signed as Standard Webhooks defines it
 (``signing``: ``webhook-id``, ``webhook-timestamp``,
 ``webhook-signature``) under the keys of its URL. Deprecated, kept for
-one release: ``X-Barbican-Retry-Signature``, ``sha256=`` and the hex
-HMAC-SHA256 of the body under ``[notifications] secret``, and
-``X-Barbican-Retry-Event-Id``, the same value as ``webhook-id``. A 2xx
-answer acknowledges the
-event; anything else (another status, a redirect, which is never
-followed, a timeout, a refused or dropped connection) is a failure whose
-description is returned. At most ``max_response_bytes`` of a body are
-read.
+one release: ``X-Barbican-Retry-Event-Id``, the same value as
+``webhook-id``, and ``X-Barbican-Retry-Signature``, ``sha256=`` and the
+hex HMAC-SHA256 of the body under ``[notifications] secret``, sent only
+to a URL that secret signs (one without a secret of its own): a URL's
+own secret must be the only key that can sign what its receiver
+trusts. A 2xx answer acknowledges the event; anything else (another
+status, a redirect, which is never followed, a timeout, a refused or
+dropped connection) is a failure whose description is returned. At most
+``max_response_bytes`` of a body are read, never decoded: the request
+asks for ``Accept-Encoding: identity`` and a reply compressed anyway is
+read as it came (urllib3's inflating reads are where its
+decompression-bomb advisories lie).
 """
 
 import functools
@@ -24,6 +28,7 @@ from oslo_log import log as logging
 import requests
 
 from worker.notifications import signing
+from worker.notifications import subscriptions
 from worker.notifications import targets
 from worker import tracing
 
@@ -44,27 +49,33 @@ def body_of(payload):
                       separators=(',', ':')).encode('utf-8')
 
 
-def signature(secret, body):
-    """The ``X-Barbican-Retry-Signature`` value of ``body`` (deprecated).
-    """
-    return 'sha256=' + hmac.new(secret.encode('utf-8'), body,
-                                hashlib.sha256).hexdigest()
+def signature(key, body):
+    """The ``X-Barbican-Retry-Signature`` value of ``body`` under ``key``
+    (bytes, or text as its UTF-8 bytes; deprecated)."""
+    if isinstance(key, str):
+        key = key.encode('utf-8')
+    return 'sha256=' + hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def headers(keys, event_id, timestamp, body, legacy_secret):
+def headers(keys, event_id, timestamp, body):
     """Every header of one request but the tracing ones.
 
-    :param keys: the Standard Webhooks keys (``signing.keys``).
+    :param keys: the Standard Webhooks keys (``signing.keys``), newest
+        first. The deprecated ``X-Barbican-Retry-Signature`` is signed
+        with the first, only when it is ``[notifications] secret`` (bytes:
+        ``signing.keys`` gives a URL's own secrets as ``whsec_`` text).
     :param timestamp: seconds since the epoch, as sent.
-    :param legacy_secret: the key of the deprecated
-        ``X-Barbican-Retry-Signature``.
     """
     found = {
         'Content-Type': 'application/json',
         'User-Agent': USER_AGENT,
+        # The reply is never decoded (a decompression bomb costs us
+        # nothing): ask for it as it is.
+        'Accept-Encoding': 'identity',
         EVENT_ID_HEADER: event_id,
-        SIGNATURE_HEADER: signature(legacy_secret or '', body),
     }
+    if keys and isinstance(keys[0], bytes):
+        found[SIGNATURE_HEADER] = signature(keys[0], body)
     found.update(signing.headers(keys, event_id, timestamp, body))
     return found
 
@@ -97,7 +108,7 @@ class Sender:
         """Raise ``targets.RefusedUrl`` if ``url`` may no longer be sent to
         (the operator narrowed ``allowed_hosts`` since it was accepted)."""
         group = self._conf.notifications
-        if url not in group.endpoints:
+        if url not in _endpoints(tuple(group.endpoints)):
             _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
     def send(self, url, payload, keys=()):
@@ -111,7 +122,7 @@ class Sender:
             return str(exc)
         body = body_of(payload)
         sent_headers = headers(keys, payload['event_id'],
-                               int(self._wall_clock()), body, group.secret)
+                               int(self._wall_clock()), body)
         tracing.inject(sent_headers)
         verify = group.ca_file or group.verify_tls
         timeout = group.timeout_seconds
@@ -120,9 +131,10 @@ class Sender:
                     url, data=body, headers=sent_headers, timeout=timeout,
                     allow_redirects=False, stream=True,
                     verify=verify) as response:
-                # Bounded: a receiver cannot make us read more.
+                # Bounded, and as sent: a receiver cannot make us read,
+                # or inflate, more.
                 text = response.raw.read(group.max_response_bytes,
-                                         decode_content=True)
+                                         decode_content=False)
         except requests.Timeout:
             return 'no answer within %gs' % timeout
         except requests.RequestException as exc:
@@ -132,8 +144,17 @@ class Sender:
         if response.is_redirect:
             return 'HTTP %d redirect to %s, not followed' % (
                 response.status_code, response.headers.get('Location'))
-        return 'HTTP %d: %s' % (response.status_code, _one_line(
-            text[:_ERROR_BODY_CHARS].decode('utf-8', 'replace')))
+        return 'HTTP %d: %s' % (response.status_code, _body_text(
+            response, text))
+
+
+def _body_text(response, body):
+    """The start of a failed reply's body, for its description; a body
+    the receiver encoded anyway (gzip…) is named, never inflated."""
+    encoding = response.headers.get('Content-Encoding', 'identity')
+    if encoding.strip().lower() not in ('', 'identity'):
+        return '(a %s-encoded body, not decoded)' % _one_line(encoding)[:40]
+    return _one_line(body[:_ERROR_BODY_CHARS].decode('utf-8', 'replace'))
 
 
 @functools.lru_cache(maxsize=4)
@@ -141,6 +162,12 @@ def _allowed_hosts(entries):
     """``allowed_hosts`` parsed once per value, not at every request (the
     option is read each time: it may change on SIGHUP)."""
     return targets.AllowedHosts.parse(entries)
+
+
+@functools.lru_cache(maxsize=4)
+def _endpoints(entries):
+    """``endpoints`` canonical once per value, as their rows hold them."""
+    return frozenset(subscriptions.endpoints(entries))
 
 
 def _reason(exc):

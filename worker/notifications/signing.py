@@ -64,7 +64,7 @@ def check_secret(text):
     return text
 
 
-def keys(url, now, global_secret):
+def keys(url, now, global_secret, unseal=None):
     """The keys that sign a request to ``url`` at ``now``, newest first.
 
     :param url: its ``notification_urls`` row (``secret``,
@@ -74,14 +74,17 @@ def keys(url, now, global_secret):
     :param global_secret: ``[notifications] secret``, the key of a URL
         without one of its own (and the previous key of its first
         rotation); None or empty: none.
+    :param unseal: the secret of a stored value (``sealing``: the row
+        holds them encrypted); None: stored as they are.
     :returns: ``whsec_…`` strings and the global secret's bytes, as
         ``standardwebhooks.Webhook`` takes them.
     """
+    unseal = unseal or (lambda stored: stored)
     fallback = global_secret.encode('utf-8') if global_secret else None
-    found = [url.secret or fallback]
+    found = [unseal(url.secret) or fallback]
     until = url.previous_secret_until
     if until is not None and now < until:
-        found.append(url.previous_secret or fallback)
+        found.append(unseal(url.previous_secret) or fallback)
     return [key for key in dict.fromkeys(found) if key]
 
 

@@ -1,4 +1,9 @@
-"""Which URLs an order's events go to, chosen when it is created."""
+"""Which URLs an order's events go to, chosen when it is created.
+
+A URL with a secret of its own may belong to a project
+(``notification_urls.project_id``): only that project's orders may name
+it, so that its key signs only that project's events.
+"""
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -6,12 +11,19 @@ from oslo_db import exception as db_exc
 from worker.notifications import targets
 
 
-def urls_for_order(conf, callback_urls=()):
-    """The URLs a new order is subscribed to: its ``callback_urls`` and
-    ``[notifications] endpoints``, each once.
+class ForeignUrl(targets.RefusedUrl):
+    """A callback URL that another project owns."""
 
+
+def urls_for_order(conf, callback_urls=(), database=None, project_id=None):
+    """The URLs a new order is subscribed to: its ``callback_urls``,
+    canonical, and ``[notifications] endpoints``, each once.
+
+    :param database: where the URLs' owners are read; None: not checked.
+    :param project_id: the order's project.
     :raises targets.RefusedUrl: a callback URL names a host that
-        ``[notifications] allowed_hosts`` does not allow.
+        ``[notifications] allowed_hosts`` does not allow, or (``ForeignUrl``)
+        another project owns it.
     """
     group = conf.notifications
     urls = []
@@ -21,10 +33,46 @@ def urls_for_order(conf, callback_urls=()):
             url = allowed.check(url)
             if url not in urls:
                 urls.append(url)
-    for url in group.endpoints:
+        if database is not None:
+            check_owners(database, urls, project_id)
+    for url in endpoints(group.endpoints):
         if url not in urls:
             urls.append(url)
     return urls
+
+
+def check_owners(database, urls, project_id):
+    """Refuse the URLs of ``urls`` that a project other than
+    ``project_id`` owns.
+
+    A URL with a secret of its own signs what its receiver trusts: an
+    order of another project naming it would have its events signed with
+    that key. The operator's ``endpoints`` are not checked: they are the
+    operator's choice.
+
+    :raises ForeignUrl: naming the URL.
+    """
+    store = database.repositories.notifications
+    with database.reader() as session:
+        for url in urls:
+            row = store.find_url(session, url)
+            if not owned_by(row, project_id):
+                raise ForeignUrl(
+                    'callback URL %r belongs to another project (it has a '
+                    'secret of its own); ask the operator' % url)
+
+
+def owned_by(row, project_id):
+    """True if orders of ``project_id`` may name the URL of ``row`` (its
+    ``notification_urls`` row, or None for a URL not known yet)."""
+    return (row is None or row.project_id is None or
+            row.project_id == project_id)
+
+
+def endpoints(entries):
+    """``[notifications] endpoints``, each URL canonical
+    (``targets.canonical``), as a callback URL naming one is."""
+    return [targets.canonical(url) for url in entries]
 
 
 def url_ids(database, urls, now):

@@ -17,7 +17,9 @@ written under the order's row lock, which every writer of events holds:
   back-off (``[notifications] retry_*``); after
   ``max_consecutive_failures`` in a row its URL becomes unavailable and
   the delivery WAITING, its events kept;
-- its URL is unavailable: WAITING, until ``notification url enable``.
+- its URL is unavailable: WAITING, until ``notification url enable``;
+- its URL belongs to another project than its order's (made so after the
+  order named it): WAITING, nothing sent, whatever the URL's state.
 
 Each run leaves a row in its order's history (``writes.RecordRun``):
 ``done`` when the delivery is DONE, ``retry`` otherwise, with the error
@@ -34,7 +36,9 @@ from oslo_log import log as logging
 
 from worker.db import models
 from worker.notifications import events as events_module
+from worker.notifications import sealing
 from worker.notifications import signing
+from worker.notifications import subscriptions
 from worker import policy as policy_module
 from worker import rpcapi
 from worker.steps import runs
@@ -100,10 +104,16 @@ def read_pending(session, repositories, conf, claimed):
 
 @dataclasses.dataclass(frozen=True)
 class Paused:
-    """The run found its URL unavailable and sent nothing."""
+    """The run found its URL unavailable and sent nothing.
+
+    :param until_enabled: it waits for its URL to be enabled; False: it
+        may not be sent to anyway (another project owns the URL), so an
+        available URL is no reason to go on.
+    """
 
     delivered: int
     reason: str
+    until_enabled: bool = True
 
 
 def lease_seconds(conf):
@@ -136,18 +146,42 @@ def send(database, sender, conf, run, clock, pending=None):
         here.
     """
     delivered = events_module.delivered_sequence(run.steps.get(run.step))
-    group = conf.notifications
     if pending is None:
         with database.reader() as session:
             pending = read_pending(session, database.repositories, conf, [
                 (run.order_id, run.step, run.steps.get(run.step))])[
                     run.order_id, run.step]
-    target = pending.target
+    refused = _refused(pending.target, run, delivered)
+    if refused is not None:
+        return refused
+    try:
+        unseal = sealing.unsealer(conf)
+    except sealing.SealingError as exc:
+        return Sent(delivered, 0, str(exc))
+    return _post(sender, conf, run, clock, pending, delivered, unseal)
+
+
+def _refused(target, run, delivered):
+    """The ``Paused`` of a run that may not send to its URL, or None."""
     if target is None:
         return Paused(delivered, 'its URL is gone')
-    url = target.url
+    if not subscriptions.owned_by(target, run.project_id):
+        # Owned since the order named it: its key signs only its
+        # project's events.
+        return Paused(delivered, 'URL %s belongs to another project'
+                      % target.url, until_enabled=False)
     if not target.available:
-        return Paused(delivered, 'URL %s is unavailable' % url)
+        return Paused(delivered, 'URL %s is unavailable' % target.url)
+    return None
+
+
+def _post(sender, conf, run, clock, pending, delivered, unseal):
+    """Post the events of ``pending`` one after the other; ``Sent``.
+
+    :param unseal: reads the URL's stored secrets (``sealing``).
+    """
+    group = conf.notifications
+    target = pending.target
     sent = 0
     # Each request may take its timeout to connect and again to answer.
     room = datetime.timedelta(seconds=2 * group.timeout_seconds + 1)
@@ -158,8 +192,11 @@ def send(database, sender, conf, run, clock, pending=None):
         body = events_module.payload(event, run.project_id)
         # The URL's row, read with the events, holds its secrets: a
         # previous secret that expires during the run stops signing.
-        keys = signing.keys(target, clock(), group.secret)
-        failure = sender.send(url, body, keys)
+        try:
+            keys = signing.keys(target, clock(), group.secret, unseal)
+        except sealing.SealingError as exc:
+            return Sent(delivered, sent, str(exc))
+        failure = sender.send(target.url, body, keys)
         if failure is not None:
             return Sent(delivered, sent, '%s (event %d, after %.1fs)' % (
                 failure, event.sequence, time.monotonic() - started))
@@ -305,7 +342,8 @@ class _Decider:
         run = self._run
         # Read again under the URL's lock: enabled since the run read it,
         # the delivery goes on rather than wait for another enable.
-        if self._store.hold_url(self._session, self._url_id, self._now):
+        if result.until_enabled and self._store.hold_url(
+                self._session, self._url_id, self._now):
             return runs.Decision(
                 runs.DELIVERED, 'delivery %s: its URL is available again'
                 % run.step,

@@ -225,3 +225,34 @@ def test_an_order_that_ends_keeps_its_deliveries_and_their_retry_rows(db):
         delivery]
     write(db, tasks.delete_for_order, order_id, delivery)
     assert read(db, tasks.list_tasks) == []
+
+
+@contract
+def test_a_url_s_owner(db):
+    store = db.repositories.notifications
+    added = write(db, store.add_url, HOOK, NOW)
+    assert added.project_id is None
+    write(db, store.set_owner, added.id, 'tenant-a', plus(1))
+    url = read(db, store.find_url, HOOK)
+    assert (url.project_id, url.updated_at) == ('tenant-a', plus(1))
+    write(db, store.set_owner, added.id, None, plus(2))
+    assert read(db, store.get_url, added.id).project_id is None
+
+
+@contract
+def test_secrets_are_replaced_only_if_unchanged(db):
+    store = db.repositories.notifications
+    added = write(db, store.add_url, HOOK, NOW)
+    write(db, store.set_secret, added.id, 'token-1', None, plus(1))
+    assert write(db, store.replace_secrets, added.id, ('token-1', None),
+                 ('token-2', None))
+    url = read(db, store.get_url, added.id)
+    assert (url.secret, url.previous_secret) == ('token-2', None)
+    # A set-secret came between the read and the write: nothing written.
+    assert not write(db, store.replace_secrets, added.id, ('token-1', None),
+                     ('token-3', None))
+    write(db, store.set_secret, added.id, 'token-4', plus(60), plus(2))
+    assert write(db, store.replace_secrets, added.id,
+                 ('token-4', 'token-2'), ('token-5', 'token-6'))
+    url = read(db, store.get_url, added.id)
+    assert (url.secret, url.previous_secret) == ('token-5', 'token-6')

@@ -86,6 +86,24 @@ class InMemoryNotifications(base.Repository):
                          updated_at=now)
 
     @base.writes
+    def replace_secrets(self, session: Session, url_id: int,
+                        old: tuple[str | None, str | None],
+                        new: tuple[str | None, str | None]) -> bool:
+        """Write ``new`` (secret, previous secret) if the URL's are still
+        ``old``; False if they changed meanwhile."""
+        row = self._store.urls.get(url_id)
+        if row is None or (row.secret, row.previous_secret) != old:
+            return False
+        self._update_url(url_id, secret=new[0], previous_secret=new[1])
+        return True
+
+    @base.writes
+    def set_owner(self, session: Session, url_id: int,
+                  project_id: str | None, now: Moment) -> None:
+        """Make ``project_id`` the URL's only project; None: global."""
+        self._update_url(url_id, project_id=project_id, updated_at=now)
+
+    @base.writes
     def url_failed(self, session: Session, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""

@@ -6,6 +6,8 @@ import hmac
 import http.server
 import threading
 import time
+import tracemalloc
+import zlib
 
 import pytest
 import standardwebhooks
@@ -82,7 +84,8 @@ def _status(code, body=b'', headers=()):
 
 def test_a_2xx_acknowledges_and_the_body_is_signed(serve):
     server = serve(_status(204))
-    assert _sender().send(server.url, EVENT) is None
+    # A URL without a secret of its own: the shared secret signs.
+    assert _sender().send(server.url, EVENT, [SECRET.encode()]) is None
     [(path, headers, body)] = server.requests
     assert path == '/hook'
     assert headers['Content-Type'] == 'application/json'
@@ -154,3 +157,55 @@ def test_a_url_no_longer_allowed_is_not_requested(serve):
                       ).send(server.url, EVENT)
     assert 'not in [notifications] allowed_hosts' in failure
     assert server.requests == []
+
+
+def test_a_url_with_its_own_secret_gets_no_header_under_the_shared_one(
+        serve):
+    # The deprecated header under [notifications] secret would let any
+    # holder of that secret forge requests to this URL's receiver.
+    server = serve(_status(204))
+    key = 'whsec_' + 'A' * 43 + '='
+    assert _sender().send(server.url, EVENT, [key, SECRET.encode()]) is None
+    [(_, headers, body)] = server.requests
+    assert 'X-Barbican-Retry-Signature' not in headers
+    assert headers['webhook-signature'].count('v1,') == 2
+
+
+#: 256 MiB of zeros, gzipped: about 250 KiB on the wire.
+_BOMB_BYTES = 256 * 1024 * 1024
+
+
+@pytest.fixture(scope='module')
+def bomb():
+    zeros = bytes(1024 * 1024)
+    # wbits 31: a gzip member, as Content-Encoding: gzip carries.
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunks = [packer.compress(zeros)
+              for _ in range(_BOMB_BYTES // len(zeros))]
+    return b''.join(chunks) + packer.flush()
+
+
+def test_a_gzip_bomb_reply_is_read_bounded_and_never_inflated(serve, bomb):
+    def answer(handler):
+        handler.send_response(500)
+        # Compressed whatever the request asked for.
+        handler.send_header('Content-Encoding', 'gzip')
+        handler.send_header('Content-Length', str(len(bomb)))
+        handler.end_headers()
+        try:
+            handler.wfile.write(bomb)
+        except OSError:
+            pass  # the sender stopped reading, as it should
+    server = serve(answer)
+    tracemalloc.start()
+    try:
+        failure = _sender(**{'notifications.max_response_bytes': 4096}
+                          ).send(server.url, EVENT, [SECRET.encode()])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert failure == 'HTTP 500: (a gzip-encoded body, not decoded)'
+    [(_, headers, _)] = server.requests
+    assert headers['Accept-Encoding'] == 'identity'
+    # Inflating it would take 256 MiB; reading 4 KiB of it takes little.
+    assert peak < 16 * 1024 * 1024

@@ -14,7 +14,7 @@ ALLOWED = targets.AllowedHosts.parse(
 
 @pytest.mark.parametrize('url', [
     'https://hooks.example.org/orders',
-    'http://HOOKS.example.org:8080/x?y=1',
+    'http://hooks.example.org:8080/x?y=1',
     'https://a.partner.example/hook',
     'https://deep.a.partner.example/hook',
     'http://192.0.2.10/hook',
@@ -43,6 +43,39 @@ def test_allowed_urls(url):
     ('', 'non-empty string'),
 ])
 def test_refused_urls_say_why(url, why):
+    with pytest.raises(targets.RefusedUrl, match=why):
+        ALLOWED.check(url)
+
+
+@pytest.mark.parametrize('url, canonical', [
+    ('HTTPS://Hooks.Example.ORG./orders', 'https://hooks.example.org/orders'),
+    ('https://hooks.example.org:443/orders#',
+     'https://hooks.example.org/orders'),
+    ('http://hooks.example.org:80', 'http://hooks.example.org/'),
+    ('http://hooks.example.org:0080/a?b', 'http://hooks.example.org/a?b'),
+    ('http://[2001:DB8:0::1]:80/', 'http://[2001:db8::1]/'),
+])
+def test_urls_are_canonical_so_one_receiver_has_one_key(url, canonical):
+    assert ALLOWED.check(url) == canonical
+
+
+@pytest.mark.parametrize('url, why', [
+    # urllib.parse sees host 169.254.169.254\.partner.example; requests
+    # (urllib3) connects to 169.254.169.254.
+    ('http://169.254.169.254\\.partner.example/latest/meta-data/',
+     'host 169.254.169.254 is not in'),
+    ('http://evil.example.net\\@a.partner.example/',
+     'host evil.example.net is not in'),
+    ('http://@a.partner.example/', 'carries credentials'),
+    # Names the resolver reads as addresses.
+    ('http://127.1/', 'neither a DNS name nor an IP address'),
+    ('http://0x7f.0.0.1/', 'neither a DNS name nor an IP address'),
+    ('http://2130706433/', 'neither a DNS name nor an IP address'),
+    ('http://a_b.partner.example/', 'neither a DNS name nor an IP address'),
+    ('http://[fe80::1%25eth0]/', 'zone id'),
+    ('http://a.partner.example/\n', 'control character'),
+])
+def test_the_host_judged_is_the_one_connected_to(url, why):
     with pytest.raises(targets.RefusedUrl, match=why):
         ALLOWED.check(url)
 

@@ -1,0 +1,114 @@
+"""URL secrets encrypted at rest under the operator's Fernet keys."""
+
+import datetime
+
+from cryptography import fernet
+import pytest
+
+from tests import config
+from tests.unit.worker.notifications import test_deliveries as deliveries
+from worker.db import memory
+from worker.notifications import sealing
+from worker.notifications import subscriptions
+
+SECRET = 'whsec_' + 'D' * 44
+NOW = datetime.datetime(2026, 11, 28, 12, 0, 0)
+
+
+def _key_file(tmp_path, *keys, name='keys'):
+    path = tmp_path / name
+    path.write_text('# newest first\n' + '\n'.join(keys) + '\n')
+    return str(path)
+
+
+def _conf(path=None, **overrides):
+    return config.make_conf(**{'notifications.secret_key_file': path},
+                            **overrides)
+
+
+def test_a_secret_is_stored_as_a_token_that_only_the_keys_open(tmp_path):
+    key = sealing.generate_key()
+    sealer = sealing.from_conf(_conf(_key_file(tmp_path, key)))
+    stored = sealer.seal(SECRET)
+    assert SECRET not in stored and 'D' * 10 not in stored
+    assert sealer.unseal(stored) == SECRET
+    assert fernet.Fernet(key).decrypt(stored.encode()) == SECRET.encode()
+    other = sealing.from_conf(_conf(_key_file(
+        tmp_path, sealing.generate_key(), name='other')))
+    with pytest.raises(sealing.SealingError, match='secret_key_file'):
+        other.unseal(stored)
+
+
+def test_a_rotation_new_key_first_old_keys_still_open(tmp_path):
+    old, new = sealing.generate_key(), sealing.generate_key()
+    before = sealing.from_conf(_conf(_key_file(tmp_path, old)))
+    stored = before.seal(SECRET)
+    during = sealing.from_conf(_conf(_key_file(tmp_path, new, old,
+                                               name='two')))
+    assert during.unseal(stored) == SECRET
+    resealed = during.reseal(stored)
+    # Under the new key alone now: the old one can go.
+    after = sealing.from_conf(_conf(_key_file(tmp_path, new, name='new')))
+    assert after.unseal(resealed) == SECRET
+    # A secret in clear (from the release before) is read as it is, and
+    # encrypted by a rotation.
+    assert during.unseal(SECRET) == SECRET
+    assert after.unseal(during.reseal(SECRET)) == SECRET
+    assert not sealing.is_clear(during.reseal(SECRET))
+
+
+@pytest.mark.parametrize('content, why', [
+    (None, 'cannot read'),
+    ('', 'holds no key'),
+    ('not-a-key\n', 'no Fernet key'),
+])
+def test_a_bad_key_file_is_an_error_naming_the_option(tmp_path, content,
+                                                      why):
+    path = tmp_path / 'keys'
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(sealing.SealingError,
+                       match=r'\[notifications\] secret_key_file.*' + why):
+        sealing.from_conf(_conf(str(path)))
+
+
+def _with_secret(database, stored):
+    [url_id] = subscriptions.url_ids(database, [deliveries.URL], NOW)
+    with database.session() as session, session.begin():
+        database.repositories.notifications.set_secret(
+            session, url_id, stored, None, NOW)
+
+
+def test_a_worker_refuses_to_start_without_the_key_of_its_secrets(
+        tmp_path):
+    database = memory.InMemoryDatabase()
+    sealing.check(_conf(), database)  # no secret: no key needed
+    key = sealing.generate_key()
+    path = _key_file(tmp_path, key)
+    _with_secret(database, sealing.from_conf(_conf(path)).seal(SECRET))
+    with pytest.raises(sealing.SealingError,
+                       match=r'\[notifications\] secret_key_file is not '
+                             r'set, and 1 notification URL'):
+        sealing.check(_conf(), database)
+    with pytest.raises(sealing.SealingError, match='cannot read'):
+        sealing.check(_conf(str(tmp_path / 'gone')), database)
+    with pytest.raises(sealing.SealingError, match='does not hold'):
+        sealing.check(_conf(_key_file(tmp_path, sealing.generate_key(),
+                                      name='wrong')), database)
+    sealing.check(_conf(path), database)
+
+
+def test_a_delivery_signs_with_the_secret_the_token_holds(
+        tmp_path, monkeypatch):
+    # The deliveries' database: its certificate plugin issues at once.
+    database = deliveries.database.__wrapped__(monkeypatch)
+    path = _key_file(tmp_path, sealing.generate_key())
+    sender = deliveries.ScriptedSender()
+    worker = deliveries.Worker(database, sender, **{
+        'notifications.secret_key_file': path})
+    order_id = deliveries._order(database)
+    _with_secret(database, sealing.from_conf(_conf(path)).seal(SECRET))
+
+    worker.run(deliveries.DELIVERY, order_id, 0)
+
+    assert sender.keys == [[SECRET]]
