@@ -8,9 +8,8 @@ still signs; ``url set-secret`` prints a secret it generates, once.
 import argparse
 import datetime
 
-from cliff import lister
-from cliff import show
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
 from scheduler.manage import schedules
@@ -69,7 +68,7 @@ class _OneUrl:
         return parser
 
 
-class ListUrls(lister.Lister):
+class ListUrls(base.Lister):
     """List the URLs that receive notifications, which are unavailable,
     and which have a secret of their own."""
 
@@ -85,7 +84,7 @@ class ListUrls(lister.Lister):
                              for url in urls]
 
 
-class ShowUrl(_OneUrl, show.ShowOne):
+class ShowUrl(_OneUrl, base.ShowOne):
     """Show one URL: its state, its last error, whether it has a secret of
     its own and until when the previous one signs (never the secrets)."""
 
@@ -101,12 +100,14 @@ class ShowUrl(_OneUrl, show.ShowOne):
             display.value(url.created_at), display.value(url.updated_at))
 
 
-class SetSecret(_OneUrl, show.ShowOne):
+class SetSecret(_OneUrl, base.ShowOne):
     """Give a URL its own Standard Webhooks secret (the URL is added if
-    no order named it yet). A secret generated here is printed once,
-    and never again. With --keep-old-for, the secret it replaces (or
-    [notifications] secret, if it had none) also signs until then, so that
-    its receiver can switch at its own pace; without, it stops at once."""
+    no order named it yet).
+
+    A secret generated here is printed once, and never again. With
+    --keep-old-for, the secret it replaces (or [notifications] secret,
+    if it had none) also signs until then, so that its receiver can
+    switch at its own pace; without, it stops at once."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -164,7 +165,7 @@ def _secret(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-class EnableUrl(_OneUrl, lister.Lister):
+class EnableUrl(_OneUrl, base.Lister):
     """Make an unavailable URL available; its waiting deliveries resume,
     each sending its events in order."""
 
@@ -199,7 +200,7 @@ class EnableUrl(_OneUrl, lister.Lister):
                 [(url.url, True, len(resumed), failed)])
 
 
-class ShowNotifications(lister.Lister):
+class ShowNotifications(base.Lister):
     """Show an order's deliveries: what each URL acknowledged, what waits,
     the last error (with --events, the events themselves)."""
 

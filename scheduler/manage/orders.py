@@ -8,13 +8,11 @@ import json
 import socket
 
 from cliff import columns as cliff_columns
-from cliff import command
-from cliff import lister
-from cliff import show
 from oslo_context import context as context_module
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import explain
 from worker import api
@@ -41,14 +39,16 @@ class StepsColumn(cliff_columns.FormattableColumn):
 
     def human_readable(self):
         """One line per step."""
-        return '\n'.join(
+        # A line a step, each escaped: a line break in a value must not
+        # make a step of its own.
+        return '\n'.join(display.escape(
             '%s: %s%s%s%s' % (
                 step['name'], step['status'],
                 ' (after %s)' % ', '.join(step['after'])
                 if step['after'] else '',
                 ', attempt %d' % step['attempt'] if step['attempt'] else '',
                 ', waits for a slot of %s' % step['waiting_for']
-                if step.get('waiting_for') else '')
+                if step.get('waiting_for') else ''))
             for step in self._value)
 
     def machine_readable(self):
@@ -137,7 +137,7 @@ class _OneOrder:
         return parser
 
 
-class CreateOrders(lister.Lister):
+class CreateOrders(base.Lister):
     """Create PENDING orders and cast their first steps to the workers.
 
     Does what an API server does, through ``worker.api``: the orders are
@@ -219,7 +219,7 @@ class CreateOrders(lister.Lister):
         return columns, [display.row(order, columns) for order in created]
 
 
-class ShowOrder(_OneOrder, show.ShowOne):
+class ShowOrder(_OneOrder, base.ShowOne):
     """Show one order and its steps (by its id, or a unique prefix)."""
 
     def take_action(self, parsed_args):
@@ -229,7 +229,7 @@ class ShowOrder(_OneOrder, show.ShowOne):
             StepsColumn(describe_steps(order.steps)),)
 
 
-class OrderHistory(_OneOrder, lister.Lister):
+class OrderHistory(_OneOrder, base.Lister):
     """List every run of the order's steps that ended, newest last.
 
     One row a run: its step, attempt, worker (``pid@host``), when it was
@@ -242,7 +242,7 @@ class OrderHistory(_OneOrder, lister.Lister):
         return RUN_COLUMNS, [display.row(run, RUN_COLUMNS) for run in runs]
 
 
-class ExplainOrder(_OneOrder, show.ShowOne):
+class ExplainOrder(_OneOrder, base.ShowOne):
     """Say in one sentence why an order has not moved."""
 
     def take_action(self, parsed_args):
@@ -252,7 +252,7 @@ class ExplainOrder(_OneOrder, show.ShowOne):
         return ('id', 'status', 'why'), (order.id, why.status, why.sentence)
 
 
-class ListOrderTypes(lister.Lister):
+class ListOrderTypes(base.Lister):
     """List the installed order types, their steps and metadata schema."""
 
     def take_action(self, parsed_args):
@@ -300,7 +300,7 @@ class MetaSchemaOfType(cliff_columns.FormattableColumn):
         return self._value
 
 
-class ListOrders(lister.Lister):
+class ListOrders(base.Lister):
     """List orders, oldest first."""
 
     def get_parser(self, prog_name):
@@ -339,7 +339,7 @@ class ListOrders(lister.Lister):
         return columns, [display.row(order, columns) for order in found]
 
 
-class CancelOrder(_OneOrder, command.Command):
+class CancelOrder(_OneOrder, base.Command):
     """Cancel a PENDING order.
 
     Its pending steps never start, the claims of its running steps are
@@ -358,7 +358,7 @@ class CancelOrder(_OneOrder, command.Command):
         orders = order_api(self.app, casts=True)
         order = orders.find(parsed_args.order_id)
         cancelled = orders.cancel(order.id, reason=parsed_args.reason)
-        self.app.stdout.write('order %s %s\n' % (
+        self.write('order %s %s\n' % (
             order.id, 'cancelling: compensation %s started'
             % api.order_type_info(order.type).compensation
             if cancelled.status == api.CANCELLING else 'cancelled'))
@@ -407,7 +407,7 @@ def resume_limit(text):
     return value
 
 
-class ResumeOrders(lister.Lister):
+class ResumeOrders(base.Lister):
     """Resume an ERROR order, or every ERROR order that matches.
 
     The order goes back to PENDING: its DONE steps stay DONE, the others
@@ -468,8 +468,8 @@ class ResumeOrders(lister.Lister):
             project_id=parsed_args.project,
             limit=parsed_args.limit or 100, context=context)
         for order_id, why in sorted(done.failed.items()):
-            self.app.stderr.write('order %s not resumed: %s\n'
-                                  % (order_id, why))
+            self.app.stderr.write(display.escape(
+                'order %s not resumed: %s' % (order_id, why)) + '\n')
         self._failed = bool(done.failed)
         return columns, [display.row(order, columns)
                          for order in done.resumed]

@@ -9,10 +9,8 @@ would.
 import argparse
 import json
 
-from cliff import command
-from cliff import lister
-from cliff import show
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
 from worker import api
@@ -49,7 +47,7 @@ class _OneSchedule:
         return parser
 
 
-class CreateSchedule(show.ShowOne):
+class CreateSchedule(base.ShowOne):
     """Create a schedule of orders: one every interval, or at the times
     of a cron expression (UTC).
 
@@ -93,7 +91,7 @@ class CreateSchedule(show.ShowOne):
         return COLUMNS, display.row(schedule, COLUMNS)
 
 
-class ListSchedules(lister.Lister):
+class ListSchedules(base.Lister):
     """List the schedules, oldest first."""
 
     def get_parser(self, prog_name):
@@ -108,7 +106,7 @@ class ListSchedules(lister.Lister):
                               for schedule in found]
 
 
-class ShowSchedule(_OneSchedule, show.ShowOne):
+class ShowSchedule(_OneSchedule, base.ShowOne):
     """Show a schedule: its next tick, last tick and last order."""
 
     def take_action(self, parsed_args):
@@ -116,11 +114,11 @@ class ShowSchedule(_OneSchedule, show.ShowOne):
         return COLUMNS, display.row(schedule, COLUMNS)
 
 
-class DeleteSchedule(_OneSchedule, command.Command):
+class DeleteSchedule(_OneSchedule, base.Command):
     """Delete a schedule: it creates no more orders; those it created
     stay."""
 
     def take_action(self, parsed_args):
         schedules_api(self.app).delete(parsed_args.schedule_id)
-        self.app.stdout.write('schedule %s deleted\n'
-                              % parsed_args.schedule_id)
+        self.write('schedule %s deleted\n'
+                   % parsed_args.schedule_id)

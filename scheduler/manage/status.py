@@ -2,9 +2,9 @@
 
 import json
 
-from cliff import command
 import prettytable
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import overview as overview_module
 from worker.db import models
@@ -134,7 +134,7 @@ def as_json(overview):
     }
 
 
-class Status(command.Command):
+class Status(base.Command):
     """Show the deployment on one screen: processes alive, the lock, retry
     rows, orders by status, and the oldest PENDING order explained."""
 
@@ -155,4 +155,4 @@ class Status(command.Command):
             json.dump(as_json(overview), self.app.stdout, indent=2)
             self.app.stdout.write('\n')
         else:
-            self.app.stdout.write('\n'.join(render_text(overview)) + '\n')
+            self.write('\n'.join(render_text(overview)) + '\n')
