@@ -300,8 +300,33 @@ class MetaSchemaOfType(cliff_columns.FormattableColumn):
         return self._value
 
 
+#: How many orders ``order list`` shows without ``--limit`` or ``--all``.
+DEFAULT_LIST_LIMIT = 100
+
+#: The columns of ``order list``: no ``meta``, which may be large.
+LIST_COLUMNS = ('id', 'type', 'status', 'project_id', 'error_reason')
+
+
+def list_limit(text):
+    """An argparse type: how many orders ``order list`` shows, 1 or
+    more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(
+            'must be an integer of 1 or more (--all lists every order), '
+            'not %r' % text)
+    return value
+
+
 class ListOrders(base.Lister):
-    """List orders, oldest first."""
+    """List orders, oldest first: the first 100, or --limit N, or --all.
+
+    A note on stderr says when the first 100 are not all: --marker and
+    the last id shown give the next page.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -311,32 +336,53 @@ class ListOrders(base.Lister):
                             help='Only the orders of this project.')
         parser.add_argument('--type', dest='order_type',
                             help='Only the orders of this type.')
-        parser.add_argument('--limit', type=int, default=None,
-                            help='At most this many orders (default: '
-                                 'all).')
+        how_many = parser.add_mutually_exclusive_group()
+        how_many.add_argument('--limit', type=list_limit,
+                              help='At most this many orders (1 or more; '
+                                   'default %d).' % DEFAULT_LIST_LIMIT)
+        how_many.add_argument('--all', action='store_true',
+                              help='Every order (read %d at a time).'
+                                   % api.MAX_LIMIT)
         parser.add_argument('--marker', metavar='ORDER_ID',
                             help='Only the orders after this one (the last '
                                  'of the previous page).')
         return parser
 
     def take_action(self, parsed_args):
-        orders = order_api(self.app)
-        filters = dict(project_id=parsed_args.project,
-                       status=parsed_args.status,
-                       order_type=parsed_args.order_type)
-        wanted = parsed_args.limit
-        found, marker = [], parsed_args.marker
-        # Page by page, so that listing every order holds no long read.
-        while wanted is None or len(found) < wanted:
-            limit = api.MAX_LIMIT if wanted is None else min(
-                api.MAX_LIMIT, wanted - len(found))
-            page = orders.list(limit=limit, marker=marker, **filters)
-            found.extend(page)
-            if len(page) < limit:
-                break
-            marker = page[-1].id
-        columns = ('id', 'type', 'status', 'project_id', 'error_reason')
-        return columns, [display.row(order, columns) for order in found]
+        wanted = None if parsed_args.all else (
+            parsed_args.limit or DEFAULT_LIST_LIMIT)
+        # One more than shown: whether the default limit left some out.
+        found = _list_orders(
+            order_api(self.app), parsed_args,
+            None if wanted is None else wanted + 1)
+        # A row each, not the orders: their meta is not kept.
+        rows = [display.row(order, LIST_COLUMNS) for order in found]
+        if wanted is not None and len(rows) > wanted:
+            del rows[wanted:]
+            if parsed_args.limit is None:
+                self.app.stderr.write(
+                    'barbican-retry-manage: the first %d orders; --marker '
+                    '%s shows the next ones, --all every one\n'
+                    % (wanted, rows[-1][0]))
+        return LIST_COLUMNS, rows
+
+
+def _list_orders(orders, parsed_args, wanted):
+    """The orders ``order list`` selects, at most ``wanted`` (None: all),
+    read page by page so that no read is long."""
+    filters = dict(project_id=parsed_args.project,
+                   status=parsed_args.status,
+                   order_type=parsed_args.order_type)
+    count, marker = 0, parsed_args.marker
+    while wanted is None or count < wanted:
+        limit = api.MAX_LIMIT if wanted is None else min(
+            api.MAX_LIMIT, wanted - count)
+        page = orders.list(limit=limit, marker=marker, **filters)
+        yield from page
+        count += len(page)
+        if len(page) < limit:
+            return
+        marker = page[-1].id
 
 
 class CancelOrder(_OneOrder, base.Command):
