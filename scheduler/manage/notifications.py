@@ -206,7 +206,8 @@ class ShowNotifications(base.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('order_id', help='Order id.')
+        parser.add_argument('order_id',
+                            help='Order id, or a unique prefix of one.')
         parser.add_argument('--events', action='store_true',
                             help='List the order\'s events instead.')
         return parser
@@ -215,10 +216,9 @@ class ShowNotifications(base.Lister):
         database = self.app.database
         repositories = database.repositories
         store = repositories.notifications
-        order_id = parsed_args.order_id
+        # By its id or a prefix, as "order show" finds it.
+        order_id = orders.order_api(self.app).find(parsed_args.order_id).id
         with database.reader() as session:
-            if repositories.orders.get(session, order_id) is None:
-                raise LookupError('no order %s' % order_id)
             found = store.events_of_order(session, order_id)
             steps = repositories.steps.for_order(session, order_id)
             retries = order_actions.retry_rows_by_step(

@@ -6,6 +6,7 @@ import datetime
 import getpass
 import json
 import socket
+import sys
 
 from cliff import columns as cliff_columns
 from oslo_context import context as context_module
@@ -106,6 +107,36 @@ def priority(text):
     return value
 
 
+def meta_json(text):
+    """An argparse type: a JSON object, or ``@FILE`` for the one in FILE
+    (``@-``: standard input), as curl's ``--data @FILE``."""
+    source = 'the argument'
+    if text.startswith('@'):
+        source, text = text[1:], _read_meta(text[1:])
+    try:
+        meta = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            'not JSON (in %s): %s' % (source, exc)) from None
+    if not isinstance(meta, dict):
+        raise argparse.ArgumentTypeError(
+            'must be a JSON object {...} (in %s), not %s'
+            % (source, type(meta).__name__))
+    return meta
+
+
+def _read_meta(path):
+    """The text of the file of ``--meta @FILE`` (``-``: stdin)."""
+    if path == '-':
+        return sys.stdin.read()
+    try:
+        with open(path, encoding='utf-8') as meta_file:
+            return meta_file.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(
+            'cannot read %s: %s' % (path, exc)) from None
+
+
 def global_request_id(text):
     """An argparse type: a global request id, ``req-`` and a UUID, as
     oslo.middleware accepts it from another service."""
@@ -151,10 +182,13 @@ class CreateOrders(base.Lister):
                             help='Order type (see "order type list").')
         parser.add_argument('--count', type=int, default=1,
                             help='How many orders to create (default 1).')
-        parser.add_argument('--meta', default='{}', type=json.loads,
+        parser.add_argument('--meta', default={}, type=meta_json,
+                            metavar='JSON|@FILE',
                             help='Order metadata as a JSON object, e.g. '
-                                 '\'{"unavailable_attempts": 2}\'; its '
-                                 'type\'s meta_schema must accept it.')
+                                 '\'{"unavailable_attempts": 2}\', or '
+                                 '@FILE to read it from FILE (@- from '
+                                 'stdin); its type\'s meta_schema must '
+                                 'accept it.')
         parser.add_argument('--project', default=api.DEFAULT_PROJECT,
                             help='The project that owns the orders '
                                  '(default %r).' % api.DEFAULT_PROJECT)
@@ -377,7 +411,8 @@ def _list_orders(orders, parsed_args, wanted):
     while wanted is None or count < wanted:
         limit = api.MAX_LIMIT if wanted is None else min(
             api.MAX_LIMIT, wanted - count)
-        page = orders.list(limit=limit, marker=marker, **filters)
+        page = orders.list(limit=limit, marker=marker, with_meta=False,
+                           **filters)
         yield from page
         count += len(page)
         if len(page) < limit:
@@ -454,7 +489,8 @@ def resume_limit(text):
 
 
 class ResumeOrders(base.Lister):
-    """Resume an ERROR order, or every ERROR order that matches.
+    """Resume an ERROR order, or the ERROR orders that match (--status
+    ERROR, --project or both).
 
     The order goes back to PENDING: its DONE steps stay DONE, the others
     run again from their first attempt with the same idempotency keys.
@@ -471,34 +507,42 @@ class ResumeOrders(base.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        which = parser.add_mutually_exclusive_group(required=True)
+        which = parser.add_mutually_exclusive_group()
         which.add_argument('order_id', nargs='?',
                            help='Order id, or a unique prefix of one.')
         which.add_argument('--status', type=error_status,
                            help='Resume the orders in this status, those '
-                                'that failed first first: ERROR only.')
+                                'that failed first first: ERROR only (what '
+                                '--project alone resumes too).')
         parser.add_argument('--type', dest='order_type',
-                            help='With --status: only the orders of this '
-                                 'type.')
+                            help='With --status or --project: only the '
+                                 'orders of this type.')
         parser.add_argument('--since', type=iso_time, metavar='TIME',
-                            help='With --status: only the orders that went '
-                                 'to ERROR at or after TIME (ISO 8601, UTC '
-                                 'unless it says otherwise).')
+                            help='With --status or --project: only the '
+                                 'orders that went to ERROR at or after '
+                                 'TIME (ISO 8601, UTC unless it says '
+                                 'otherwise).')
         parser.add_argument('--limit', type=resume_limit, default=None,
-                            help='With --status: at most this many orders '
-                                 '(1 to %d, default 100).' % api.MAX_LIMIT)
+                            help='With --status or --project: at most this '
+                                 'many orders (1 to %d, default 100).'
+                                 % api.MAX_LIMIT)
         parser.add_argument('--project',
-                            help='Only the orders of this project.')
+                            help='Only the orders of this project; without '
+                                 'an order id, its ERROR orders.')
         return parser
 
     def take_action(self, parsed_args):
+        if parsed_args.order_id is None and parsed_args.status is None \
+                and parsed_args.project is None:
+            raise ValueError('which orders? An order id, --status ERROR '
+                             'or --project PROJECT')
         if parsed_args.order_id is not None and any(
                 value is not None for value in (
                     parsed_args.order_type, parsed_args.since,
                     parsed_args.limit)):
-            raise ValueError('--type, --since and --limit select orders '
-                             'by status: they go with --status, not with '
-                             'an order id')
+            raise ValueError('--type, --since and --limit select ERROR '
+                             'orders: they go with --status or --project, '
+                             'not with an order id')
         orders = order_api(self.app, casts=True)
         context = context_module.RequestContext(
             user_name='%s@%s (barbican-retry-manage)' % (

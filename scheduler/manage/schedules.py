@@ -7,7 +7,6 @@ would.
 """
 
 import argparse
-import json
 
 
 from scheduler.manage import base
@@ -61,9 +60,12 @@ class CreateSchedule(base.ShowOne):
         parser = super().get_parser(prog_name)
         parser.add_argument('--type', required=True,
                             help='Order type (see "order type list").')
-        parser.add_argument('--meta', default='{}', type=json.loads,
-                            help='Each order\'s metadata as a JSON object; '
-                                 'its type\'s meta_schema must accept it.')
+        parser.add_argument('--meta', default={}, type=orders.meta_json,
+                            metavar='JSON|@FILE',
+                            help='Each order\'s metadata as a JSON object, '
+                                 'or @FILE to read it from FILE (@- from '
+                                 'stdin); its type\'s meta_schema must '
+                                 'accept it.')
         when = parser.add_mutually_exclusive_group(required=True)
         when.add_argument('--every', type=duration, metavar='DURATION',
                           help='An order every DURATION: an integer and '

@@ -70,8 +70,8 @@ def test_order_show_and_list_in_json_keep_the_exact_values(
     assert listed['project_id'] == listed['error_reason'] == HOSTILE
 
 
-def test_yaml_keeps_the_exact_values_in_its_own_escapes(operator,
-                                                       hostile_order):
+def test_yaml_keeps_the_exact_values_in_its_own_escapes(
+        operator, hostile_order):
     result = operator.manage('order', 'show', hostile_order, '-f', 'yaml')
 
     assert _OBEYED.search(result.stdout) is None
