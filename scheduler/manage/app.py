@@ -64,6 +64,10 @@ class ManageApp(app.App):
     database or broker.
     """
 
+    #: Its name in usage and messages, however it was started (cliff's
+    #: default is the script's file name: "manage" under python -m).
+    NAME = PROG
+
     def __init__(self):
         super().__init__(
             description='barbican-retry operator commands',
