@@ -11,7 +11,8 @@ does the same way.
 - A usage error prints a one-line usage and the error, not the usage of
   every formatter option (``--help`` shows them).
 - The first paragraph of a command's docstring is its summary, on one
-  line in ``barbican-retry-manage --help``.
+  line in ``barbican-retry-manage --help``; ``--help`` after a command
+  shows every paragraph.
 - An option's value may start with ``-`` and a digit (``--every -1s``):
   the option's own check then says what is wrong with it.
 """
@@ -45,6 +46,20 @@ def _short_usage(parser):
         parser.prog, ''.join('%s ' % name for name in positional))
 
 
+@functools.cache
+def _keeping_paragraphs(formatter_class):
+    """``formatter_class`` that fills each paragraph of a description
+    apart (argparse runs them into one)."""
+
+    class Formatter(formatter_class):
+        def _fill_text(self, text, width, indent):
+            """Each paragraph filled, a blank line between them."""
+            fill = super()._fill_text
+            return '\n\n'.join(fill(paragraph, width, indent)
+                               for paragraph in text.split('\n\n'))
+    return Formatter
+
+
 class _Common:
     """What every command of ``barbican-retry-manage`` shares."""
 
@@ -55,8 +70,10 @@ class _Common:
         return ' '.join(summary.split()) + ('\n\n' + rest if rest else '')
 
     def get_parser(self, prog_name):
-        """cliff's parser, with a short usage on errors."""
+        """cliff's parser, with a short usage on errors and the
+        description's paragraphs kept."""
         parser = super().get_parser(prog_name)
+        parser.formatter_class = _keeping_paragraphs(parser.formatter_class)
         parser.format_usage = functools.partial(_short_usage, parser)
         # NOTE: argparse's own test of a negative number (a private
         # attribute; Python 3.13 tests this prefix too).

@@ -69,6 +69,13 @@ def test_the_list_of_commands_shows_whole_summaries(operator):
         '(the URL is added if no order named it yet)')
 
 
+def test_a_commands_help_keeps_its_paragraphs(operator):
+    helped = operator.manage('order', 'list', '--help').stdout
+
+    assert ('List orders, oldest first: the first 100, or --limit N, or '
+            '--all.\n\nA note on stderr') in helped
+
+
 def _ids(result):
     assert result.returncode == 0, result.stderr
     return result.stdout.split()
