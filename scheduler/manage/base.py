@@ -14,7 +14,8 @@ does the same way.
   line in ``barbican-retry-manage --help``; ``--help`` after a command
   shows every paragraph.
 - An option's value may start with ``-`` and a digit (``--every -1s``):
-  the option's own check then says what is wrong with it.
+  the option's own check then says what is wrong with it; for another
+  value that starts with ``-`` the error says to write ``--reason=-x``.
 """
 
 import functools
@@ -46,6 +47,20 @@ def _short_usage(parser):
         parser.prog, ''.join('%s ' % name for name in positional))
 
 
+_MISSING_VALUE = re.compile(r'^argument (\S+): expected one argument$')
+
+
+def _usage_error(parser, error, message):
+    """argparse's ``error``, saying how to give a value that starts with
+    "-" (``--reason=-x``) when the value seems missing."""
+    missing = _MISSING_VALUE.match(message)
+    if missing is not None:
+        option = missing.group(1).split('/')[-1]
+        message += ' (a value that starts with "-" goes after "=": ' \
+                   '%s=VALUE)' % option
+    error(message)
+
+
 @functools.cache
 def _keeping_paragraphs(formatter_class):
     """``formatter_class`` that fills each paragraph of a description
@@ -75,6 +90,7 @@ class _Common:
         parser = super().get_parser(prog_name)
         parser.formatter_class = _keeping_paragraphs(parser.formatter_class)
         parser.format_usage = functools.partial(_short_usage, parser)
+        parser.error = functools.partial(_usage_error, parser, parser.error)
         # NOTE: argparse's own test of a negative number (a private
         # attribute; Python 3.13 tests this prefix too).
         parser._negative_number_matcher = _VALUE_WITH_MINUS

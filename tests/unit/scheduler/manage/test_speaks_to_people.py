@@ -169,6 +169,16 @@ def test_every_with_a_negative_duration_says_what_is_wrong(operator):
             result.stderr) and "not '-1s'" in result.stderr
 
 
+def test_a_value_that_starts_with_a_dash_is_shown_how(operator):
+    result = operator.manage('order', 'cancel', 'abc', '--reason', '-x')
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        '%s order cancel: error: argument --reason: expected one argument '
+        '(a value that starts with "-" goes after "=": --reason=VALUE)'
+        % PROG)
+
+
 def test_order_resume_project_resumes_that_projects_error_orders(
         operator):
     mine = _orders(operator, 2, project='mine', failed=True)
