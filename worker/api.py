@@ -247,7 +247,7 @@ class Order:
     status: str
     project_id: str
     #: Its metadata: what it was created with, and once ACTIVE what its
-    #: steps added.
+    #: steps added; empty in what ``list(with_meta=False)`` returns.
     meta: dict[str, typing.Any]
     priority: int
     idempotency_key: str | None
@@ -646,10 +646,13 @@ class OrderAPI:
         return tuple(_step_run(row) for row in rows)
 
     def list(self, *, project_id=None, status=None, order_type=None,
-             limit=100, marker=None):
+             limit=100, marker=None, with_meta=True):
         """Return at most ``limit`` orders (without their steps) in
         creation order; the last one's id as ``marker`` gives the next
         page.
+
+        :param with_meta: False: their ``meta`` is not read (it is ``{}``),
+            for a listing that does not show it.
 
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, the
             status is not one, or the marker is no order (of the project).
@@ -673,8 +676,8 @@ class OrderAPI:
                 after = (last.created_at, last.id)
             rows = repositories.orders.list_orders(
                 session, status, limit, project_id=project_id,
-                order_type=order_type, after=after)
-        return [_order(row, ()) for row in rows]
+                order_type=order_type, after=after, with_meta=with_meta)
+        return [_order(row, (), with_meta) for row in rows]
 
     def cancel(self, order_id, *, project_id=None,
                reason='cancelled by request'):
@@ -937,10 +940,11 @@ def _request_hash(order_type, meta, priority, callback_urls, not_before):
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
-def _order(row, steps):
+def _order(row, steps, with_meta=True):
     return Order(
         id=row.id, type=row.type, status=row.status,
-        project_id=row.project_id, meta=dict(row.meta or {}),
+        project_id=row.project_id,
+        meta=dict(row.meta or {}) if with_meta else {},
         priority=row.priority, idempotency_key=row.idempotency_key,
         request_id=row.request_id, global_request_id=row.global_request_id,
         error_reason=row.error_reason, created_at=row.created_at,

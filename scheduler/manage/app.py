@@ -5,18 +5,55 @@ Its commands are the entry points of ``barbican_retry.manage.commands``
 ``-f json|table|csv|value|yaml`` from cliff.
 """
 
+import logging
+
 from cliff import app
 from cliff import commandmanager
 from oslo_config import cfg
 
 from scheduler import conf as scheduler_conf
 from scheduler.manage import connection
+from scheduler.manage import display
 from worker.common import bus
 from worker.common import clock
 from worker import conf as worker_conf
 from worker import rpc
 from worker import rpcapi
 from worker import tracing
+
+
+PROG = connection.PROG
+
+
+class ErrorLine(logging.Formatter):
+    """An error as one line, ``barbican-retry-manage: error: <message>``,
+    escaped (``display.escape``); with ``--debug``, cliff logs it with
+    its traceback, which names the exception's class."""
+
+    def format(self, record):
+        """The line; the traceback after it if the record has one."""
+        message = record.getMessage()
+        if not message and record.exc_info:
+            # An exception without a message (KeyError()): its class.
+            message = record.exc_info[0].__name__
+        line = '%s: error: %s' % (PROG, display.escape(message))
+        if record.exc_info:
+            line = '%s\n%s' % (display.escape(
+                self.formatException(record.exc_info), keep='\n'), line)
+        return line
+
+
+def error_logger(stream):
+    """The logger cliff reports a command's error to (``App.LOG``): a
+    line on ``stream``, not a log line (timestamp, pid, request id) of
+    oslo.log's handlers."""
+    # Not from logging.getLogger: a logger of this app only, which no
+    # handler of the root logger (oslo.log's) sees.
+    logger = logging.Logger(PROG)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(ErrorLine())
+    logger.addHandler(handler)
+    return logger
 
 
 class ManageApp(app.App):
@@ -27,6 +64,10 @@ class ManageApp(app.App):
     database or broker.
     """
 
+    #: Its name in usage and messages, however it was started (cliff's
+    #: default is the script's file name: "manage" under python -m).
+    NAME = PROG
+
     def __init__(self):
         super().__init__(
             description='barbican-retry operator commands',
@@ -34,6 +75,7 @@ class ManageApp(app.App):
             command_manager=commandmanager.CommandManager(
                 'barbican_retry.manage.commands'),
             deferred_help=True)
+        self.LOG = error_logger(self.stderr)
         self.conf = None
         self._database = None
         self._transport = None

@@ -4,16 +4,15 @@ old finished orders."""
 import argparse
 import dataclasses
 
-from cliff import command
-from cliff import show
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler import purge
 from worker.db import migration
 from worker.db import models
 
 
-class Upgrade(command.Command):
+class Upgrade(base.Command):
     """Upgrade the database schema (to the latest revision by default)."""
 
     def get_parser(self, prog_name):
@@ -26,11 +25,11 @@ class Upgrade(command.Command):
         # The one command that may create the SQLite file.
         database = self.app.open_database(create=True, migrated=False)
         migration.upgrade(database.engine, parsed_args.revision)
-        self.app.stdout.write('database at revision %s\n' %
-                              migration.current_revision(database.engine))
+        self.write('database at revision %s\n' %
+                   migration.current_revision(database.engine))
 
 
-class Current(show.ShowOne):
+class Current(base.ShowOne):
     """Show the schema revision of the database and the latest one."""
 
     def take_action(self, parsed_args):
@@ -72,7 +71,7 @@ def _number(kind, least, most):
     return convert
 
 
-class Purge(show.ShowOne):
+class Purge(base.ShowOne):
     """Delete finished orders last changed more than DAYS ago, and every
     row of theirs (steps and deliveries, retry rows, events, history).
 

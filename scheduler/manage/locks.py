@@ -2,17 +2,16 @@
 
 import sys
 
-from cliff import command
-from cliff import show
 
 from scheduler import liveness
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler import pass_lock
 
 LOCK = pass_lock.LOCK
 
 
-class ShowLock(show.ShowOne):
+class ShowLock(base.ShowOne):
     """Show who holds the OrderRetryTask lock, since when, and whether it
     is stale (by the rule the daemons clear it by)."""
 
@@ -31,7 +30,7 @@ class ShowLock(show.ShowOne):
                          lock.stale, lock.stale_reason)
 
 
-class ReleaseLock(command.Command):
+class ReleaseLock(base.Command):
     """Delete the OrderRetryTask lock, whoever holds it."""
 
     def get_parser(self, prog_name):
@@ -51,5 +50,5 @@ class ReleaseLock(command.Command):
         with database.session() as session, session.begin():
             released = database.repositories.locks.force_release(session,
                                                                  LOCK)
-        self.app.stdout.write('lock released\n' if released
-                              else 'lock was not held\n')
+        self.write('lock released\n' if released
+                   else 'lock was not held\n')

@@ -11,9 +11,8 @@ and ``url set-owner`` say which.
 import argparse
 import datetime
 
-from cliff import lister
-from cliff import show
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
 from scheduler.manage import schedules
@@ -96,7 +95,7 @@ class _OneUrl:
         return parser
 
 
-class ListUrls(lister.Lister):
+class ListUrls(base.Lister):
     """List the URLs that receive notifications, which are unavailable,
     and which have a secret of their own."""
 
@@ -112,7 +111,7 @@ class ListUrls(lister.Lister):
                              for url in urls]
 
 
-class ShowUrl(_OneUrl, show.ShowOne):
+class ShowUrl(_OneUrl, base.ShowOne):
     """Show one URL: its state, its last error, whether it has a secret of
     its own and until when the previous one signs (never the secrets)."""
 
@@ -149,15 +148,16 @@ def _owner(parsed_args):
     return parsed_args.project is not None, parsed_args.project
 
 
-class SetSecret(_OneUrl, show.ShowOne):
+class SetSecret(_OneUrl, base.ShowOne):
     """Give a URL its own Standard Webhooks secret (the URL is added if
-    no order named it yet). A secret generated here is printed once,
-    and never again. With --keep-old-for, the secret it replaces (or
-    [notifications] secret, if it had none) also signs until then, so that
-    its receiver can switch at its own pace; without, it stops at once.
-    A URL's first secret needs --project (only that project's orders may
-    name the URL) or --global; a new secret keeps the URL's owner unless
-    one is given."""
+    no order named it yet).
+
+    A secret generated here is printed once, and never again. With
+    --keep-old-for, the secret it replaces (or [notifications] secret, if
+    it had none) also signs until then, so that its receiver can switch
+    at its own pace; without, it stops at once. A URL's first secret
+    needs --project (only that project's orders may name the URL) or
+    --global; a new secret keeps the URL's owner unless one is given."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -218,7 +218,7 @@ class SetSecret(_OneUrl, show.ShowOne):
         return subscriptions.url_ids(database, [url], now)[0]
 
 
-class SetOwner(_OneUrl, show.ShowOne):
+class SetOwner(_OneUrl, base.ShowOne):
     """Choose which project's orders may name a URL (--project), or let
     every project's (--global), without changing its secret. An order
     created before, of another project, sends nothing more to it."""
@@ -237,7 +237,7 @@ class SetOwner(_OneUrl, show.ShowOne):
                 (url.url, url.secret is not None, url.project_id))
 
 
-class GenerateKey(show.ShowOne):
+class GenerateKey(base.ShowOne):
     """Print a new Fernet key, a line for [notifications]
     secret_key_file (nothing is written)."""
 
@@ -245,7 +245,7 @@ class GenerateKey(show.ShowOne):
         return ('key',), (sealing.generate_key(),)
 
 
-class RotateKeys(lister.Lister):
+class RotateKeys(base.Lister):
     """Encrypt every URL secret under the first key of [notifications]
     secret_key_file: after a new key was put first (the others still
     decrypt), and to encrypt the secrets stored in clear by the release
@@ -287,7 +287,7 @@ def _secret(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-class EnableUrl(_OneUrl, lister.Lister):
+class EnableUrl(_OneUrl, base.Lister):
     """Make an unavailable URL available; its waiting deliveries resume,
     each sending its events in order."""
 
@@ -322,13 +322,14 @@ class EnableUrl(_OneUrl, lister.Lister):
                 [(url.url, True, len(resumed), failed)])
 
 
-class ShowNotifications(lister.Lister):
+class ShowNotifications(base.Lister):
     """Show an order's deliveries: what each URL acknowledged, what waits,
     the last error (with --events, the events themselves)."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('order_id', help='Order id.')
+        parser.add_argument('order_id',
+                            help='Order id, or a unique prefix of one.')
         parser.add_argument('--events', action='store_true',
                             help='List the order\'s events instead.')
         return parser
@@ -337,10 +338,9 @@ class ShowNotifications(lister.Lister):
         database = self.app.database
         repositories = database.repositories
         store = repositories.notifications
-        order_id = parsed_args.order_id
+        # By its id or a prefix, as "order show" finds it.
+        order_id = orders.order_api(self.app).find(parsed_args.order_id).id
         with database.reader() as session:
-            if repositories.orders.get(session, order_id) is None:
-                raise LookupError('no order %s' % order_id)
             found = store.events_of_order(session, order_id)
             steps = repositories.steps.for_order(session, order_id)
             retries = order_actions.retry_rows_by_step(

@@ -6,15 +6,14 @@ import datetime
 import getpass
 import json
 import socket
+import sys
 
 from cliff import columns as cliff_columns
-from cliff import command
-from cliff import lister
-from cliff import show
 from oslo_context import context as context_module
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import explain
 from worker import api
@@ -41,14 +40,16 @@ class StepsColumn(cliff_columns.FormattableColumn):
 
     def human_readable(self):
         """One line per step."""
-        return '\n'.join(
+        # A line a step, each escaped: a line break in a value must not
+        # make a step of its own.
+        return '\n'.join(display.escape(
             '%s: %s%s%s%s' % (
                 step['name'], step['status'],
                 ' (after %s)' % ', '.join(step['after'])
                 if step['after'] else '',
                 ', attempt %d' % step['attempt'] if step['attempt'] else '',
                 ', waits for a slot of %s' % step['waiting_for']
-                if step.get('waiting_for') else '')
+                if step.get('waiting_for') else ''))
             for step in self._value)
 
     def machine_readable(self):
@@ -106,6 +107,36 @@ def priority(text):
     return value
 
 
+def meta_json(text):
+    """An argparse type: a JSON object, or ``@FILE`` for the one in FILE
+    (``@-``: standard input), as curl's ``--data @FILE``."""
+    source = 'the argument'
+    if text.startswith('@'):
+        source, text = text[1:], _read_meta(text[1:])
+    try:
+        meta = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            'not JSON (in %s): %s' % (source, exc)) from None
+    if not isinstance(meta, dict):
+        raise argparse.ArgumentTypeError(
+            'must be a JSON object {...} (in %s), not %s'
+            % (source, type(meta).__name__))
+    return meta
+
+
+def _read_meta(path):
+    """The text of the file of ``--meta @FILE`` (``-``: stdin)."""
+    if path == '-':
+        return sys.stdin.read()
+    try:
+        with open(path, encoding='utf-8') as meta_file:
+            return meta_file.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(
+            'cannot read %s: %s' % (path, exc)) from None
+
+
 def global_request_id(text):
     """An argparse type: a global request id, ``req-`` and a UUID, as
     oslo.middleware accepts it from another service."""
@@ -137,7 +168,7 @@ class _OneOrder:
         return parser
 
 
-class CreateOrders(lister.Lister):
+class CreateOrders(base.Lister):
     """Create PENDING orders and cast their first steps to the workers.
 
     Does what an API server does, through ``worker.api``: the orders are
@@ -151,10 +182,13 @@ class CreateOrders(lister.Lister):
                             help='Order type (see "order type list").')
         parser.add_argument('--count', type=int, default=1,
                             help='How many orders to create (default 1).')
-        parser.add_argument('--meta', default='{}', type=json.loads,
+        parser.add_argument('--meta', default={}, type=meta_json,
+                            metavar='JSON|@FILE',
                             help='Order metadata as a JSON object, e.g. '
-                                 '\'{"unavailable_attempts": 2}\'; its '
-                                 'type\'s meta_schema must accept it.')
+                                 '\'{"unavailable_attempts": 2}\', or '
+                                 '@FILE to read it from FILE (@- from '
+                                 'stdin); its type\'s meta_schema must '
+                                 'accept it.')
         parser.add_argument('--project', default=api.DEFAULT_PROJECT,
                             help='The project that owns the orders '
                                  '(default %r).' % api.DEFAULT_PROJECT)
@@ -219,7 +253,7 @@ class CreateOrders(lister.Lister):
         return columns, [display.row(order, columns) for order in created]
 
 
-class ShowOrder(_OneOrder, show.ShowOne):
+class ShowOrder(_OneOrder, base.ShowOne):
     """Show one order and its steps (by its id, or a unique prefix)."""
 
     def take_action(self, parsed_args):
@@ -229,7 +263,7 @@ class ShowOrder(_OneOrder, show.ShowOne):
             StepsColumn(describe_steps(order.steps)),)
 
 
-class OrderHistory(_OneOrder, lister.Lister):
+class OrderHistory(_OneOrder, base.Lister):
     """List every run of the order's steps that ended, newest last.
 
     One row a run: its step, attempt, worker (``pid@host``), when it was
@@ -242,7 +276,7 @@ class OrderHistory(_OneOrder, lister.Lister):
         return RUN_COLUMNS, [display.row(run, RUN_COLUMNS) for run in runs]
 
 
-class ExplainOrder(_OneOrder, show.ShowOne):
+class ExplainOrder(_OneOrder, base.ShowOne):
     """Say in one sentence why an order has not moved."""
 
     def take_action(self, parsed_args):
@@ -252,7 +286,7 @@ class ExplainOrder(_OneOrder, show.ShowOne):
         return ('id', 'status', 'why'), (order.id, why.status, why.sentence)
 
 
-class ListOrderTypes(lister.Lister):
+class ListOrderTypes(base.Lister):
     """List the installed order types, their steps and metadata schema."""
 
     def take_action(self, parsed_args):
@@ -300,8 +334,33 @@ class MetaSchemaOfType(cliff_columns.FormattableColumn):
         return self._value
 
 
-class ListOrders(lister.Lister):
-    """List orders, oldest first."""
+#: How many orders ``order list`` shows without ``--limit`` or ``--all``.
+DEFAULT_LIST_LIMIT = 100
+
+#: The columns of ``order list``: no ``meta``, which may be large.
+LIST_COLUMNS = ('id', 'type', 'status', 'project_id', 'error_reason')
+
+
+def list_limit(text):
+    """An argparse type: how many orders ``order list`` shows, 1 or
+    more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(
+            'must be an integer of 1 or more (--all lists every order), '
+            'not %r' % text)
+    return value
+
+
+class ListOrders(base.Lister):
+    """List orders, oldest first: the first 100, or --limit N, or --all.
+
+    A note on stderr says when the first 100 are not all: --marker and
+    the last id shown give the next page.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -311,35 +370,57 @@ class ListOrders(lister.Lister):
                             help='Only the orders of this project.')
         parser.add_argument('--type', dest='order_type',
                             help='Only the orders of this type.')
-        parser.add_argument('--limit', type=int, default=None,
-                            help='At most this many orders (default: '
-                                 'all).')
+        how_many = parser.add_mutually_exclusive_group()
+        how_many.add_argument('--limit', type=list_limit,
+                              help='At most this many orders (1 or more; '
+                                   'default %d).' % DEFAULT_LIST_LIMIT)
+        how_many.add_argument('--all', action='store_true',
+                              help='Every order (read %d at a time).'
+                                   % api.MAX_LIMIT)
         parser.add_argument('--marker', metavar='ORDER_ID',
                             help='Only the orders after this one (the last '
                                  'of the previous page).')
         return parser
 
     def take_action(self, parsed_args):
-        orders = order_api(self.app)
-        filters = dict(project_id=parsed_args.project,
-                       status=parsed_args.status,
-                       order_type=parsed_args.order_type)
-        wanted = parsed_args.limit
-        found, marker = [], parsed_args.marker
-        # Page by page, so that listing every order holds no long read.
-        while wanted is None or len(found) < wanted:
-            limit = api.MAX_LIMIT if wanted is None else min(
-                api.MAX_LIMIT, wanted - len(found))
-            page = orders.list(limit=limit, marker=marker, **filters)
-            found.extend(page)
-            if len(page) < limit:
-                break
-            marker = page[-1].id
-        columns = ('id', 'type', 'status', 'project_id', 'error_reason')
-        return columns, [display.row(order, columns) for order in found]
+        wanted = None if parsed_args.all else (
+            parsed_args.limit or DEFAULT_LIST_LIMIT)
+        # One more than shown: whether the default limit left some out.
+        found = _list_orders(
+            order_api(self.app), parsed_args,
+            None if wanted is None else wanted + 1)
+        # A row each, not the orders: their meta is not kept.
+        rows = [display.row(order, LIST_COLUMNS) for order in found]
+        if wanted is not None and len(rows) > wanted:
+            del rows[wanted:]
+            if parsed_args.limit is None:
+                self.app.stderr.write(
+                    'barbican-retry-manage: the first %d orders; --marker '
+                    '%s shows the next ones, --all every one\n'
+                    % (wanted, rows[-1][0]))
+        return LIST_COLUMNS, rows
 
 
-class CancelOrder(_OneOrder, command.Command):
+def _list_orders(orders, parsed_args, wanted):
+    """The orders ``order list`` selects, at most ``wanted`` (None: all),
+    read page by page so that no read is long."""
+    filters = dict(project_id=parsed_args.project,
+                   status=parsed_args.status,
+                   order_type=parsed_args.order_type)
+    count, marker = 0, parsed_args.marker
+    while wanted is None or count < wanted:
+        limit = api.MAX_LIMIT if wanted is None else min(
+            api.MAX_LIMIT, wanted - count)
+        page = orders.list(limit=limit, marker=marker, with_meta=False,
+                           **filters)
+        yield from page
+        count += len(page)
+        if len(page) < limit:
+            return
+        marker = page[-1].id
+
+
+class CancelOrder(_OneOrder, base.Command):
     """Cancel a PENDING order.
 
     Its pending steps never start, the claims of its running steps are
@@ -358,7 +439,7 @@ class CancelOrder(_OneOrder, command.Command):
         orders = order_api(self.app, casts=True)
         order = orders.find(parsed_args.order_id)
         cancelled = orders.cancel(order.id, reason=parsed_args.reason)
-        self.app.stdout.write('order %s %s\n' % (
+        self.write('order %s %s\n' % (
             order.id, 'cancelling: compensation %s started'
             % api.order_type_info(order.type).compensation
             if cancelled.status == api.CANCELLING else 'cancelled'))
@@ -407,8 +488,9 @@ def resume_limit(text):
     return value
 
 
-class ResumeOrders(lister.Lister):
-    """Resume an ERROR order, or every ERROR order that matches.
+class ResumeOrders(base.Lister):
+    """Resume an ERROR order, or the ERROR orders that match (--status
+    ERROR, --project or both).
 
     The order goes back to PENDING: its DONE steps stay DONE, the others
     run again from their first attempt with the same idempotency keys.
@@ -425,34 +507,42 @@ class ResumeOrders(lister.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        which = parser.add_mutually_exclusive_group(required=True)
+        which = parser.add_mutually_exclusive_group()
         which.add_argument('order_id', nargs='?',
                            help='Order id, or a unique prefix of one.')
         which.add_argument('--status', type=error_status,
                            help='Resume the orders in this status, those '
-                                'that failed first first: ERROR only.')
+                                'that failed first first: ERROR only (what '
+                                '--project alone resumes too).')
         parser.add_argument('--type', dest='order_type',
-                            help='With --status: only the orders of this '
-                                 'type.')
+                            help='With --status or --project: only the '
+                                 'orders of this type.')
         parser.add_argument('--since', type=iso_time, metavar='TIME',
-                            help='With --status: only the orders that went '
-                                 'to ERROR at or after TIME (ISO 8601, UTC '
-                                 'unless it says otherwise).')
+                            help='With --status or --project: only the '
+                                 'orders that went to ERROR at or after '
+                                 'TIME (ISO 8601, UTC unless it says '
+                                 'otherwise).')
         parser.add_argument('--limit', type=resume_limit, default=None,
-                            help='With --status: at most this many orders '
-                                 '(1 to %d, default 100).' % api.MAX_LIMIT)
+                            help='With --status or --project: at most this '
+                                 'many orders (1 to %d, default 100).'
+                                 % api.MAX_LIMIT)
         parser.add_argument('--project',
-                            help='Only the orders of this project.')
+                            help='Only the orders of this project; without '
+                                 'an order id, its ERROR orders.')
         return parser
 
     def take_action(self, parsed_args):
+        if parsed_args.order_id is None and parsed_args.status is None \
+                and parsed_args.project is None:
+            raise ValueError('which orders? An order id, --status ERROR '
+                             'or --project PROJECT')
         if parsed_args.order_id is not None and any(
                 value is not None for value in (
                     parsed_args.order_type, parsed_args.since,
                     parsed_args.limit)):
-            raise ValueError('--type, --since and --limit select orders '
-                             'by status: they go with --status, not with '
-                             'an order id')
+            raise ValueError('--type, --since and --limit select ERROR '
+                             'orders: they go with --status or --project, '
+                             'not with an order id')
         orders = order_api(self.app, casts=True)
         context = context_module.RequestContext(
             user_name='%s@%s (barbican-retry-manage)' % (
@@ -468,8 +558,8 @@ class ResumeOrders(lister.Lister):
             project_id=parsed_args.project,
             limit=parsed_args.limit or 100, context=context)
         for order_id, why in sorted(done.failed.items()):
-            self.app.stderr.write('order %s not resumed: %s\n'
-                                  % (order_id, why))
+            self.app.stderr.write(display.escape(
+                'order %s not resumed: %s' % (order_id, why)) + '\n')
         self._failed = bool(done.failed)
         return columns, [display.row(order, columns)
                          for order in done.resumed]

@@ -1,10 +1,8 @@
 """``barbican-retry-manage retry …``: inspect and act on retry tasks."""
 
-from cliff import command
-from cliff import lister
-from cliff import show
 
 from scheduler import liveness
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler import pass_lock
 from worker.db import models
@@ -30,7 +28,7 @@ class _OneTask:
         return task
 
 
-class ListRetries(lister.Lister):
+class ListRetries(base.Lister):
     """List pending retry tasks (with --parked, those set aside)."""
 
     def get_parser(self, prog_name):
@@ -51,7 +49,7 @@ class ListRetries(lister.Lister):
         return columns, [display.row(task, columns) for task in tasks]
 
 
-class ShowRetry(_OneTask, show.ShowOne):
+class ShowRetry(_OneTask, base.ShowOne):
     """Show one retry task."""
 
     def take_action(self, parsed_args):
@@ -60,7 +58,7 @@ class ShowRetry(_OneTask, show.ShowOne):
         return TASK_COLUMNS, display.row(task, TASK_COLUMNS)
 
 
-class RequeueRetry(_OneTask, command.Command):
+class RequeueRetry(_OneTask, base.Command):
     """Make a retry task due now (a parked one too: fix its cause first)."""
 
     def take_action(self, parsed_args):
@@ -69,11 +67,11 @@ class RequeueRetry(_OneTask, command.Command):
             self._get(session, parsed_args.task_id)
             database.repositories.retry_tasks.requeue(
                 session, parsed_args.task_id, self.app.now())
-        self.app.stdout.write('retry task %d is due now; the next pass '
-                              'casts it\n' % parsed_args.task_id)
+        self.write('retry task %d is due now; the next pass '
+                   'casts it\n' % parsed_args.task_id)
 
 
-class ExplainRetry(_OneTask, show.ShowOne):
+class ExplainRetry(_OneTask, base.ShowOne):
     """Say why a retry task has not fired yet."""
 
     def take_action(self, parsed_args):

@@ -7,12 +7,9 @@ would.
 """
 
 import argparse
-import json
 
-from cliff import command
-from cliff import lister
-from cliff import show
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
 from worker import api
@@ -49,7 +46,7 @@ class _OneSchedule:
         return parser
 
 
-class CreateSchedule(show.ShowOne):
+class CreateSchedule(base.ShowOne):
     """Create a schedule of orders: one every interval, or at the times
     of a cron expression (UTC).
 
@@ -63,9 +60,12 @@ class CreateSchedule(show.ShowOne):
         parser = super().get_parser(prog_name)
         parser.add_argument('--type', required=True,
                             help='Order type (see "order type list").')
-        parser.add_argument('--meta', default='{}', type=json.loads,
-                            help='Each order\'s metadata as a JSON object; '
-                                 'its type\'s meta_schema must accept it.')
+        parser.add_argument('--meta', default={}, type=orders.meta_json,
+                            metavar='JSON|@FILE',
+                            help='Each order\'s metadata as a JSON object, '
+                                 'or @FILE to read it from FILE (@- from '
+                                 'stdin); its type\'s meta_schema must '
+                                 'accept it.')
         when = parser.add_mutually_exclusive_group(required=True)
         when.add_argument('--every', type=duration, metavar='DURATION',
                           help='An order every DURATION: an integer and '
@@ -93,7 +93,7 @@ class CreateSchedule(show.ShowOne):
         return COLUMNS, display.row(schedule, COLUMNS)
 
 
-class ListSchedules(lister.Lister):
+class ListSchedules(base.Lister):
     """List the schedules, oldest first."""
 
     def get_parser(self, prog_name):
@@ -108,7 +108,7 @@ class ListSchedules(lister.Lister):
                               for schedule in found]
 
 
-class ShowSchedule(_OneSchedule, show.ShowOne):
+class ShowSchedule(_OneSchedule, base.ShowOne):
     """Show a schedule: its next tick, last tick and last order."""
 
     def take_action(self, parsed_args):
@@ -116,11 +116,11 @@ class ShowSchedule(_OneSchedule, show.ShowOne):
         return COLUMNS, display.row(schedule, COLUMNS)
 
 
-class DeleteSchedule(_OneSchedule, command.Command):
+class DeleteSchedule(_OneSchedule, base.Command):
     """Delete a schedule: it creates no more orders; those it created
     stay."""
 
     def take_action(self, parsed_args):
         schedules_api(self.app).delete(parsed_args.schedule_id)
-        self.app.stdout.write('schedule %s deleted\n'
-                              % parsed_args.schedule_id)
+        self.write('schedule %s deleted\n'
+                   % parsed_args.schedule_id)

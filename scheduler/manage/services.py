@@ -1,12 +1,12 @@
 """``barbican-retry-manage service …``: the processes and their heartbeats."""
 
-from cliff import lister
 
 from scheduler import liveness
+from scheduler.manage import base
 from scheduler.manage import display
 
 
-class ListServices(lister.Lister):
+class ListServices(base.Lister):
     """List barbican-worker and barbican-retry processes, live or dead."""
 
     def take_action(self, parsed_args):

@@ -2,9 +2,9 @@
 
 import json
 
-from cliff import command
 import prettytable
 
+from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import overview as overview_module
 from worker.db import models
@@ -42,9 +42,11 @@ def _lock_line(now, lock):
     if not lock.held:
         return 'not held'
     line = 'held by %s since %s (%s)' % (
-        lock.holder, display.value(lock.taken_at), _ago(now, lock.taken_at))
+        display.escape(lock.holder), display.value(lock.taken_at),
+        _ago(now, lock.taken_at))
     if lock.stale:
-        line += '; stale: %s; the next pass clears it' % lock.stale_reason
+        line += '; stale: %s; the next pass clears it' % display.escape(
+            lock.stale_reason)
     return line
 
 
@@ -52,7 +54,9 @@ def _table(columns, rows):
     table = prettytable.PrettyTable(columns)
     table.align = 'l'
     for row in rows:
-        table.add_row(row)
+        # Names come from the processes' rows: a line break in one must
+        # not make a line of the table.
+        table.add_row(display.escaped_row(row))
     return table.get_string()
 
 
@@ -93,8 +97,9 @@ def render_text(overview):
         lines.append('Oldest PENDING order: none')
     else:
         lines += ['Oldest PENDING order: %s (%s, created %s ago)' % (
-            pending.id, pending.type, _duration(pending.age_seconds)),
-            '  ' + pending.explanation]
+            pending.id, display.escape(pending.type),
+            _duration(pending.age_seconds)),
+            '  ' + display.escape(pending.explanation)]
     return lines
 
 
@@ -134,7 +139,7 @@ def as_json(overview):
     }
 
 
-class Status(command.Command):
+class Status(base.Command):
     """Show the deployment on one screen: processes alive, the lock, retry
     rows, orders by status, and the oldest PENDING order explained."""
 
@@ -155,4 +160,4 @@ class Status(command.Command):
             json.dump(as_json(overview), self.app.stdout, indent=2)
             self.app.stdout.write('\n')
         else:
-            self.app.stdout.write('\n'.join(render_text(overview)) + '\n')
+            self.write('\n'.join(render_text(overview)) + '\n')

@@ -119,10 +119,10 @@ class Orders(typing.Protocol):
                     limit: int | None = None, *,
                     project_id: str | None = None,
                     order_type: str | None = None,
-                    after: tuple[Moment, str] | None = None
-                    ) -> list[rows.Order]:
+                    after: tuple[Moment, str] | None = None,
+                    with_meta: bool = True) -> list[rows.Order]:
         """Orders, oldest first, filtered; those ``after`` a page's last
-        ``(created_at, id)``."""
+        ``(created_at, id)``; without their meta if not ``with_meta``."""
 
     def count_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` over every order."""

@@ -210,9 +210,12 @@ def retry_origins(session: orm.Session, order_ids: abc.Collection[str]
 def list_orders(session: orm.Session, status: str | None = None,
                 limit: int | None = None, *, project_id: str | None = None,
                 order_type: str | None = None,
-                after: tuple[Moment, str] | None = None) -> list[rows.Order]:
+                after: tuple[Moment, str] | None = None,
+                with_meta: bool = True) -> list[rows.Order]:
     """Return orders, oldest first (by creation time, then id).
 
+    :param with_meta: False: their ``meta`` is not read (it may be large)
+        and must not be: a listing that does not show it.
     :param status: only the orders in this status.
     :param project_id: only this project's orders.
     :param order_type: only the orders of this type.
@@ -221,6 +224,8 @@ def list_orders(session: orm.Session, status: str | None = None,
     """
     order = models.Order
     query = sa.select(order).order_by(order.created_at, order.id)
+    if not with_meta:
+        query = query.options(orm.defer(order.meta, raiseload=True))
     if status:
         query = query.where(order.status == status)
     if project_id is not None:

@@ -227,6 +227,18 @@ def test_orders_are_listed_by_project_and_type_a_page_at_a_time(db):
 
 
 @contract
+def test_a_listing_without_meta_lists_the_same_orders(db):
+    repos = db.repositories
+    ids = [write(db, repos.orders.create, order_types.get('fanout'),
+                 {'polls': n}, plus(n)).id for n in range(3)]
+
+    listed = read(db, repos.orders.list_orders, limit=2, with_meta=False)
+
+    assert [order.id for order in listed] == ids[:2]
+    assert [order.type for order in listed] == ['fanout', 'fanout']
+
+
+@contract
 def test_orders_are_found_by_a_prefix_of_their_id(db):
     repos = db.repositories
     order = write(db, repos.orders.create, order_types.get('certificate'),

@@ -139,9 +139,10 @@ class InMemoryOrders(base.Repository):
                     limit: int | None = None, *,
                     project_id: str | None = None,
                     order_type: str | None = None,
-                    after: tuple[Moment, str] | None = None
-                    ) -> list[rows.Order]:
-        """Return orders, oldest first, filtered as ``worker.db.orders``'s.
+                    after: tuple[Moment, str] | None = None,
+                    with_meta: bool = True) -> list[rows.Order]:
+        """Return orders, oldest first, filtered as ``worker.db.orders``'s
+        (their meta empty without ``with_meta``: never to be read).
         """
         found = sorted(
             (order for order in self._store.orders.values()
@@ -150,6 +151,8 @@ class InMemoryOrders(base.Repository):
              (not order_type or order.type == order_type) and
              (after is None or (order.created_at, order.id) > after)),
             key=lambda order: (order.created_at, order.id))
+        if not with_meta:
+            found = [base.replace(order, meta={}) for order in found]
         return copy.deepcopy(found[:limit or None])
 
     @base.reads

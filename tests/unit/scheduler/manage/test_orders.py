@@ -99,7 +99,6 @@ def test_order_resume_takes_an_id_or_the_error_status():
 
 
 @pytest.mark.parametrize('argv, message', [
-    ((), 'one of the arguments order_id --status is required'),
     (('abc', '--status', 'ERROR'), 'not allowed with argument'),
     (('--status', 'ACTIVE'), 'argument --status: only ERROR orders can be '
                              'resumed, not ACTIVE orders'),
@@ -115,6 +114,12 @@ def test_order_resume_refuses_what_cannot_be_right(capsys, argv, message):
         _resume(*argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_order_resume_without_an_id_status_or_project_asks_which():
+    command = orders.ResumeOrders(None, None)
+    with pytest.raises(ValueError, match='which orders'):
+        command.take_action(_resume())
 
 
 @pytest.mark.parametrize('option', [('--type', 'fanout'),
