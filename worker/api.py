@@ -1060,8 +1060,10 @@ def _check_meta(workflow, meta, conf):
     ``meta_schema``: the schema is never run on what is too deep."""
     limits = conf.api_limits
     if not isinstance(meta, dict):
-        raise InvalidMeta('$', 'type', 'meta must be a JSON object (a '
-                          'dict), not %s' % type(meta).__name__)
+        # The words of jsonschema's "type" failure, as before the
+        # bounds; never the value's repr, which could be huge or deep.
+        raise InvalidMeta('$', 'type', 'a %s is not of type %r'
+                          % (type(meta).__name__, 'object'))
     with _checking():
         inputs.check_meta(meta, limits.max_meta_bytes,
                           limits.max_meta_depth)
