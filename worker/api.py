@@ -631,9 +631,9 @@ class OrderAPI:
         bound = self._conf.api_limits.max_callback_urls
         if len(callback_urls) > bound:
             raise OutOfBounds(
-                'callback_urls has %d URLs: [api_limits] max_callback_urls '
-                'allows %d' % (len(callback_urls), bound), 'callback_urls',
-                '%d URLs at most' % bound)
+                'callback_urls must be %d URLs at most ([api_limits] '
+                'max_callback_urls), not %d' % (bound, len(callback_urls)),
+                'callback_urls', '%d URLs at most' % bound)
         for index, url in enumerate(callback_urls):
             _check_text(url, 'callback_urls[%d]' % index, MAX_URL_LENGTH)
         try:

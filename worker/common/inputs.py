@@ -106,7 +106,7 @@ def check_count(value: object, field: str, maximum: int,
     if isinstance(value, bool) or not isinstance(value, int) or \
             not 1 <= value <= maximum:
         raise TooLarge(field, bound, '%s must be %s, not %s'
-                       % (field, bound, _short(value)))
+                       % (field, bound, short(value)))
     return value
 
 
@@ -121,11 +121,11 @@ def check_seconds(value: object, field: str, maximum: float) -> float:
             not 0 <= value <= maximum:
         # NaN fails the comparison too.
         raise TooLarge(field, bound, '%s must be %s, not %s'
-                       % (field, bound, _short(value)))
+                       % (field, bound, short(value)))
     return float(value)
 
 
-def _short(value: object) -> str:
+def short(value: object) -> str:
     """``value`` for a message: an integer's size, not its digits (Python
     refuses to print one of 4,300), anything else cut short."""
     if isinstance(value, int) and not isinstance(value, bool) and \
@@ -160,10 +160,10 @@ def check_meta(meta: object, max_bytes: int, max_depth: int) -> None:
             raise _too_large(max_bytes)
         if isinstance(value, (dict, list, tuple)):
             if depth > max_depth:
-                raise TooLarge('meta', 'nested %d deep at most' % max_depth,
-                               'meta is nested more than %d deep at %s '
-                               '([api_limits] max_meta_depth)'
-                               % (max_depth, path))
+                bound = 'nested %d deep at most' % max_depth
+                raise TooLarge('meta', bound, 'meta must be %s ([api_limits] '
+                               'max_meta_depth); it is deeper at %s'
+                               % (bound, path))
             pending.extend(_children(value, path, depth))
     # Exact, now that the walk bounded what there is to serialize.
     if len(json.dumps(meta, ensure_ascii=False, allow_nan=False,
@@ -172,9 +172,9 @@ def check_meta(meta: object, max_bytes: int, max_depth: int) -> None:
 
 
 def _too_large(max_bytes: int) -> TooLarge:
-    return TooLarge('meta', '%d bytes of JSON at most' % max_bytes,
-                    'meta is more than %d bytes as JSON ([api_limits] '
-                    'max_meta_bytes)' % max_bytes)
+    bound = '%d bytes of JSON at most' % max_bytes
+    return TooLarge('meta', bound, 'meta must be %s ([api_limits] '
+                    'max_meta_bytes)' % bound)
 
 
 def _children(value: object, path: str,
@@ -185,7 +185,7 @@ def _children(value: object, path: str,
             if not isinstance(key, str):
                 raise NotJSON(path, 'keys are strings', 'meta has a key '
                               'that is not a string at %s: %s'
-                              % (path, _short(key)))
+                              % (path, short(key)))
             children.append((child, '%s.%s' % (path, _name(key)), depth + 1))
             children.append((key, '%s.%s' % (path, _name(key)), depth + 1))
         return children
@@ -216,7 +216,7 @@ def _size_of(value: object, path: str) -> int:
             raise NotJSON(path, 'integers from %d to %d'
                           % (MIN_INTEGER, MAX_INTEGER),
                           'meta holds %s at %s: integers are from %d to %d'
-                          % (_short(value), path, MIN_INTEGER, MAX_INTEGER))
+                          % (short(value), path, MIN_INTEGER, MAX_INTEGER))
         return 1
     if isinstance(value, float):
         if not math.isfinite(value):

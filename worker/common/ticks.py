@@ -23,6 +23,8 @@ import typing
 
 import croniter
 
+from worker.common import inputs
+
 #: The shortest and longest interval: one second, ten years.
 MIN_EVERY_SECONDS = 1
 MAX_EVERY_SECONDS = 3650 * 86400
@@ -75,8 +77,9 @@ def check_every(seconds: int) -> int:
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not \
             MIN_EVERY_SECONDS <= seconds <= MAX_EVERY_SECONDS:
         raise InvalidSchedule(
-            'an interval is %d second to %d days, not %r'
-            % (MIN_EVERY_SECONDS, MAX_EVERY_SECONDS // 86400, seconds))
+            'an interval is %d second to %d days, not %s'
+            % (MIN_EVERY_SECONDS, MAX_EVERY_SECONDS // 86400,
+               inputs.short(seconds)))
     return seconds
 
 
