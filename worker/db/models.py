@@ -66,6 +66,7 @@ class ExactString(sa.types.TypeDecorator):
                 self.impl.length, collation=exact_collation(dialect)))
         return dialect.type_descriptor(sa.String(self.impl.length))
 
+
 PENDING = 'PENDING'
 ACTIVE = 'ACTIVE'
 ERROR = 'ERROR'
