@@ -813,8 +813,9 @@ class OrderAPI:
         :raises OrderNotResumable: the order is not ERROR.
         :raises InvalidProjectScope: as ``get``.
         """
-        return self._resume(order_id, _scope(project_id, all_projects),
-                            context)
+        scope = _scope(project_id, all_projects)
+        _check_context(context)
+        return self._resume(order_id, scope, context)
 
     def _resume(self, order_id, scope, context):
         """``resume`` in ``scope`` (a project id, or None)."""
@@ -864,6 +865,7 @@ class OrderAPI:
         """
         scope = _scope(project_id, all_projects)
         _check_limit(limit)
+        _check_context(context)
         if order_type is not None:
             _check_text(order_type, 'order_type', MAX_ORDER_TYPE_LENGTH)
         since = _naive_utc(since, 'since')
@@ -963,7 +965,8 @@ def _who(context):
     """Who a request is, for a log line: its user and request id."""
     if context is None:
         return 'a caller without a request context'
-    user = context.user_name or context.user_id
+    user = getattr(context, 'user_name', None) or getattr(
+        context, 'user_id', None)
     return '%s(request %s)' % ('user %s ' % user if user else '',
                                context.request_id)
 

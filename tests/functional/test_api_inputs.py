@@ -100,6 +100,20 @@ def test_keys_that_differ_by_case_or_a_space_are_two_orders(orders, twin):
                          idempotency_key='key').id == first.id
 
 
+@pytest.fixture
+def existing(orders, schedules, database):
+    """The ids of a PENDING order, an ERROR one (of project ``p``) and a
+    schedule, for the calls that name one."""
+    pending = orders.create('certificate', {}, project_id='p')
+    failed = orders.create('fanout', {}, project_id='p')
+    with database.session() as session, session.begin():
+        database.repositories.orders.fail(session, failed.id,
+                                          orders.now(), 'broken')
+    schedule = schedules.create('certificate', {}, project_id='p',
+                                every=60)
+    return [pending.id, failed.id, failed.id[:6], schedule.id]
+
+
 # Hypothesis: arbitrary JSON-ish values and strings, to every public
 # method. Surrogates and control characters included.
 _TEXT = (st.text(st.characters(codec=None, exclude_categories=()),
@@ -133,9 +147,10 @@ def _optional(draw, **strategies):
     return draw(st.fixed_dictionaries({}, optional=strategies))
 
 
-def _call(draw, name):
-    """``(positional, keyword)`` arguments for method ``name``."""
-    one = (draw(_ANY),)
+def _call(draw, name, ids):
+    """``(positional, keyword)`` arguments for method ``name``; an id is
+    one of ``ids`` (of orders and a schedule that exist) or anything."""
+    one = (draw(st.sampled_from(ids) | _ANY),)
     calls = {
         'create': lambda: ((draw(_TYPE), draw(_META)), dict(
             project_id=draw(_PROJECT), **_optional(
@@ -176,20 +191,21 @@ _METHODS = ['create', 'create_many', 'check', 'get', 'find', 'history',
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(data=st.data())
-def test_only_the_apis_errors_leave_it(orders, schedules, monkeypatch,
-                                       data):
+def test_only_the_apis_errors_leave_it(orders, schedules, existing,
+                                       monkeypatch, data):
     # ``wait`` on an order that exists sleeps: a clock that jumps.
     clock = {'now': 0.0}
 
     def sleep(seconds):
-        clock['now'] += seconds
+        # An hour a sleep: a wait of a day on a PENDING order is 24 reads.
+        clock['now'] += seconds and 3600
         # NaN compares false: it waited for ever.
         assert clock['now'] <= 2 * api.MAX_WAIT_SECONDS, 'waits for ever'
 
     monkeypatch.setattr(api.time, 'monotonic', lambda: clock['now'])
     monkeypatch.setattr(api.time, 'sleep', sleep)
     name = data.draw(st.sampled_from(_METHODS))
-    args, kwargs = _call(data.draw, name)
+    args, kwargs = _call(data.draw, name, existing)
     owner, _, method = name.rpartition('.')
     target = schedules if owner else orders
     started = time.perf_counter()

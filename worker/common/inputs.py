@@ -78,8 +78,9 @@ def check_text(value: object, field: str, max_length: int,
     :raises BadCharacters: it is no string, or holds such a character.
     :raises TooLarge: it is empty or longer than ``max_length``.
     """
-    bound = ('a string of 1 to %d characters without control characters '
-             'or lone surrogates' % max_length)
+    bound = 'a string of 1 to %d characters without %s' % (
+        max_length, 'NUL or lone surrogates' if controls else
+        'control characters or lone surrogates')
     if not isinstance(value, str):
         raise BadCharacters(field, bound, '%s must be %s, not %s'
                             % (field, bound, type(value).__name__))
