@@ -471,10 +471,12 @@ class OrderAPI:
         :returns: the ``Order``.
         :raises UnknownOrderType, InvalidMeta, InvalidRequest,
             URLNotAllowed, IdempotencyConflict, TooManyPendingOrders:
-            ``TooManyPendingOrders`` when its type's ``[order_type:T]
-            max_pending`` orders are PENDING already (never for a request
-            with the idempotency key of an order that exists: that order
-            is returned).
+            ``OutOfBounds`` and ``InvalidCharacters`` (kinds of
+            ``InvalidRequest``) beyond the bounds of ``[api_limits]`` and
+            of the columns (doc/api.md, "Bounds"); ``TooManyPendingOrders``
+            when its type's ``[order_type:T] max_pending`` orders are
+            PENDING already (never for a request with the idempotency key
+            of an order that exists: that order is returned).
         """
         [order] = self._create(order_type, meta, 1, project_id,
                                idempotency_key, priority, callback_urls,
@@ -490,6 +492,9 @@ class OrderAPI:
         messages of several steps each. Returns the ``Order``s, without
         their steps (as ``list`` does). With a ``max_pending``, all of
         them are admitted or none (``TooManyPendingOrders``).
+
+        :raises OutOfBounds: ``count`` is not an integer from 1 to
+            ``[api_limits] max_orders_per_request``.
         """
         with _checking():
             inputs.check_count(
