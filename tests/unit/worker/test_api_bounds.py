@@ -269,3 +269,16 @@ def test_a_schedule_is_refused_by_an_invalid_request(schedules, database,
         schedules.create('certificate', arguments.pop('meta', {}),
                          project_id=PROJECT, **arguments)
     assert schedules.list(all_projects=True) == []
+
+
+def test_meta_that_contains_itself_is_refused_by_its_depth(orders, database):
+    # Before: json's ValueError (circular reference) from the database
+    # layer; a wide one never ended.
+    looped = {}
+    looped['self'] = looped
+    wide = []
+    wide.extend([wide] * 1000)
+    for meta in (looped, {'wide': wide}):
+        with pytest.raises(api.OutOfBounds):
+            _create(orders, meta=meta)
+    assert _count(database) == 0
