@@ -19,10 +19,18 @@ Example::
     order = api.wait(order.id, timeout=60, project_id=project_id)
 
 A project's caller (``project_id`` given) never sees another project's
-orders: they are ``OrderNotFound``, as if they did not exist.
-``project_id=None`` is an operator's view of every project.
+orders: they are ``OrderNotFound``, as if they did not exist. An
+operator's view of every project is asked for by ``all_projects=True``;
+a method that reads or changes orders refuses a call with neither
+(``InvalidProjectScope``), so that a caller that forgets its project
+fails closed.
+
+What a caller passes is bounded (``[api_limits]``, the columns' sizes,
+``worker.common.inputs``): every refusal is an ``InvalidRequest``, and
+no other exception leaves this module for input it refuses.
 """
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -38,6 +46,7 @@ from worker.common import admission
 from worker.common import bus
 from worker.common import clock as clock_module
 from worker.common import coalesce
+from worker.common import inputs
 from worker.common import order_actions
 from worker import conf as worker_conf
 from worker.conf import order_types as type_options
@@ -59,6 +68,7 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'order_type_infos', 'order_type_info', 'BulkResume',
            'OrderAPIError', 'OrderNotFound', 'AmbiguousOrderId',
            'UnknownOrderType', 'InvalidMeta', 'InvalidRequest',
+           'OutOfBounds', 'InvalidCharacters', 'InvalidProjectScope',
            'IdempotencyConflict', 'URLNotAllowed', 'TooManyPendingOrders',
            'OrderNotCancellable',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
@@ -82,9 +92,18 @@ DEFAULT_PROJECT = models.DEFAULT_PROJECT
 MIN_PRIORITY = models.MIN_PRIORITY
 MAX_PRIORITY = models.MAX_PRIORITY
 
-#: The longest project id and idempotency key (their columns).
+#: The longest project id, idempotency key, order id (or schedule id),
+#: order type name and callback URL; the first four are their columns'.
 MAX_PROJECT_ID_LENGTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
+MAX_ORDER_ID_LENGTH = 36
+MAX_ORDER_TYPE_LENGTH = 32
+MAX_URL_LENGTH = 2048
+#: The longest reason of a cancel, and request id of a context.
+MAX_REASON_LENGTH = 1000
+MAX_REQUEST_ID_LENGTH = 64
+#: The longest ``wait``: a day.
+MAX_WAIT_SECONDS = 86400
 #: The most orders one ``list`` or ``resume_many`` handles.
 MAX_LIMIT = 1000
 #: How far ahead an order may be asked to start (``not_before``): about
@@ -119,6 +138,33 @@ class UnknownOrderType(OrderAPIError, LookupError):
 class InvalidRequest(OrderAPIError, ValueError):
     """A parameter that can never be right (a priority out of range, an
     empty project id, an unknown marker); the message names it."""
+
+
+class OutOfBounds(InvalidRequest):
+    """A value beyond a bound: too long, too large, too deep or too many
+    (``[api_limits]``, doc/api.md "Bounds"). ``field`` names the
+    parameter, ``bound`` says what it must be."""
+
+    def __init__(self, message, field, bound):
+        super().__init__(message)
+        self.field = field
+        self.bound = bound
+
+
+class InvalidCharacters(InvalidRequest):
+    """A parameter that must be a string and is not, or that holds a
+    character it may not: a NUL, a lone surrogate or a control
+    character. ``field`` names it, ``bound`` says what it must be."""
+
+    def __init__(self, message, field, bound):
+        super().__init__(message)
+        self.field = field
+        self.bound = bound
+
+
+class InvalidProjectScope(InvalidRequest):
+    """A call that reads or changes orders (or schedules) without a
+    ``project_id`` and without ``all_projects=True``, or with both."""
 
 
 class InvalidMeta(InvalidRequest, meta_module.InvalidMeta):
@@ -426,10 +472,12 @@ class OrderAPI:
         :returns: the ``Order``.
         :raises UnknownOrderType, InvalidMeta, InvalidRequest,
             URLNotAllowed, IdempotencyConflict, TooManyPendingOrders:
-            ``TooManyPendingOrders`` when its type's ``[order_type:T]
-            max_pending`` orders are PENDING already (never for a request
-            with the idempotency key of an order that exists: that order
-            is returned).
+            ``OutOfBounds`` and ``InvalidCharacters`` (kinds of
+            ``InvalidRequest``) beyond the bounds of ``[api_limits]`` and
+            of the columns (doc/api.md, "Bounds"); ``TooManyPendingOrders``
+            when its type's ``[order_type:T] max_pending`` orders are
+            PENDING already (never for a request with the idempotency key
+            of an order that exists: that order is returned).
         """
         [order] = self._create(order_type, meta, 1, project_id,
                                idempotency_key, priority, callback_urls,
@@ -445,10 +493,14 @@ class OrderAPI:
         messages of several steps each. Returns the ``Order``s, without
         their steps (as ``list`` does). With a ``max_pending``, all of
         them are admitted or none (``TooManyPendingOrders``).
+
+        :raises OutOfBounds: ``count`` is not an integer from 1 to
+            ``[api_limits] max_orders_per_request``.
         """
-        if not isinstance(count, int) or count < 1:
-            raise InvalidRequest('count must be a positive integer, not %r'
-                                 % (count,))
+        with _checking():
+            inputs.check_count(
+                count, 'count', self._conf.api_limits.max_orders_per_request,
+                '[api_limits] max_orders_per_request')
         return self._create(order_type, meta, count, project_id, None,
                             priority, callback_urls, context, not_before)
 
@@ -458,8 +510,8 @@ class OrderAPI:
         :raises UnknownOrderType, InvalidMeta, InvalidRequest:
         """
         workflow = _workflow(order_type)
-        _check_meta(workflow, meta)
         _check_project(project_id)
+        _check_meta(workflow, meta, self._conf)
         try:
             models.check_priority(priority)
         except ValueError as exc:
@@ -497,6 +549,7 @@ class OrderAPI:
         workflow = self.check(order_type, meta, project_id=project_id,
                               priority=priority)
         _check_key(idempotency_key)
+        _check_context(context)
         urls = self._urls(callback_urls, project_id)
         not_before = _naive_utc(not_before, 'not_before')
         context = context or context_module.new_request()
@@ -576,23 +629,46 @@ class OrderAPI:
         return order
 
     def _urls(self, callback_urls, project_id):
-        if isinstance(callback_urls, str):
+        """The order's URLs (``subscriptions.urls_for_order``): at most
+        ``[api_limits] max_callback_urls`` strings of the caller's, none
+        owned by another project."""
+        if not isinstance(callback_urls, (list, tuple)):
             raise InvalidRequest('callback_urls must be a list of URLs, '
-                                 'not a string')
+                                 'not %s' % type(callback_urls).__name__)
+        bound = self._conf.api_limits.max_callback_urls
+        if len(callback_urls) > bound:
+            raise OutOfBounds(
+                'callback_urls must be %d URLs at most ([api_limits] '
+                'max_callback_urls), not %d' % (bound, len(callback_urls)),
+                'callback_urls', '%d URLs at most' % bound)
+        for index, url in enumerate(callback_urls):
+            _check_text(url, 'callback_urls[%d]' % index, MAX_URL_LENGTH)
         try:
             return subscriptions.urls_for_order(
                 self._conf, list(callback_urls), self._database, project_id)
         except targets.RefusedUrl as exc:
             raise URLNotAllowed(str(exc)) from None
 
-    def get(self, order_id, *, project_id=None):
+    def get(self, order_id, *, project_id=None, all_projects=False):
         """Return the ``Order`` with its steps.
 
+        :param project_id: the caller's project: another project's order
+            is not found.
+        :param all_projects: True for any project's order (an
+            operator's view), instead of ``project_id``.
         :raises OrderNotFound: no such order (in ``project_id``).
+        :raises InvalidProjectScope: neither ``project_id`` nor
+            ``all_projects=True``, or both.
         """
+        return self._get(order_id, _scope(project_id, all_projects))
+
+    def _get(self, order_id, scope):
+        """``get`` in ``scope`` (a project id, or None for every
+        project)."""
+        _check_order_id(order_id)
         with self._database.reader() as session:
             row = self._database.repositories.orders.get(session, order_id)
-            if row is None or project_id not in (None, row.project_id):
+            if row is None or scope not in (None, row.project_id):
                 raise OrderNotFound('no order %s' % order_id)
             return self._read(session, row)
 
@@ -604,24 +680,26 @@ class OrderAPI:
                                                       order_id=row.id)
         return _order(row, _step_states(row.type, steps, retries))
 
-    def find(self, order_id, *, project_id=None):
+    def find(self, order_id, *, project_id=None, all_projects=False):
         """``get`` by an order id or a prefix of one, as git finds a
         commit: a prefix must start one order's id only.
 
         :raises OrderNotFound: no order's id starts so.
         :raises AmbiguousOrderId: several do.
+        :raises InvalidProjectScope: as ``get``.
         """
+        scope = _scope(project_id, all_projects)
         with self._database.reader() as session:
-            found = self._full_id(session, order_id, project_id)
-        return self.get(found, project_id=project_id)
+            found = self._full_id(session, order_id, scope)
+        return self._get(found, scope)
 
-    def _full_id(self, session, order_id, project_id):
-        """The id of the one order (of ``project_id``) whose id is or
-        starts with ``order_id``; raises as ``find`` does."""
-        if not isinstance(order_id, str) or not order_id:
-            raise OrderNotFound('no order %r' % (order_id,))
+    def _full_id(self, session, order_id, scope):
+        """The id of the one order (of ``scope``, a project id or None)
+        whose id is or starts with ``order_id``; raises as ``find``
+        does."""
+        _check_order_id(order_id)
         found = self._database.repositories.orders.ids_starting_with(
-            session, order_id, project_id)
+            session, order_id, scope)
         if order_id in found or len(found) == 1:
             return order_id if order_id in found else found[0]
         if not found:
@@ -630,7 +708,7 @@ class OrderAPI:
                                '...); give more of the id'
                                % (order_id, ', '.join(found)))
 
-    def history(self, order_id, *, project_id=None):
+    def history(self, order_id, *, project_id=None, all_projects=False):
         """The runs of the order's steps that ended (``StepRun``), oldest
         first: every run of every step, its deliveries' too. A run still
         going has none yet (its step's ``owner`` tells).
@@ -638,15 +716,17 @@ class OrderAPI:
         :param order_id: an order id, or a prefix of one (as ``find``).
         :raises OrderNotFound: no such order (in ``project_id``).
         :raises AmbiguousOrderId: the prefix starts several ids.
+        :raises InvalidProjectScope: as ``get``.
         """
+        scope = _scope(project_id, all_projects)
         repositories = self._database.repositories
         with self._database.reader() as session:
             rows = repositories.history.for_order(
-                session, self._full_id(session, order_id, project_id))
+                session, self._full_id(session, order_id, scope))
         return tuple(_step_run(row) for row in rows)
 
-    def list(self, *, project_id=None, status=None, order_type=None,
-             limit=100, marker=None, with_meta=True):
+    def list(self, *, project_id=None, all_projects=False, status=None,
+             order_type=None, limit=100, marker=None, with_meta=True):
         """Return at most ``limit`` orders (without their steps) in
         creation order; the last one's id as ``marker`` gives the next
         page.
@@ -656,30 +736,33 @@ class OrderAPI:
 
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, the
             status is not one, or the marker is no order (of the project).
+        :raises InvalidProjectScope: as ``get``.
         """
-        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidRequest('limit must be an integer from 1 to %d, '
-                                 'not %r' % (MAX_LIMIT, limit))
+        scope = _scope(project_id, all_projects)
+        _check_limit(limit)
         if status is not None and status not in models.ORDER_STATUSES:
-            raise InvalidRequest('status must be one of %s, not %r'
+            raise InvalidRequest('status must be one of %s, not %s'
                                  % (', '.join(models.ORDER_STATUSES),
-                                    status))
+                                    _SHORT.repr(status)))
+        if order_type is not None:
+            _check_text(order_type, 'order_type', MAX_ORDER_TYPE_LENGTH)
+        if marker is not None:
+            _check_order_id(marker, 'marker')
         repositories = self._database.repositories
         with self._database.reader() as session:
             after = None
             if marker is not None:
                 last = repositories.orders.get(session, marker)
-                if last is None or project_id not in (None,
-                                                      last.project_id):
+                if last is None or scope not in (None, last.project_id):
                     raise InvalidRequest('marker %s is not an order' % (
                         marker,))
                 after = (last.created_at, last.id)
             rows = repositories.orders.list_orders(
-                session, status, limit, project_id=project_id,
+                session, status, limit, project_id=scope,
                 order_type=order_type, after=after, with_meta=with_meta)
         return [_order(row, (), with_meta) for row in rows]
 
-    def cancel(self, order_id, *, project_id=None,
+    def cancel(self, order_id, *, project_id=None, all_projects=False,
                reason='cancelled by request'):
         """Cancel a PENDING order and return it.
 
@@ -691,8 +774,11 @@ class OrderAPI:
 
         :raises OrderNotFound: no such order (in ``project_id``).
         :raises OrderNotCancellable: the order is ACTIVE or ERROR.
+        :raises InvalidProjectScope: as ``get``.
         """
-        order = self.get(order_id, project_id=project_id)
+        scope = _scope(project_id, all_projects)
+        _check_text(reason, 'reason', MAX_REASON_LENGTH, controls=True)
+        order = self._get(order_id, scope)
         if order.status in (CANCELLING, CANCELLED):
             return order
         cancelled = None
@@ -709,15 +795,16 @@ class OrderAPI:
                            reason=reason)
         if cancelled is None:
             # It ended meanwhile, or had ended.
-            order = self.get(order_id, project_id=project_id)
+            order = self._get(order_id, scope)
             if order.status in (CANCELLING, CANCELLED):
                 return order
             raise OrderNotCancellable('order %s is %s: it has ended and '
                                       'cannot be cancelled'
                                       % (order.id, order.status))
-        return self.get(order_id, project_id=project_id)
+        return self._get(order_id, scope)
 
-    def resume(self, order_id, *, project_id=None, context=None):
+    def resume(self, order_id, *, project_id=None, all_projects=False,
+               context=None):
         """Put an ERROR order back to PENDING and return it.
 
         Its DONE steps stay DONE. The step that failed, the steps its
@@ -734,8 +821,15 @@ class OrderAPI:
             id) is logged, with the order's own request ids.
         :raises OrderNotFound: no such order (in ``project_id``).
         :raises OrderNotResumable: the order is not ERROR.
+        :raises InvalidProjectScope: as ``get``.
         """
-        order = self.get(order_id, project_id=project_id)
+        scope = _scope(project_id, all_projects)
+        _check_context(context)
+        return self._resume(order_id, scope, context)
+
+    def _resume(self, order_id, scope, context):
+        """``resume`` in ``scope`` (a project id, or None)."""
+        order = self._get(order_id, scope)
         if order.status != ERROR:
             raise OrderNotResumable(
                 'order %s is %s: only an ERROR order can be resumed'
@@ -753,17 +847,17 @@ class OrderAPI:
         if resumed is None:
             LOG.info('Order %s was resumed by another request first',
                      order.id, context=context_module.for_ids(request))
-            return self.get(order.id)
+            return self._get(order.id, scope)
         LOG.info('Order %s resumed by %s (it was ERROR: %s); step(s) %s '
                  'start again%s', order.id, _who(context), order.error_reason,
                  ', '.join(step.step for step in resumed.started),
                  ', then %s' % ', '.join(resumed.waiting)
                  if resumed.waiting else '',
                  context=context_module.for_ids(request))
-        return self.get(order.id)
+        return self._get(order.id, scope)
 
     def resume_many(self, *, order_type=None, since=None, project_id=None,
-                    limit=100, context=None):
+                    all_projects=False, limit=100, context=None):
         """Resume up to ``limit`` ERROR orders, those that failed first
         first; each in a transaction of its own, so that one that cannot
         be resumed does not stop the others.
@@ -774,23 +868,26 @@ class OrderAPI:
             step ended, not their ``updated_at``, which the delivery of
             their events moves later.
         :param project_id: only this project's orders.
+        :param all_projects: True for every project's (one of the two).
         :returns: a ``BulkResume``.
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, or
             ``since`` is not a time.
+        :raises InvalidProjectScope: as ``get``.
         """
-        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidRequest('limit must be an integer from 1 to %d, '
-                                 'not %r' % (MAX_LIMIT, limit))
+        scope = _scope(project_id, all_projects)
+        _check_limit(limit)
+        _check_context(context)
+        if order_type is not None:
+            _check_text(order_type, 'order_type', MAX_ORDER_TYPE_LENGTH)
         since = _naive_utc(since, 'since')
         with self._database.reader() as session:
             ids = self._database.repositories.orders.ids_by_update(
-                session, ERROR, limit, since=since, project_id=project_id,
+                session, ERROR, limit, since=since, project_id=scope,
                 order_type=order_type)
         resumed, failed = [], {}
         for order_id in ids:
             try:
-                resumed.append(self.resume(order_id, project_id=project_id,
-                                           context=context))
+                resumed.append(self._resume(order_id, scope, context))
             except Exception as exc:
                 LOG.warning('Order %s could not be resumed: %s', order_id,
                             exc, exc_info=not isinstance(exc,
@@ -811,33 +908,41 @@ class OrderAPI:
                                   request=context_module.of_order(order))
         self._announcer.flush()
 
-    def wait(self, order_id, *, timeout, project_id=None):
+    def wait(self, order_id, *, timeout, project_id=None,
+             all_projects=False):
         """Return the ``Order`` once it is ACTIVE, ERROR or CANCELLED.
 
         Reads the order's status once a second (one probe of the primary
         key), then the whole order once it has ended.
 
-        :param timeout: seconds to wait at most.
+        :param timeout: seconds to wait at most, a finite number from 0 to
+            ``MAX_WAIT_SECONDS``.
         :raises Timeout: the order had not ended within ``timeout``; its
             ``order`` attribute is the order as last read.
         :raises OrderNotFound: no such order (in ``project_id``).
+        :raises OutOfBounds: ``timeout`` is not such a number.
+        :raises InvalidProjectScope: as ``get``.
         """
+        scope = _scope(project_id, all_projects)
+        with _checking():
+            timeout = inputs.check_seconds(timeout, 'timeout',
+                                           MAX_WAIT_SECONDS)
         deadline = time.monotonic() + timeout
-        order = self.get(order_id, project_id=project_id)
+        order = self._get(order_id, scope)
         status = order.status
         while status not in FINAL_STATUSES:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Timeout('order %s is still %s after %ss'
+                raise Timeout('order %s is still %s after %gs'
                               % (order_id, status, timeout),
-                              self.get(order_id, project_id=project_id))
+                              self._get(order_id, scope))
             time.sleep(min(WAIT_INTERVAL_SECONDS, left))
             with self._database.reader() as session:
                 status = self._database.repositories.orders.status_of(
                     session, order_id)
             if status is None:
                 raise OrderNotFound('order %s was deleted' % order_id)
-        return self.get(order_id, project_id=project_id)
+        return self._get(order_id, scope)
 
 
 def connect(conf):
@@ -855,17 +960,24 @@ def connect(conf):
 
 
 def _workflow(order_type):
+    _check_text(order_type, 'order_type', MAX_ORDER_TYPE_LENGTH)
     try:
         return order_types.get(order_type)
     except order_types.UnknownOrderType as exc:
         raise UnknownOrderType(str(exc)) from None
 
 
+def _check_limit(limit):
+    with _checking():
+        inputs.check_count(limit, 'limit', MAX_LIMIT)
+
+
 def _who(context):
     """Who a request is, for a log line: its user and request id."""
     if context is None:
         return 'a caller without a request context'
-    user = context.user_name or context.user_id
+    user = getattr(context, 'user_name', None) or getattr(
+        context, 'user_id', None)
     return '%s(request %s)' % ('user %s ' % user if user else '',
                                context.request_id)
 
@@ -876,11 +988,17 @@ def _naive_utc(moment, name):
     if moment is None:
         return None
     if not isinstance(moment, datetime.datetime):
-        raise InvalidRequest('%s must be a datetime, not %r'
-                             % (name, moment))
+        raise InvalidRequest('%s must be a datetime, not %s'
+                             % (name, type(moment).__name__))
     if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(
-            tzinfo=None)
+        try:
+            moment = moment.astimezone(datetime.timezone.utc).replace(
+                tzinfo=None)
+        except (OverflowError, ValueError) as exc:
+            # A time near year 1 or 9999 that UTC cannot hold, or a
+            # tzinfo that gives no offset.
+            raise InvalidRequest('%s has no UTC time: %s'
+                                 % (name, exc)) from None
     return moment
 
 
@@ -895,7 +1013,74 @@ def _check_start(not_before, now):
                not_before.isoformat(sep=' ', timespec='seconds')))
 
 
-def _check_meta(workflow, meta):
+@contextlib.contextmanager
+def _checking():
+    """Turn a ``worker.common.inputs.Refused`` into this module's error:
+    ``InvalidMeta`` (rule ``json``) for metadata that is not JSON,
+    ``InvalidCharacters`` or ``OutOfBounds``."""
+    try:
+        yield
+    except inputs.NotJSON as exc:
+        raise InvalidMeta(exc.field, 'json', str(exc)) from None
+    except inputs.BadCharacters as exc:
+        raise InvalidCharacters(str(exc), exc.field, exc.bound) from None
+    except inputs.Refused as exc:
+        raise OutOfBounds(str(exc), exc.field, exc.bound) from None
+
+
+def _check_text(value, field, max_length, controls=False):
+    """``inputs.check_text`` with this module's errors."""
+    with _checking():
+        return inputs.check_text(value, field, max_length, controls)
+
+
+def _check_project(project_id):
+    _check_text(project_id, 'project_id', MAX_PROJECT_ID_LENGTH)
+
+
+def _check_key(idempotency_key):
+    if idempotency_key is not None:
+        _check_text(idempotency_key, 'idempotency_key',
+                    MAX_IDEMPOTENCY_KEY_LENGTH)
+
+
+def _check_order_id(order_id, field='order_id'):
+    """An order id, or a prefix of one (``find``)."""
+    _check_text(order_id, field, MAX_ORDER_ID_LENGTH)
+
+
+def _scope(project_id, all_projects):
+    """The project a read or change is limited to, or None for every
+    project: one of ``project_id`` and ``all_projects=True``, never
+    neither (a caller that forgot its project must not see every
+    project's orders) nor both."""
+    if all_projects is not True and all_projects is not False:
+        raise InvalidProjectScope('all_projects must be True or False, '
+                                  'not %s' % type(all_projects).__name__)
+    if all_projects:
+        if project_id is not None:
+            raise InvalidProjectScope('give project_id or '
+                                      'all_projects=True, not both')
+        return None
+    if project_id is None:
+        raise InvalidProjectScope('project_id is required (or '
+                                  'all_projects=True for every project)')
+    _check_project(project_id)
+    return project_id
+
+
+def _check_meta(workflow, meta, conf):
+    """Check ``meta``'s bounds (``[api_limits]``), then its type's
+    ``meta_schema``: the schema is never run on what is too deep."""
+    limits = conf.api_limits
+    if not isinstance(meta, dict):
+        # The words of jsonschema's "type" failure, as before the
+        # bounds; never the value's repr, which could be huge or deep.
+        raise InvalidMeta('$', 'type', 'a %s is not of type %r'
+                          % (type(meta).__name__, 'object'))
+    with _checking():
+        inputs.check_meta(meta, limits.max_meta_bytes,
+                          limits.max_meta_depth)
     try:
         meta_module.validate_meta(workflow, meta)
     except meta_module.InvalidMeta as exc:
@@ -904,22 +1089,15 @@ def _check_meta(workflow, meta):
                           _SHORT.repr(exc.reason)[1:-1]) from None
 
 
-def _check_project(project_id):
-    if not isinstance(project_id, str) or not \
-            0 < len(project_id) <= MAX_PROJECT_ID_LENGTH:
-        raise InvalidRequest('project_id must be a string of 1 to %d '
-                             'characters, not %r'
-                             % (MAX_PROJECT_ID_LENGTH, project_id))
-
-
-def _check_key(idempotency_key):
-    if idempotency_key is not None and (
-            not isinstance(idempotency_key, str) or
-            not 0 < len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_LENGTH):
-        raise InvalidRequest('idempotency_key must be a string of 1 to %d '
-                             'characters, or None, not %r'
-                             % (MAX_IDEMPOTENCY_KEY_LENGTH,
-                                idempotency_key))
+def _check_context(context):
+    """A ``RequestContext`` whose request ids the order's columns hold,
+    or None."""
+    if context is None:
+        return
+    for field in ('request_id', 'global_request_id'):
+        value = getattr(context, field, None)
+        if value is not None or field == 'request_id':
+            _check_text(value, 'context.%s' % field, MAX_REQUEST_ID_LENGTH)
 
 
 def _request_hash(order_type, meta, priority, callback_urls, not_before):

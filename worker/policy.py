@@ -22,6 +22,10 @@ BACKOFFS = (EXPONENTIAL, LINEAR, CONSTANT)
 #: In ``retry_on``: every unexpected exception retries.
 ANY_EXCEPTION = '*'
 
+# The greatest exponent of two that a float holds (2.0 ** 1024 overflows):
+# an exponential delay past it is past any cap.
+_MAX_DOUBLINGS = 1023
+
 
 @dataclasses.dataclass(frozen=True)
 class StepPolicy:
@@ -114,7 +118,10 @@ def backoff_seconds(policy: StepPolicy, failure: int,
     """
     base = policy.backoff_base_seconds
     if policy.backoff == EXPONENTIAL:
-        delay = base * 2 ** (failure - 1)
+        # A float power, its exponent bounded: ``2 ** (failure - 1)`` is
+        # an integer that no float holds from the 1,025th failure on
+        # (OverflowError), and costs time to compute far beyond it.
+        delay = base * 2.0 ** min(failure - 1, _MAX_DOUBLINGS)
     elif policy.backoff == LINEAR:
         delay = base * failure
     else:

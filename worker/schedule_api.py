@@ -121,14 +121,14 @@ class ScheduleAPI:
             InvalidSchedule: (``worker.api``'s but the last) nothing was
             written.
         """
+        self._orders.check(order_type, meta, project_id=project_id,
+                           priority=priority)
         if isinstance(every, str):
             every = parse_duration(every)
         try:
             spec = ticks.Spec.of(every, cron)
         except ticks.InvalidSchedule as exc:
             raise InvalidSchedule(str(exc)) from None
-        self._orders.check(order_type, meta, project_id=project_id,
-                           priority=priority)
         now = self._orders.now()
         with self._database.session() as session, session.begin():
             row = self._database.repositories.schedules.create(
@@ -137,32 +137,49 @@ class ScheduleAPI:
                 now)
             return _schedule(row)
 
-    def get(self, schedule_id, *, project_id=None):
+    def get(self, schedule_id, *, project_id=None, all_projects=False):
         """The ``Schedule`` with this id.
 
+        :param project_id: the caller's project: another project's
+            schedule is not found.
+        :param all_projects: True for any project's (an operator's
+            view), instead of ``project_id``.
         :raises ScheduleNotFound: no such schedule (in ``project_id``).
+        :raises worker.api.InvalidProjectScope: neither ``project_id``
+            nor ``all_projects=True``, or both.
         """
+        return self._get(schedule_id,
+                         api._scope(project_id, all_projects))
+
+    def _get(self, schedule_id, scope):
+        api._check_order_id(schedule_id, 'schedule_id')
         with self._database.reader() as session:
             row = self._database.repositories.schedules.get(session,
                                                             schedule_id)
-        if row is None or project_id not in (None, row.project_id):
+        if row is None or scope not in (None, row.project_id):
             raise ScheduleNotFound('no schedule %s' % schedule_id)
         return _schedule(row)
 
-    def list(self, *, project_id=None):
-        """Every ``Schedule`` (of ``project_id`` only), oldest first."""
+    def list(self, *, project_id=None, all_projects=False):
+        """Every ``Schedule`` of ``project_id``, or of every project with
+        ``all_projects=True``; oldest first.
+
+        :raises worker.api.InvalidProjectScope: as ``get``.
+        """
+        scope = api._scope(project_id, all_projects)
         with self._database.reader() as session:
             return [_schedule(row) for row in
                     self._database.repositories.schedules.list_schedules(
-                        session, project_id)]
+                        session, scope)]
 
-    def delete(self, schedule_id, *, project_id=None):
+    def delete(self, schedule_id, *, project_id=None, all_projects=False):
         """Delete a schedule: no tick after this one creates an order;
         the orders it created stay.
 
         :raises ScheduleNotFound: no such schedule (in ``project_id``).
+        :raises worker.api.InvalidProjectScope: as ``get``.
         """
-        self.get(schedule_id, project_id=project_id)
+        self._get(schedule_id, api._scope(project_id, all_projects))
         with self._database.session() as session, session.begin():
             if not self._database.repositories.schedules.delete(
                     session, schedule_id):
@@ -178,13 +195,32 @@ class ScheduleAPI:
         :raises worker.api.OrderAPIError: the order is refused (its type
             is no longer installed, its meta no longer valid, ...).
         """
+        if not isinstance(schedule, Schedule) and not all(
+                hasattr(schedule, name) for name in _SCHEDULE_FIELDS):
+            raise api.InvalidRequest('schedule must be a Schedule, not %s'
+                                     % type(schedule).__name__)
+        if not isinstance(tick, datetime.datetime):
+            raise api.InvalidRequest('tick must be a datetime, not %s'
+                                     % type(tick).__name__)
+        api._check_order_id(schedule.id, 'schedule.id')
         # NOTE: the front door's own create, with the schedule's id,
         # which ``create`` does not take from a caller.
         [order] = self._orders._create(
-            schedule.type, dict(schedule.meta), 1, schedule.project_id,
-            ticks.order_key(schedule.id, tick), schedule.priority, (), None,
-            schedule_id=schedule.id)
+            schedule.type, _meta_of(schedule), 1,
+            schedule.project_id, ticks.order_key(schedule.id, tick),
+            schedule.priority, (), None, schedule_id=schedule.id)
         return order
+
+
+# What ``create_order`` reads of a schedule (a ``Schedule`` or a row).
+_SCHEDULE_FIELDS = ('id', 'type', 'meta', 'project_id', 'priority')
+
+
+def _meta_of(schedule):
+    """A copy of a schedule's meta (a dict), or what it is, for
+    ``OrderAPI.check`` to refuse."""
+    meta = schedule.meta
+    return dict(meta) if isinstance(meta, dict) else meta
 
 
 def _schedule(row):

@@ -339,7 +339,8 @@ class ShowNotifications(base.Lister):
         repositories = database.repositories
         store = repositories.notifications
         # By its id or a prefix, as "order show" finds it.
-        order_id = orders.order_api(self.app).find(parsed_args.order_id).id
+        order_id = orders.order_api(self.app).find(
+            parsed_args.order_id, all_projects=True).id
         with database.reader() as session:
             found = store.events_of_order(session, order_id)
             steps = repositories.steps.for_order(session, order_id)

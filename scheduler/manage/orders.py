@@ -80,6 +80,15 @@ def order_api(app, casts=False):
                         announcer=app.announcer() if casts else None)
 
 
+def projects(project):
+    """The scope of an operator's command in ``worker.api``'s words: its
+    ``--project``, or without one every project (``all_projects=True``),
+    which the API never assumes for a caller that gives neither."""
+    if project is None:
+        return {'all_projects': True}
+    return {'project_id': project}
+
+
 def worker_api_or_none(app):
     """The app's RPC client of the workers, or None if there is none.
 
@@ -257,7 +266,8 @@ class ShowOrder(_OneOrder, base.ShowOne):
     """Show one order and its steps (by its id, or a unique prefix)."""
 
     def take_action(self, parsed_args):
-        order = order_api(self.app).find(parsed_args.order_id)
+        order = order_api(self.app).find(parsed_args.order_id,
+                                         all_projects=True)
         columns = ORDER_COLUMNS + ('steps',)
         return columns, display.row(order, ORDER_COLUMNS) + (
             StepsColumn(describe_steps(order.steps)),)
@@ -272,7 +282,8 @@ class OrderHistory(_OneOrder, base.Lister):
     """
 
     def take_action(self, parsed_args):
-        runs = order_api(self.app).history(parsed_args.order_id)
+        runs = order_api(self.app).history(parsed_args.order_id,
+                                           all_projects=True)
         return RUN_COLUMNS, [display.row(run, RUN_COLUMNS) for run in runs]
 
 
@@ -280,7 +291,8 @@ class ExplainOrder(_OneOrder, base.ShowOne):
     """Say in one sentence why an order has not moved."""
 
     def take_action(self, parsed_args):
-        order = order_api(self.app).find(parsed_args.order_id)
+        order = order_api(self.app).find(parsed_args.order_id,
+                                         all_projects=True)
         why = explain.explain_order(self.app.database, self.app.conf,
                                     order.id, self.app.now())
         return ('id', 'status', 'why'), (order.id, why.status, why.sentence)
@@ -404,7 +416,7 @@ class ListOrders(base.Lister):
 def _list_orders(orders, parsed_args, wanted):
     """The orders ``order list`` selects, at most ``wanted`` (None: all),
     read page by page so that no read is long."""
-    filters = dict(project_id=parsed_args.project,
+    filters = dict(projects(parsed_args.project),
                    status=parsed_args.status,
                    order_type=parsed_args.order_type)
     count, marker = 0, parsed_args.marker
@@ -437,8 +449,9 @@ class CancelOrder(_OneOrder, base.Command):
 
     def take_action(self, parsed_args):
         orders = order_api(self.app, casts=True)
-        order = orders.find(parsed_args.order_id)
-        cancelled = orders.cancel(order.id, reason=parsed_args.reason)
+        order = orders.find(parsed_args.order_id, all_projects=True)
+        cancelled = orders.cancel(order.id, all_projects=True,
+                                  reason=parsed_args.reason)
         self.write('order %s %s\n' % (
             order.id, 'cancelling: compensation %s started'
             % api.order_type_info(order.type).compensation
@@ -550,13 +563,14 @@ class ResumeOrders(base.Lister):
         columns = ('id', 'type', 'project_id', 'status')
         if parsed_args.order_id is not None:
             order = orders.find(parsed_args.order_id,
-                                project_id=parsed_args.project)
-            resumed = orders.resume(order.id, context=context)
+                                **projects(parsed_args.project))
+            resumed = orders.resume(order.id, all_projects=True,
+                                    context=context)
             return columns, [display.row(resumed, columns)]
         done = orders.resume_many(
             order_type=parsed_args.order_type, since=parsed_args.since,
-            project_id=parsed_args.project,
-            limit=parsed_args.limit or 100, context=context)
+            limit=parsed_args.limit or 100, context=context,
+            **projects(parsed_args.project))
         for order_id, why in sorted(done.failed.items()):
             self.app.stderr.write(display.escape(
                 'order %s not resumed: %s' % (order_id, why)) + '\n')

@@ -103,7 +103,8 @@ class ListSchedules(base.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        found = schedules_api(self.app).list(project_id=parsed_args.project)
+        found = schedules_api(self.app).list(
+            **orders.projects(parsed_args.project))
         return LIST_COLUMNS, [display.row(schedule, LIST_COLUMNS)
                               for schedule in found]
 
@@ -112,7 +113,8 @@ class ShowSchedule(_OneSchedule, base.ShowOne):
     """Show a schedule: its next tick, last tick and last order."""
 
     def take_action(self, parsed_args):
-        schedule = schedules_api(self.app).get(parsed_args.schedule_id)
+        schedule = schedules_api(self.app).get(parsed_args.schedule_id,
+                                               all_projects=True)
         return COLUMNS, display.row(schedule, COLUMNS)
 
 
@@ -121,6 +123,7 @@ class DeleteSchedule(_OneSchedule, base.Command):
     stay."""
 
     def take_action(self, parsed_args):
-        schedules_api(self.app).delete(parsed_args.schedule_id)
-        self.write('schedule %s deleted\n'
-                   % parsed_args.schedule_id)
+        schedules_api(self.app).delete(parsed_args.schedule_id,
+                                       all_projects=True)
+        self.write('schedule %s deleted
+' % parsed_args.schedule_id)

@@ -69,7 +69,7 @@ def test_max_pending_refuses_past_the_bound_writes_nothing_and_recovers(
     # Other types have no bound.
     orders.create('fanout', {}, project_id='p')
     # Cancelled and ended orders are not PENDING: room again.
-    orders.cancel(first.id)
+    orders.cancel(first.id, project_id='p')
     orders.create('certificate', {}, project_id='p',
                   callback_urls=[CALLBACK % 'new'])
     with pytest.raises(api.TooManyPendingOrders):

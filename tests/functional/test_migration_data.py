@@ -384,3 +384,55 @@ def test_0011_gives_a_url_with_a_secret_the_project_of_its_orders(
             'SELECT id, project_id FROM notification_urls')).all())
     engine.dispose()
     assert owners == {1: 'tenant-a', 2: None, 3: None, 4: None}
+
+# Revision 0012: project ids and keys compared exactly on MySQL/MariaDB.
+
+_ORDERS_0010 = sa.table(
+    'orders', sa.column('id'), sa.column('type'), sa.column('status'),
+    sa.column('meta', sa.JSON), sa.column('project_id'),
+    sa.column('idempotency_key'), sa.column('created_at', models.Timestamp),
+    sa.column('updated_at', models.Timestamp))
+
+
+def _collations(engine):
+    """``{(table, column): collation}`` of the exact columns; None where
+    the backend has no such thing (SQLite, PostgreSQL's default)."""
+    if engine.dialect.name != 'mysql':
+        return {}
+    with engine.connect() as connection:
+        return {(table, column): collation for table, column, collation in
+                connection.exec_driver_sql(
+                    "SELECT table_name, column_name, collation_name FROM "
+                    "information_schema.columns WHERE table_schema = "
+                    "DATABASE() AND column_name IN ('project_id', "
+                    "'idempotency_key') AND table_name IN ('orders', "
+                    "'schedules')")}
+
+
+def test_0012_keeps_every_order_and_compares_projects_exactly(
+        database_url, backend):
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    migration.upgrade(engine, '0010')
+    now = datetime.datetime.utcnow().replace(microsecond=0)
+    rows = [dict(id='00000000-0000-0000-0012-00000000000%d' % index,
+                 type='certificate', status=models.PENDING, meta={},
+                 project_id=project, idempotency_key=key, created_at=now,
+                 updated_at=now)
+            for index, (project, key) in enumerate(
+                [('tenB', 'key'), ('tenB', None), ('other', 'key')])]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(_ORDERS_0010), rows)
+    try:
+        migration.upgrade(engine)
+        with engine.connect() as connection:
+            assert [dict(row._mapping) for row in connection.execute(
+                sa.select(_ORDERS_0010).order_by(_ORDERS_0010.c.id))] == rows
+            # The same key in another case is another order now.
+            connection.execute(sa.insert(_ORDERS_0010).values(
+                dict(rows[0], id='00000000-0000-0000-0012-000000000009',
+                     idempotency_key='KEY')))
+        expected = ('utf8mb4_nopad_bin' if backend == 'mysql' else None)
+        assert set(_collations(engine).values()) <= {expected}
+        assert len(_collations(engine)) == (3 if backend == 'mysql' else 0)
+    finally:
+        engine.dispose()

@@ -252,8 +252,9 @@ def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
     monkeypatch.setattr(order_actions, 'resume_order', racing)
     with fakes.log_lines('worker.api') as lines, \
             concurrent.futures.ThreadPoolExecutor(RACERS) as pool:
-        returned = list(pool.map(lambda _: orders.resume(order.id),
-                                 range(RACERS)))
+        returned = list(pool.map(
+            lambda _: orders.resume(order.id, all_projects=True),
+            range(RACERS)))
 
     assert {(resumed.id, resumed.status) for resumed in returned} == {
         (order.id, models.PENDING)}

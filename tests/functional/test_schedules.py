@@ -147,8 +147,12 @@ def test_schedule_commands(deployment):
         cluster, '--type', 'certificate', '--every', '2w')
     assert '1 second to 3650 days' in _refused(
         cluster, '--type', 'certificate', '--every', '0s')
-    assert 'five fields' in _refused(
+    assert "the minute field '61'" in _refused(
         cluster, '--type', 'certificate', '--cron', '61 * * * *')
+    assert 'five fields' in _refused(
+        cluster, '--type', 'certificate', '--cron', '0 3 * *')
+    assert 'matches no date' in _refused(
+        cluster, '--type', 'certificate', '--cron', '0 0 31 2 *')
     assert 'unknown order type' in _refused(
         cluster, '--type', 'nope', '--every', '1h')
     assert 'meta is invalid at $.unavailable_attempts' in _refused(

@@ -23,9 +23,21 @@ import typing
 
 import croniter
 
+from worker.common import inputs
+
 #: The shortest and longest interval: one second, ten years.
 MIN_EVERY_SECONDS = 1
 MAX_EVERY_SECONDS = 3650 * 86400
+
+#: The longest cron expression (its column).
+MAX_CRON_LENGTH = 255
+_CRON_CHARACTERS = re.compile(r'^[0-9A-Za-z*/,?#\- ]*$')
+# The fields of a cron expression, and the values each takes.
+_FIELDS = (('minute', '0-59'), ('hour', '0-23'), ('day-of-month', '1-31'),
+           ('month', '1-12 or jan-dec'), ('day-of-week', '0-7 or sun-sat'))
+# Where the search for an expression's first match starts: any moment
+# would do.
+_REFERENCE = datetime.datetime(2000, 1, 1)
 
 _UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400}
 _DURATION = re.compile(r'^([0-9]{1,10})([smhd])$')
@@ -65,25 +77,64 @@ def check_every(seconds: int) -> int:
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not \
             MIN_EVERY_SECONDS <= seconds <= MAX_EVERY_SECONDS:
         raise InvalidSchedule(
-            'an interval is %d second to %d days, not %r'
-            % (MIN_EVERY_SECONDS, MAX_EVERY_SECONDS // 86400, seconds))
+            'an interval is %d second to %d days, not %s'
+            % (MIN_EVERY_SECONDS, MAX_EVERY_SECONDS // 86400,
+               inputs.short(seconds)))
     return seconds
 
 
 def check_cron(expression: str) -> str:
-    """``expression`` if it is a five-field cron expression (minute, hour,
-    day of month, month, day of week), such as ``0 3 * * *``.
+    """``expression``, its fields joined by one space, if it is a
+    five-field cron expression (minute, hour, day of month, month, day of
+    week), such as ``0 3 * * *``, that matches some date.
 
-    :raises InvalidSchedule: it is not.
+    :raises InvalidSchedule: it is not; the message names the field out
+        of range, if one is.
     """
-    if not isinstance(expression, str) or \
-            len(expression.split()) != 5 or \
-            not croniter.croniter.is_valid(expression):
+    if not isinstance(expression, str):
+        raise InvalidSchedule('a cron expression is a string, not %s'
+                              % type(expression).__name__)
+    if len(expression) > MAX_CRON_LENGTH:
+        raise InvalidSchedule('a cron expression has %d characters at '
+                              'most, not %d'
+                              % (MAX_CRON_LENGTH, len(expression)))
+    if not _CRON_CHARACTERS.match(expression):
+        raise InvalidSchedule('a cron expression holds digits, letters, '
+                              'spaces and * / , - ? # only, not %s'
+                              % ascii(expression))
+    fields = expression.split()
+    if len(fields) != len(_FIELDS):
         raise InvalidSchedule(
             'a cron expression has five fields, minute hour day-of-month '
-            'month day-of-week (such as "0 3 * * *"), not %r'
-            % (expression,))
-    return ' '.join(expression.split())
+            'month day-of-week (such as "0 3 * * *"), not %d: %r'
+            % (len(fields), expression))
+    for index, field in enumerate(fields):
+        _check_cron_field(index, field, expression)
+    normal = ' '.join(fields)
+    try:
+        croniter.croniter(normal, _REFERENCE).get_next(datetime.datetime)
+    except (croniter.CroniterError, ValueError, OverflowError):
+        raise InvalidSchedule('the cron expression %r matches no date (such '
+                              'as the 31st of February)' % expression
+                              ) from None
+    return normal
+
+
+def _check_cron_field(index: int, field: str, expression: str) -> None:
+    """Check one field of a cron expression alone (the others ``*``),
+    so that the message names it."""
+    name, allowed = _FIELDS[index]
+    probe = ['*'] * len(_FIELDS)
+    probe[index] = field
+    # croniter's random (R) and hashed (H) values would give a schedule
+    # another tick at each reading.
+    tokens = set(re.split('[,/-]', field.upper()))
+    if tokens & {'R', 'H'} or not croniter.croniter.is_valid(
+            ' '.join(probe)):
+        raise InvalidSchedule(
+            'the %s field %r of the cron expression %r is out of range or '
+            'not valid: %s takes %s, *, and lists (,), ranges (-) and steps '
+            '(/) of them' % (name, field, expression, name, allowed))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from worker.common import reports
+from worker.conf import api_limits
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
@@ -22,7 +23,7 @@ from worker.conf import worker
 LOG = logging.getLogger(__name__)
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources, tracing)
+            notifications, order_types, resources, tracing, api_limits)
 
 
 def validate(conf):

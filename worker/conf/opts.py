@@ -3,6 +3,7 @@
 from oslo_config import cfg
 from oslo_db import options as db_options
 
+from worker.conf import api_limits
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
@@ -15,7 +16,7 @@ from worker.conf import worker
 from worker import rpc
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources, tracing)
+            notifications, order_types, resources, tracing, api_limits)
 
 
 def list_opts():

@@ -34,6 +34,39 @@ Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 # NOTE: SQLite only auto-increments an INTEGER PRIMARY KEY.
 BigId = sa.BigInteger().with_variant(sa.Integer(), 'sqlite')
 
+
+def exact_collation(dialect):
+    """The MySQL or MariaDB collation that compares text as its bytes,
+    trailing spaces included (migration 0012).
+
+    The servers' default, ``utf8mb4_unicode_ci``, finds the project
+    ``TENB``'s orders for ``tenB``, and ``utf8mb4_bin`` still pads: it
+    finds them for ``tenB ``. MariaDB's no-pad binary collation does not;
+    MySQL 8's ``utf8mb4_0900_bin`` is its equivalent there.
+    """
+    if getattr(dialect, 'is_mariadb', False):
+        return 'utf8mb4_nopad_bin'
+    return 'utf8mb4_0900_bin'
+
+
+class ExactString(sa.types.TypeDecorator):
+    """A string compared exactly on every backend: a project id or an
+    idempotency key, which tenancy and idempotency compare.
+
+    SQLite and PostgreSQL compare strings exactly already; on MySQL and
+    MariaDB the column has ``exact_collation``.
+    """
+
+    impl = sa.String
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name in ('mysql', 'mariadb'):
+            return dialect.type_descriptor(mysql.VARCHAR(
+                self.impl.length, collation=exact_collation(dialect)))
+        return dialect.type_descriptor(sa.String(self.impl.length))
+
+
 PENDING = 'PENDING'
 ACTIVE = 'ACTIVE'
 ERROR = 'ERROR'
@@ -158,11 +191,12 @@ class Order(Base):
     #: The project (tenant) that owns the order; ``DEFAULT_PROJECT`` for
     #: the orders created before projects (migration 0007).
     project_id: orm.Mapped[str] = orm.mapped_column(
-        sa.String(64), default=DEFAULT_PROJECT,
+        ExactString(64), default=DEFAULT_PROJECT,
         server_default=DEFAULT_PROJECT)
-    #: The caller's key for this order, unique within its project.
+    #: The caller's key for this order, unique within its project (case
+    #: and trailing spaces count: ``ExactString``).
     idempotency_key: orm.Mapped[str | None] = orm.mapped_column(
-        sa.String(255))
+        ExactString(255))
     #: SHA-256 of the request that created the order (its type, meta,
     #: priority and callback URLs), to tell a retried request from a
     #: different one with the same key.
@@ -415,7 +449,7 @@ class Schedule(Base):
     __tablename__ = 'schedules'
 
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
-    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    project_id: orm.Mapped[str] = orm.mapped_column(ExactString(64))
     type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
     meta: orm.Mapped[dict] = orm.mapped_column(sa.JSON, default=dict)
     priority: orm.Mapped[int] = orm.mapped_column(

@@ -62,7 +62,7 @@ def test_a_due_tick_makes_one_order_and_its_steps_are_cast(
         schedule.id, 'p', 'schedule:%s:2026-11-26T12:00:02Z' % schedule.id,
         META, 'certificate')
     assert client.count_by_order() == {order.id: 1}
-    shown = _api(database, conf, client).get(schedule.id)
+    shown = _api(database, conf, client).get(schedule.id, project_id='p')
     assert (shown.last_tick_at, shown.last_order_id, shown.next_tick_at) == (
         _at(2), order.id, _at(4))
     # Woken at the next tick.
@@ -111,8 +111,8 @@ def test_ticks_missed_while_every_daemon_was_down_make_one_order(
     assert keys == ['schedule:%s:2026-11-26T12:00:%02dZ' % (schedule.id, s)
                     for s in (2, 10)]
     assert lines.about('3 missed ticks')
-    assert _api(database, conf, client).get(schedule.id).next_tick_at == \
-        _at(12)
+    assert _api(database, conf, client).get(
+        schedule.id, project_id='p').next_tick_at == _at(12)
 
 
 def test_a_refused_tick_is_skipped_and_the_others_go_on(database, conf,
@@ -132,7 +132,8 @@ def test_a_refused_tick_is_skipped_and_the_others_go_on(database, conf,
     assert 'uninstalled' in refused[0]
     [order] = _orders(database)
     assert order.schedule_id == good.id
-    shown = {s.type: s for s in _api(database, conf, client).list()}
+    shown = {s.type: s for s in _api(database, conf, client).list(
+        all_projects=True)}
     assert (shown['uninstalled'].next_tick_at,
             shown['uninstalled'].last_order_id) == (_at(6), None)
 
@@ -146,8 +147,8 @@ def test_a_failed_create_leaves_the_tick_due_without_a_busy_loop(
         lambda *args: (_ for _ in ()).throw(RuntimeError('database away')))
     result = daemon.run_once(_at(2))
     assert (result.failed, result.next_look_in) == (1, ticks.RETRY_SECONDS)
-    assert _api(database, conf, client).get(schedule.id).next_tick_at == \
-        _at(2)
+    assert _api(database, conf, client).get(
+        schedule.id, project_id='p').next_tick_at == _at(2)
     monkeypatch.undo()
     assert daemon.run_once(_at(3)).created == 1
 
@@ -185,7 +186,7 @@ def test_a_schedule_is_checked_as_an_order_is(database, conf, client):
                          priority=10)
     with pytest.raises(schedule_api.OrderAPIError, match='project_id'):
         schedules.create('certificate', {}, project_id='', every=60)
-    assert schedules.list() == []
+    assert schedules.list(all_projects=True) == []
 
 
 def test_delete_stops_the_ticks_and_keeps_the_orders(database, conf,
@@ -196,9 +197,9 @@ def test_delete_stops_the_ticks_and_keeps_the_orders(database, conf,
     schedules = _api(database, conf, client)
     with pytest.raises(schedule_api.ScheduleNotFound):
         schedules.delete(schedule.id, project_id='other')
-    schedules.delete(schedule.id)
+    schedules.delete(schedule.id, all_projects=True)
     with pytest.raises(schedule_api.ScheduleNotFound):
-        schedules.get(schedule.id)
+        schedules.get(schedule.id, all_projects=True)
     assert daemon.run_once(_at(10)).created == 0
     assert len(_orders(database)) == 1
 

@@ -85,7 +85,7 @@ def test_create_returns_the_pending_order_with_its_first_steps_queued(
         order.request_id, order.global_request_id)
     assert sent['orders'] == {order.id: [order.request_id,
                                          order.global_request_id]}
-    assert orders.get(order.id) == order
+    assert orders.get(order.id, all_projects=True) == order
 
 
 def test_an_order_with_callback_urls_has_their_deliveries(orders):
@@ -94,7 +94,7 @@ def test_an_order_with_callback_urls_has_their_deliveries(orders):
     assert [(step.name, step.status) for step in order.steps] == [
         ('process_type_order', 'QUEUED'),
         ('check_certificate_status', 'WAITING'), ('notify:1', 'QUEUED')]
-    assert orders.get(order.id) == order
+    assert orders.get(order.id, all_projects=True) == order
 
 
 def test_a_new_request_id_when_the_caller_gives_no_context(orders):
@@ -248,7 +248,7 @@ def test_a_project_never_sees_another_projects_order(orders):
         orders.wait(theirs.id, timeout=5, project_id=PROJECT)
     assert orders.list(project_id=PROJECT) == []
     assert orders.get(theirs.id, project_id=OTHER).id == theirs.id
-    assert orders.get(theirs.id).id == theirs.id
+    assert orders.get(theirs.id, all_projects=True).id == theirs.id
 
 
 def test_list_pages_in_creation_order(orders, clock):
@@ -265,8 +265,8 @@ def test_list_pages_in_creation_order(orders, clock):
     assert [order.id for order in first + second] == [
         order.id for order in created]
     assert all(order.steps == () for order in first)
-    assert len(orders.list()) == 7
-    assert orders.list(status=api.ACTIVE) == []
+    assert len(orders.list(all_projects=True)) == 7
+    assert orders.list(status=api.ACTIVE, all_projects=True) == []
 
 
 @pytest.mark.parametrize('arguments, message', [
@@ -275,7 +275,7 @@ def test_list_pages_in_creation_order(orders, clock):
 ])
 def test_list_refuses_what_cannot_be_right(orders, arguments, message):
     with pytest.raises(api.InvalidRequest, match=message):
-        orders.list(**arguments)
+        orders.list(all_projects=True, **arguments)
 
 
 def test_a_marker_of_another_project_is_refused(orders):
@@ -291,13 +291,13 @@ def test_find_takes_a_unique_prefix(orders, monkeypatch):
                         types.SimpleNamespace(uuid4=lambda: next(ids)))
     first = orders.create('certificate', {}, project_id=PROJECT)
     orders.create('certificate', {}, project_id=OTHER)
-    assert orders.find('abc1').id == first.id
-    assert orders.find(first.id).id == first.id
+    assert orders.find('abc1', all_projects=True).id == first.id
+    assert orders.find(first.id, all_projects=True).id == first.id
     with pytest.raises(api.AmbiguousOrderId, match='several'):
-        orders.find('abc')
+        orders.find('abc', all_projects=True)
     assert orders.find('abc', project_id=PROJECT).id == first.id
     with pytest.raises(api.OrderNotFound):
-        orders.find('fff')
+        orders.find('fff', all_projects=True)
 
 
 def test_history_lists_the_runs_of_an_orders_steps_oldest_first(
@@ -314,7 +314,7 @@ def test_history_lists_the_runs_of_an_orders_steps_oldest_first(
             rows.StepRun(order.id, 'process_type_order', 2, 2, '2@b', later,
                          later, models.RUN_DONE)])
 
-    runs = orders.history(order.id[:12])
+    runs = orders.history(order.id[:12], all_projects=True)
 
     assert runs == orders.history(order.id, project_id=PROJECT)
     first, second = runs
@@ -326,11 +326,12 @@ def test_history_lists_the_runs_of_an_orders_steps_oldest_first(
     assert (second.attempt, second.worker, second.result,
             second.error) == (2, '2@b', 'done', None)
     assert orders.history(orders.create('fanout', {},
-                                        project_id=PROJECT).id) == ()
+                                        project_id=PROJECT).id,
+                          project_id=PROJECT) == ()
     with pytest.raises(api.OrderNotFound):
         orders.history(order.id, project_id=OTHER)
     with pytest.raises(api.OrderNotFound):
-        orders.history('no-such-order')
+        orders.history('no-such-order', all_projects=True)
 
 
 def test_cancel_cancels_a_pending_order_once(orders, database):
@@ -338,14 +339,14 @@ def test_cancel_cancels_a_pending_order_once(orders, database):
     cancelled = orders.cancel(order.id, project_id=PROJECT)
     assert cancelled.status == api.CANCELLED
     assert {step.status for step in cancelled.steps} == {'CANCELLED'}
-    assert orders.cancel(order.id).status == api.CANCELLED
+    assert orders.cancel(order.id, all_projects=True).status == api.CANCELLED
 
 
 def test_an_order_that_ended_cannot_be_cancelled(orders, database, clock):
     order = orders.create('certificate', {}, project_id=PROJECT)
     _fail(database, order.id, clock.now)
     with pytest.raises(api.OrderNotCancellable, match='ERROR'):
-        orders.cancel(order.id)
+        orders.cancel(order.id, all_projects=True)
 
 
 def test_wait_returns_the_order_once_it_ended(orders, database, clock,
@@ -372,7 +373,7 @@ def test_wait_returns_the_order_once_it_ended(orders, database, clock,
 def test_wait_times_out_with_the_order_as_last_read(orders, clock):
     order = orders.create('certificate', {}, project_id=PROJECT)
     with pytest.raises(api.Timeout, match='still PENDING') as raised:
-        orders.wait(order.id, timeout=2.5)
+        orders.wait(order.id, timeout=2.5, all_projects=True)
     assert raised.value.order.id == order.id
     assert clock.monotonic == 2.5
 
@@ -412,10 +413,10 @@ def test_an_order_types_steps_go_to_its_topic_its_deliveries_do_not(
         'notify:1', 'process_type_order']
     assert len(slow.messages) == len(default.messages) - 1 == 1
 
-    orders.cancel(cancelled.id)
+    orders.cancel(cancelled.id, all_projects=True)
     resumed = orders.create('fanout', {}, project_id=PROJECT)
     _fail(database, resumed.id, clock.now)
-    orders.resume(resumed.id)
+    orders.resume(resumed.id, all_projects=True)
     assert [(name, kwargs['order_id']) for name, kwargs in slow.casts[3:]
             if name in ('revoke', 'check_caa')] == [
         ('revoke', cancelled.id), ('check_caa', resumed.id),

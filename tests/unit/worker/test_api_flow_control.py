@@ -129,7 +129,7 @@ def test_an_order_that_starts_later_waits_in_the_retry_table(
     assert {step.name: (step.status, step.next_retry_at)
             for step in order.steps if step.name in first} == {
         name: ('RETRYING', LATER) for name in first}
-    assert orders.get(order.id) == order
+    assert orders.get(order.id, all_projects=True) == order
     with database.reader() as session:
         tasks = database.repositories.retry_tasks.list_tasks(session)
         steps = database.repositories.steps.for_order(session, order.id)
@@ -233,7 +233,7 @@ def test_an_order_cancelled_before_its_time_never_starts(database, client,
     orders = _api(database, client, conf)
     order = orders.create('certificate', {}, project_id=PROJECT,
                           not_before=LATER)
-    cancelled = orders.cancel(order.id)
+    cancelled = orders.cancel(order.id, all_projects=True)
     assert cancelled.status == api.CANCELLED
     assert [step.status for step in cancelled.steps] == [
         models.STEP_CANCELLED, models.STEP_CANCELLED]
@@ -269,4 +269,5 @@ def test_the_order_deadline_counts_from_its_start(
 
     worker.run_steps({}, [['process_type_order', order.id, 0]])
 
-    assert _api(database, client, conf).get(order.id).status == status
+    assert _api(database, client, conf).get(
+        order.id, project_id=PROJECT).status == status

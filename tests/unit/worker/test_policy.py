@@ -196,3 +196,15 @@ def test_step_policy_refuses_bad_values(fields, message):
 def test_fields_lists_every_overridable_field_in_order():
     assert policy.FIELDS[0] == 'retry_on'
     assert set(policy.FIELDS) == set(vars(policy.StepPolicy()))
+
+
+@pytest.mark.parametrize('failure', [1025, 1100, 10 ** 6])
+def test_an_exponential_past_any_float_is_the_cap(failure):
+    # The options allow any number of attempts: the 1,025th failure's
+    # power of two is more than a float holds.
+    step_policy = _policy(max_attempts=10 ** 7)
+    assert policy.backoff_seconds(step_policy, failure) == CAP
+    assert policy.backoff_seconds(_policy(backoff_base_seconds=0.0),
+                                  failure) == 0.0
+    decision = policy.after_failure(step_policy, failure, None, NOW, 'boom')
+    assert decision == policy.Retry(CAP)

@@ -162,7 +162,7 @@ def test_resume_restarts_a_parallel_step_the_failure_cancelled(
     _fail_order(database, order.id, clock.now, 'check_key')
     client.casts.clear()
 
-    orders.resume(order.id)
+    orders.resume(order.id, all_projects=True)
 
     steps = _steps(database, order.id)
     assert {name: step.status for name, step in steps.items()} == dict(
@@ -179,15 +179,15 @@ def test_an_order_that_did_not_fail_is_not_resumable(
     with pytest.raises(api.OrderNotResumable,
                        match='order %s is PENDING: only an ERROR order can '
                              'be resumed' % pending.id):
-        orders.resume(pending.id)
+        orders.resume(pending.id, all_projects=True)
     cancelled = orders.create('certificate', {}, project_id=PROJECT)
-    orders.cancel(cancelled.id)
+    orders.cancel(cancelled.id, all_projects=True)
     with pytest.raises(api.OrderNotResumable, match='is CANCELLED'):
-        orders.resume(cancelled.id)
+        orders.resume(cancelled.id, all_projects=True)
     cancelling = orders.create('fanout', {}, project_id=PROJECT)
-    orders.cancel(cancelling.id)
+    orders.cancel(cancelling.id, all_projects=True)
     with pytest.raises(api.OrderNotResumable, match='is CANCELLING'):
-        orders.resume(cancelling.id)
+        orders.resume(cancelling.id, all_projects=True)
     with pytest.raises(api.OrderNotFound):
         orders.resume(pending.id, project_id='another')
     assert issubclass(api.OrderNotResumable, api.OrderAPIError)
@@ -196,9 +196,9 @@ def test_an_order_that_did_not_fail_is_not_resumable(
 def test_a_second_resume_of_a_resumed_order_is_refused_a_racing_one_not(
         orders, database, clock, monkeypatch):
     order = _failed_at_issue(orders, database, clock)
-    orders.resume(order.id)
+    orders.resume(order.id, all_projects=True)
     with pytest.raises(api.OrderNotResumable, match='is PENDING'):
-        orders.resume(order.id)
+        orders.resume(order.id, all_projects=True)
 
     # Two at once: both read it ERROR, one moves it first. The other
     # finds it PENDING in its transaction, writes nothing and returns it.
@@ -210,7 +210,7 @@ def test_a_second_resume_of_a_resumed_order_is_refused_a_racing_one_not(
         return real(database, *args, **kwargs)
     monkeypatch.setattr(order_actions, 'resume_order', racing)
     with fakes.log_lines('worker.api') as lines:
-        assert orders.resume(again.id).status == api.PENDING
+        assert orders.resume(again.id, all_projects=True).status == api.PENDING
     assert len(lines.about('resumed by another request first')) == 1
     assert lines.about('resumed by user') == []
     issue = _steps(database, again.id)['issue']
@@ -221,7 +221,7 @@ def test_a_resume_that_lost_a_race_at_commit_is_tried_again(
         orders, database, clock, monkeypatch):
     order = _failed_at_issue(orders, database, clock)
     fakes.lose_races(monkeypatch, database.repositories.steps, 'restart', 1)
-    assert orders.resume(order.id).status == api.PENDING
+    assert orders.resume(order.id, all_projects=True).status == api.PENDING
     assert _steps(database, order.id)['issue'].generation == 2
 
 
@@ -234,7 +234,7 @@ def test_resume_logs_who_with_the_orders_request_ids(
     operator = context_module.RequestContext(user_name='ops',
                                              overwrite=False)
     with fakes.log_lines('worker.api') as lines:
-        orders.resume(order.id, context=operator)
+        orders.resume(order.id, context=operator, all_projects=True)
     [(message, _, logged, _)] = lines.about('resumed by')
     assert message == (
         'Order %s resumed by user ops (request %s) (it was ERROR: step '
@@ -260,7 +260,7 @@ def test_resume_sends_order_resumed_to_the_callback_urls(
                               clock.now, DONE, 4, 0)
     client.casts.clear()
 
-    orders.resume(order.id)
+    orders.resume(order.id, all_projects=True)
 
     with database.reader() as session:
         found = database.repositories.notifications.events_of_order(
@@ -285,8 +285,8 @@ def test_an_order_with_every_step_done_is_not_resumed(
                 session, order.id, name, step.generation + 1, clock.now,
                 DONE, output={})
     with pytest.raises(api.OrderNotResumable, match='every step'):
-        orders.resume(order.id)
-    assert orders.get(order.id).status == api.ERROR
+        orders.resume(order.id, all_projects=True)
+    assert orders.get(order.id, all_projects=True).status == api.ERROR
 
 
 def test_resume_many_resumes_the_first_failed_of_a_type_and_project(
@@ -307,11 +307,12 @@ def test_resume_many_resumes_the_first_failed_of_a_type_and_project(
                               limit=1)
     assert ([order.id for order in done.resumed], done.failed) == (
         [first.id], {})
-    done = orders.resume_many(since=since)
+    done = orders.resume_many(since=since, all_projects=True)
     assert [order.id for order in done.resumed] == [
         third.id, elsewhere.id, certificate.id]
     assert orders.resume_many(
-        since=clock.now + datetime.timedelta(hours=1)).resumed == ()
+        since=clock.now + datetime.timedelta(hours=1),
+        all_projects=True).resumed == ()
 
     # One that cannot be resumed does not stop the others.
     failing = [_failed_at_issue(orders, database, clock) for _ in range(3)]
@@ -323,7 +324,7 @@ def test_resume_many_resumes_the_first_failed_of_a_type_and_project(
         return real(database, worker_api, workflow, order_id, *args,
                     **kwargs)
     monkeypatch.setattr(order_actions, 'resume_order', broken)
-    done = orders.resume_many(order_type='fanout')
+    done = orders.resume_many(order_type='fanout', all_projects=True)
     assert [order.id for order in done.resumed] == [second.id, failing[0].id,
                                                     failing[2].id]
     assert done.failed == {failing[1].id: 'database went away'}
@@ -337,17 +338,17 @@ def test_resume_many_resumes_the_first_failed_of_a_type_and_project(
 def test_resume_many_refuses_what_cannot_be_right(orders, arguments,
                                                   message):
     with pytest.raises(api.InvalidRequest, match=message):
-        orders.resume_many(**arguments)
+        orders.resume_many(all_projects=True, **arguments)
 
 
 def test_resume_many_takes_an_aware_time_as_utc(orders, database, clock):
     order = _failed_at_issue(orders, database, clock)
     zone = datetime.timezone(datetime.timedelta(hours=2))
     since = (clock.now + datetime.timedelta(hours=2)).replace(tzinfo=zone)
-    assert orders.resume_many(since=since).resumed == ()
+    assert orders.resume_many(since=since, all_projects=True).resumed == ()
     since = since - datetime.timedelta(seconds=5)
     assert [resumed.id for resumed in orders.resume_many(
-        since=since).resumed] == [order.id]
+        since=since, all_projects=True).resumed] == [order.id]
 
 
 def test_create_cancel_and_resume_are_announced_after_they_commit(
@@ -364,12 +365,12 @@ def test_create_cancel_and_resume_are_announced_after_they_commit(
     # Announced before its steps were cast, so that a consumer sees
     # order.create before what a worker announces.
     assert order.id not in cast_at_flush[0]
-    orders.resume(order.id)
+    orders.resume(order.id, all_projects=True)
     with pytest.raises(api.OrderNotResumable):
-        orders.resume(order.id)
+        orders.resume(order.id, all_projects=True)
     cancelled = orders.create('certificate', {}, project_id=PROJECT)
-    orders.cancel(cancelled.id, reason='not needed')
-    orders.cancel(cancelled.id)
+    orders.cancel(cancelled.id, reason='not needed', all_projects=True)
+    orders.cancel(cancelled.id, all_projects=True)
     # The ERROR was the worker's (not this API's) to announce.
     assert announcer.announced == [
         ('order.create', order.id, PROJECT, models.PENDING, None),

@@ -30,10 +30,43 @@ def test_bad_durations_are_refused_with_the_form(text):
 
 
 @pytest.mark.parametrize('expression', [
-    '* * * *', '61 * * * *', '* * * * * *', 'every day', '', None])
-def test_bad_cron_expressions_are_refused(expression):
+    '* * * *', '* * * * * *', 'every day', ''])
+def test_cron_expressions_of_another_number_of_fields_are_refused(
+        expression):
     with pytest.raises(ticks.InvalidSchedule, match='five fields'):
         ticks.check_cron(expression)
+
+
+@pytest.mark.parametrize('expression, field', [
+    ('61 * * * *', "minute field '61'"), ('0 24 * * *', "hour field '24'"),
+    ('0 0 32 * *', "day-of-month field '32'"),
+    ('0 0 1 13 *', "month field '13'"),
+    ('0 0 * * 8', "day-of-week field '8'"),
+    ('0 0 * * fun', "day-of-week field 'fun'"),
+    ('R * * * *', "minute field 'R'"), ('0 H * * *', "hour field 'H'")])
+def test_a_cron_field_out_of_range_is_named(expression, field):
+    with pytest.raises(ticks.InvalidSchedule, match=field):
+        ticks.check_cron(expression)
+
+
+@pytest.mark.parametrize('expression, message', [
+    ('0 0 31 2 *', 'matches no date'), ('0 0 30 2 *', 'matches no date'),
+    (None, 'is a string, not NoneType'), (7, 'is a string, not int'),
+    ('0 ' * 200 + '*', '255 characters at most'),
+    ('0 0 * * *\x00', 'digits, letters, spaces'),
+    ('0\t0 * * *', 'digits, letters, spaces'),
+    ('0 0 * * \ud800', 'digits, letters, spaces')])
+def test_a_cron_expression_that_is_no_schedule_is_refused_by_its_own_error(
+        expression, message):
+    # Before, croniter's own error (for 31 February), or a string no
+    # column holds.
+    with pytest.raises(ticks.InvalidSchedule, match=message):
+        ticks.check_cron(expression)
+
+
+def test_a_cron_expression_is_kept_with_its_fields_joined_by_one_space():
+    assert ticks.check_cron(' 0  3 * * mon ') == '0 3 * * mon'
+    assert ticks.check_cron('0 0 29 2 *') == '0 0 29 2 *'
 
 
 def test_a_schedule_has_an_interval_or_a_cron_expression():
