@@ -14,7 +14,7 @@ idempotency_key)`` holds. The indexes on the columns are rebuilt with
 them. SQLite and PostgreSQL compared exactly already: nothing to do.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-11-28
 """
 

@@ -125,5 +125,4 @@ class DeleteSchedule(_OneSchedule, base.Command):
     def take_action(self, parsed_args):
         schedules_api(self.app).delete(parsed_args.schedule_id,
                                        all_projects=True)
-        self.write('schedule %s deleted
-' % parsed_args.schedule_id)
+        self.write('schedule %s deleted\n' % parsed_args.schedule_id)

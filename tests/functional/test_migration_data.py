@@ -385,6 +385,7 @@ def test_0011_gives_a_url_with_a_secret_the_project_of_its_orders(
     engine.dispose()
     assert owners == {1: 'tenant-a', 2: None, 3: None, 4: None}
 
+
 # Revision 0012: project ids and keys compared exactly on MySQL/MariaDB.
 
 _ORDERS_0010 = sa.table(
