@@ -72,8 +72,10 @@ def serve(orders, *, upgrade_database=False):
     started = []
     try:
         for service in services:
-            service.start()
+            # Stopped even if its start() fails half-way: the timers it
+            # started first would keep this process alive.
             started.append(service)
+            service.start()
         LOG.info('A worker and a retry daemon run in this process')
         yield orders
     finally:
