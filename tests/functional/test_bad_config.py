@@ -225,3 +225,17 @@ def _hiding(tmp_path, package):
         % (package, package))
     return dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(hidden), processes.REPO_ROOT]))
+
+
+def test_a_database_server_down_at_start_is_waited_for(tmp_path):
+    """Unreachable is no refusal: the daemon starts and waits for the
+    server as for any outage (a refusal would need a schema to read)."""
+    config = _config(tmp_path, database='mysql+pymysql://u:p@127.0.0.1:1/x',
+                     options={'database': {'max_retries': 0}})
+    daemon = processes.Daemon('barbican-retry', config,
+                              tmp_path / 'retry.log').start()
+    try:
+        daemon.wait_for_log('Could not read the schema revision')
+        daemon.wait_for_log('Retry scheduler started')
+    finally:
+        assert daemon.stop() == 0

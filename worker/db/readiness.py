@@ -11,10 +11,14 @@ it; the operator commands make the same refusals
 import os
 import shlex
 
+from oslo_db import exception as db_exception
+from oslo_log import log as logging
 import sqlalchemy as sa
 
 from worker.db import migration
 from worker.db import session as db_session
+
+LOG = logging.getLogger(__name__)
 
 #: The command that creates and upgrades the schema.
 MANAGE = 'barbican-retry-manage'
@@ -56,6 +60,9 @@ def upgrade_command(config_files):
 def check(conf, prog):
     """Exit (``SystemExit`` with a message for ``prog``) unless ``[database]
     connection`` names a database migrated for this code; create nothing.
+
+    A database that cannot be reached is no reason to exit: it is logged,
+    and the daemon starts as it would during any outage.
     """
     url = conf.database.connection
     hint = 'run: %s' % upgrade_command(conf.config_file)
@@ -66,15 +73,27 @@ def check(conf, prog):
                          'upgraded); %s' % (prog, os.path.abspath(path),
                                             hint))
     try:
-        database = db_session.Database.from_conf(conf)
+        problem, url = _read_schema(conf)
     except db_session.MissingDriver as exc:
         raise SystemExit('%s: %s' % (prog, exc))
-    try:
-        problem = schema_problem(database.engine)
-    finally:
-        database.dispose()
+    except (db_exception.DBError, sa.exc.SQLAlchemyError) as exc:
+        # A server that is down at boot: the daemon starts and waits for
+        # it as for any outage, as it did before this check.
+        LOG.warning('Could not read the schema revision of the database '
+                    '(%s); starting anyway', exc)
+        return
     if problem is not None:
         raise SystemExit('%s: the database %s of [database] connection %s '
-                         '(missing or not upgraded); %s' % (
-                             prog, database.engine.url.render_as_string(
-                                 hide_password=True), problem, hint))
+                         '(missing or not upgraded); %s'
+                         % (prog, url, problem, hint))
+
+
+def _read_schema(conf):
+    """``(schema_problem, URL without password)`` of ``[database]
+    connection``."""
+    database = db_session.Database.from_conf(conf)
+    try:
+        return (schema_problem(database.engine),
+                database.engine.url.render_as_string(hide_password=True))
+    finally:
+        database.dispose()
