@@ -36,8 +36,7 @@ def test_each_unknown_section_is_named_with_why(tmp_path):
         'process_type_order, check_certificate_status)')
 
 
-def test_a_configuration_of_known_sections_warns_of_nothing(tmp_path,
-                                                             caplog):
+def test_known_sections_are_no_warning(tmp_path, caplog):
     conf = _conf(tmp_path, '[step:certificate.check_certificate_status]\n'
                            'max_attempts = 3\n[resource:ca]\ncapacity = 2\n')
     sections.warn_unknown(conf)
