@@ -32,8 +32,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # shellcheck source=bin/lib/install.sh
 . bin/lib/install.sh
-# Again only when setup.cfg or the requirements changed.
-install_project "$VENV" tests test-requirements.txt
+# Again only when setup.cfg or the requirements changed. The tests use
+# every database driver and tracing: the extras that install them.
+INSTALL_EXTRAS=postgresql,mysql,tracing \
+    install_project "$VENV" tests test-requirements.txt
 
 # The linters, configured in tox.ini [flake8] and setup.cfg [mypy]; the
 # same commands as tox -e pep8 and tox -e mypy.

@@ -14,12 +14,25 @@ process, and handles the signals itself as the launcher would:
   configuration files (``mutate``: the mutable options take their new
   values) and plan the next pass from them, in place.
 
+- SIGUSR2: call the handler set for it (oslo.reports' Guru Meditation
+  Report, ``worker.common.reports``) at once. A Python handler runs only
+  in the main thread, between two bytecodes; the main thread waits in
+  ``sigwait``, a C call, so an unblocked SIGUSR2 would wait there for the
+  next signal of the set.
+
 The signals are blocked in every thread and taken with ``sigwait`` by the
 main thread, so no handler runs in the middle of a pass.
+
+A service whose ``start()`` raises is stopped (its timers, the heartbeat
+among them, were started before the failure) and the process exits 1
+at once: its threads would otherwise keep it alive, heartbeating, and
+deaf to SIGTERM, which every thread blocks.
 """
 
+import logging as logging_std
 import os
 import signal
+import sys
 import threading
 
 from oslo_log import log as logging
@@ -29,7 +42,7 @@ from oslo_service import systemd
 LOG = logging.getLogger(__name__)
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-_SIGNALS = _STOP_SIGNALS + (signal.SIGHUP,)
+_SIGNALS = _STOP_SIGNALS + (signal.SIGHUP, signal.SIGUSR2)
 
 
 def register_opts(conf):
@@ -44,16 +57,24 @@ def run(conf, service):
 
     ``service`` is an oslo.service ``Service`` with a ``reload(conf)``.
 
-    Raises what ``service.start()`` raises: a daemon that cannot start
-    exits without telling systemd it is ready.
+    A service whose ``start()`` raises is stopped and the process exits
+    1 (``os._exit``), without telling systemd it is ready.
     """
     # Before any thread exists: every thread started from here on (the
     # service's, the libraries') inherits the mask.
     signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    service.start()
+    try:
+        service.start()
+    except Exception as exc:
+        LOG.critical('Could not start, exiting: %s', exc, exc_info=True)
+        _stop(service, conf.graceful_shutdown_timeout)
+        _exit(1)
     systemd.notify_once()
     while True:
         signum = signal.sigwait(_SIGNALS)
+        if signum == signal.SIGUSR2:
+            _report(signum)
+            continue
         if signum in _STOP_SIGNALS:
             LOG.info('Caught %s, stopping', signal.Signals(signum).name)
             return _stop(service, conf.graceful_shutdown_timeout)
@@ -63,6 +84,28 @@ def run(conf, service):
         except Exception:
             # The daemon goes on with the configuration it has.
             LOG.exception('Reload failed')
+
+
+def _report(signum):
+    """Run the Python handler of ``signum`` (a Guru Meditation Report),
+    as the interpreter would have, had the signal not been blocked."""
+    handler = signal.getsignal(signum)
+    if not callable(handler):
+        # [oslo_reports] file_event_handler set: the file triggers them.
+        LOG.info('Caught %s; no report is written on it',
+                 signal.Signals(signum).name)
+        return
+    try:
+        handler(signum, sys._getframe())
+    except Exception:
+        LOG.exception('The handler of %s failed', signal.Signals(signum).name)
+
+
+def _exit(status):
+    """Leave at once with ``status``, the log written: the service's
+    threads may still run, and only ``os._exit`` ends them."""
+    logging_std.shutdown()
+    os._exit(status)
 
 
 def _stop(service, timeout):
@@ -77,5 +120,5 @@ def _stop(service, timeout):
     if done.wait(timeout or None):
         return 0
     LOG.error('Graceful shutdown took longer than %ds; exiting', timeout)
-    # The service's threads are still running: only _exit ends them.
-    os._exit(1)
+    # The service's threads are still running.
+    _exit(1)

@@ -402,7 +402,10 @@ class OrderAPI:
         ``[DEFAULT] transport_url``.
 
         Registers the options it reads (the worker's) on ``conf``; the
-        caller parsed its files already. With ``[oslo_messaging_notifications]
+        caller parsed its files already. ``conf`` may be a ``ConfigOpts``
+        of the caller's own: the options oslo.messaging keeps on
+        ``cfg.CONF`` only are registered on it too
+        (``worker.rpc.get_transport``). With ``[oslo_messaging_notifications]
         driver`` set, it announces its orders' changes on the bus
         (``worker.common.bus``).
         """

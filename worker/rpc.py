@@ -1,5 +1,7 @@
 """Transport and RPC server construction for the worker topic."""
 
+import importlib
+
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
@@ -88,13 +90,47 @@ def executor_threads(conf):
     return conf.executor_thread_pool_size
 
 
+#: The option lists oslo.messaging registers on the global ``cfg.CONF``
+#: only, when the module is imported, yet reads from the ``ConfigOpts`` of
+#: the transport at every cast: ``(module, list, group)``, as oslo.messaging's
+#: own ``ConfFixture`` registers them on a test's ConfigOpts. A module an
+#: older release lacks (``_tracing`` came with 18.x) is skipped: that
+#: release reads none of its options either.
+_GLOBAL_ONLY_OPTS = (
+    ('oslo_messaging._metrics.client', 'oslo_messaging_metrics',
+     'oslo_messaging_metrics'),
+    ('oslo_messaging._tracing.client', 'oslo_messaging_tracing',
+     'oslo_messaging_tracing'),
+)
+
+
+def register_global_only_opts(conf):
+    """Register on ``conf`` the options oslo.messaging registers on
+    ``cfg.CONF`` only (``[oslo_messaging_tracing]``,
+    ``[oslo_messaging_metrics]``).
+
+    Without them, an RPC client on a ``ConfigOpts`` of its own (a service
+    that calls ``OrderAPI.from_config(cfg.ConfigOpts())``) fails every
+    cast with "no such option oslo_messaging_tracing".
+    """
+    for module_name, attribute, group in _GLOBAL_ONLY_OPTS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        conf.register_opts(getattr(module, attribute), group=group)
+
+
 def get_transport(conf, url=None):
     """Return an RPC transport for ``url`` or ``[DEFAULT] transport_url``.
 
     Messages go to the ``barbican_retry`` exchange unless
-    ``[DEFAULT] control_exchange`` says otherwise.
+    ``[DEFAULT] control_exchange`` says otherwise. ``conf`` may be any
+    ``ConfigOpts``: the options oslo.messaging keeps on the global one
+    only are registered on it too (``register_global_only_opts``).
     """
     set_defaults()
+    register_global_only_opts(conf)
     return messaging.get_rpc_transport(conf, url=url)
 
 

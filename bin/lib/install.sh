@@ -24,10 +24,13 @@ install_digest() {
 # pip install -e . (with -r REQUIREMENTS) unless the stamp VENV/.NAME.stamp
 # holds the digest of the same inputs. The stamp is written only after pip
 # succeeded, so a failed install is tried again at the next run.
+# INSTALL_EXTRAS=a,b installs the project's extras a and b too (setup.cfg
+# [extras]: postgresql, mysql, tracing), e.g. -e '.[postgresql,mysql]'.
 install_project() {
     local venv=$1 name=$2 requirement digest
     shift 2
-    local pip_args=(-e .)
+    local extras=${INSTALL_EXTRAS:-}
+    local pip_args=(-e ".${extras:+[$extras]}")
     for requirement in "$@"; do
         pip_args+=(-r "$requirement")
     done
@@ -37,7 +40,8 @@ install_project() {
         python3 -m venv "$venv"
         "$venv/bin/python" -m pip install -q --upgrade pip
     fi
-    digest=$(install_digest "$@")
+    digest=$(printf '%s\n' "extras: $extras" "$(install_digest "$@")" |
+        sha256sum | cut -d' ' -f1)
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
         return 0
     fi

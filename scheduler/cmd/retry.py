@@ -16,6 +16,8 @@ from scheduler import in_process
 from scheduler import service as scheduler_service
 from worker.common import reports
 from worker import conf as worker_conf
+from worker.conf import sections
+from worker.db import readiness
 
 
 def main(argv=None):
@@ -31,6 +33,9 @@ def main(argv=None):
     worker_conf.refuse_invalid_reloads(
         conf, argv, 'barbican-retry', (scheduler_conf.register_opts,),
         (scheduler_conf.validate,))
+    # Before anything starts: a missing or old schema fails every pass.
+    readiness.check(conf, 'barbican-retry')
+    sections.warn_unknown(conf)
     in_process.register_opts(conf)
     reports.install(conf, 'barbican-retry')
     return in_process.run(conf, scheduler_service.SchedulerService(conf))

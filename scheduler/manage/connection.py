@@ -11,9 +11,8 @@ import os
 import shlex
 
 from oslo_config import cfg
-import sqlalchemy as sa
 
-from worker.db import migration
+from worker.db import readiness
 from worker.db import session as db_session
 
 PROG = 'barbican-retry-manage'
@@ -49,14 +48,8 @@ def configured_url(conf):
     return conf.database.connection
 
 
-def sqlite_path(url):
-    """The file of a SQLite URL, or None (another database, in memory)."""
-    parsed = sa.engine.make_url(url)
-    path = parsed.database
-    if parsed.get_backend_name() != 'sqlite' or not path or \
-            path == ':memory:' or path.startswith('file:'):
-        return None
-    return path
+#: The file of a SQLite URL, or None (another database, in memory).
+sqlite_path = readiness.sqlite_file
 
 
 def check_file_exists(url, config_args):
@@ -79,13 +72,8 @@ def check_schema(database, config_args):
     A look at alembic's version table, so that a command does not fail
     later on a raw "no such table" or "no such column".
     """
-    revision = migration.stored_revision(database.engine)
-    if revision is None:
-        problem = 'has no schema'
-    elif migration.is_behind(revision):
-        problem = 'is at schema revision %s, older than this code\'s %s' % (
-            revision, ', '.join(migration.head_revisions()))
-    else:
+    problem = readiness.schema_problem(database.engine)
+    if problem is None:
         return
     url = database.engine.url.render_as_string(hide_password=True)
     database.dispose()

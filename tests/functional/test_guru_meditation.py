@@ -97,3 +97,35 @@ def test_the_trigger_file_makes_every_process_write_its_report(
     for name in names:
         [text] = _reports(directory, name, cluster.topic).values()
         assert 'Threads' in _sections(text)
+
+
+def _report_of(directory, name, topic):
+    """Wait (by the report appearing) for the report of ``name``."""
+    [text] = processes.wait_for(
+        lambda: list(_reports(directory, name, topic).values()), 30,
+        'the report of %s' % name)
+    return text
+
+
+@pytest.mark.parametrize('backend', ['sqlite'])
+def test_sigusr2_alone_makes_every_daemon_write_its_report(
+        deployment, backend, tmp_path):
+    """barbican-retry waits for signals in sigwait: a SIGUSR2 had to wait
+    there for a later SIGHUP or SIGTERM before its report was written."""
+    directory = tmp_path / 'reports'
+    directory.mkdir()
+    cluster = deployment(workflows.options({
+        'worker': {'workers': 2},
+        'oslo_reports': {'log_dir': directory}}))
+    workers, retry = workflows.start(cluster, count=2)
+    pids = {'barbican-retry': [retry.process.pid],
+            'barbican-worker': [workers.process.pid] + workers.children()}
+    for script, script_pids in pids.items():
+        for pid in script_pids:
+            os.kill(pid, signal.SIGUSR2)
+            name = '%s.%d' % (script, pid)
+            text = _report_of(directory, name, cluster.topic)
+            assert 'Process %d ' % pid in _sections(text)['Processes']
+    # Each answered alone, and goes on.
+    assert retry.process.poll() is None and workers.process.poll() is None
+    assert len(os.listdir(directory)) == 4

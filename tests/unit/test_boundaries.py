@@ -24,8 +24,9 @@ from worker.db import repositories
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# Runs both sides in one process, by design.
-BOTH_SIDES = ('worker/cmd/demo.py',)
+# Run both sides in one process, by design: the demo, and the public
+# helper of local development it is built on.
+BOTH_SIDES = ('worker/cmd/demo.py', 'worker/local.py')
 
 
 def _imports(path):

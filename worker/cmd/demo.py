@@ -1,7 +1,8 @@
 """barbican-retry-demo: the whole blueprint in one process, no servers.
 
-Runs the worker and the retry scheduler side by side in this process, on
-a SQLite file and oslo.messaging's in-process ``fake://`` transport, and
+Runs the worker and the retry scheduler side by side in this process
+(``worker.local.serve``), on a SQLite file and oslo.messaging's
+in-process ``fake://`` transport, and
 creates orders of both installed types (``certificate``, two steps in
 sequence; ``fanout``, steps in parallel that join) the way an API server
 would. It prints each order's progress (its steps queued, running,
@@ -25,15 +26,10 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from scheduler import conf as scheduler_conf
-from scheduler import service as scheduler_service
 from worker import api as api_module
 from worker.cmd import demo_state
 from worker import conf as worker_conf
-from worker.db import migration
-from worker.db import session as db_session
-from worker import rpc
-from worker import rpcapi
-from worker import service as worker_service
+from worker import local
 
 
 def _parse_args(argv):
@@ -188,23 +184,15 @@ def main(argv=None):
     conf = _configure(args, state_dir)
     config_path = os.path.join(state_dir, demo_state.CONFIG)
     _print_where(state_dir, config_path, args)
-    database = db_session.Database.from_conf(conf)
-    migration.upgrade(database.engine)
-    transport = rpc.get_transport(conf, url='fake://')
-    services = [worker_service.WorkerService(conf, transport),
-                scheduler_service.SchedulerService(conf, transport)]
-    for svc in services:
-        svc.start()
-    api = api_module.OrderAPI(
-        database, conf,
-        rpcapi.WorkerAPI.from_conf(conf, transport))
+    # The configuration's transport is fake://: worker.local shares the
+    # API's transport object with the worker and the retry daemon.
+    api = api_module.OrderAPI.from_config(conf)
     try:
-        created, retried = _create_orders(api, args.orders)
-        statuses = _watch(api, created, time.monotonic() + args.timeout)
+        with local.serve(api, upgrade_database=True):
+            created, retried = _create_orders(api, args.orders)
+            statuses = _watch(api, created, time.monotonic() + args.timeout)
     finally:
-        for svc in reversed(services):
-            svc.stop()
-        database.dispose()
+        api.close()
     _print_summary(statuses, retried, config_path, temporary_dir)
     return 0 if all(status == api_module.ACTIVE
                     for status in statuses.values()) else 1

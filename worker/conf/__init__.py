@@ -22,6 +22,11 @@ from worker.conf import worker
 
 LOG = logging.getLogger(__name__)
 
+#: What a configuration file must look like, for the error that says it
+#: does not.
+_INI_FORMAT = ('expected an INI file of UTF-8 text: [section] lines, each '
+               'followed by name = value lines')
+
 _MODULES = (default, database, worker, simple_certificate, metrics,
             notifications, order_types, resources, tracing, api_limits)
 
@@ -73,7 +78,12 @@ def load(conf, argv, prog, extra_register=(), log_to_stderr=False):
     logging.register_options(conf)
     if log_to_stderr:
         conf.set_default('use_stderr', True)
-    conf(argv, project='barbican-retry', prog=prog)
+    try:
+        conf(argv, project='barbican-retry', prog=prog)
+    except (cfg.Error, UnicodeDecodeError) as exc:
+        # A file that is not INI, or not text: one line, not a traceback.
+        raise SystemExit('%s: cannot read the configuration: %s (%s)'
+                         % (prog, exc, _INI_FORMAT))
     resources.register_found(conf)
     try:
         check_values(conf)

@@ -3,6 +3,7 @@
 See ``worker.tracing``.
 """
 
+import importlib
 import urllib.parse
 
 from oslo_config import cfg
@@ -22,9 +23,12 @@ tracing_group = cfg.OptGroup(
 tracing_opts = [
     cfg.BoolOpt('enabled',
                 default=False,
-                help='Record and export traces. Off: the OpenTelemetry SDK '
-                     'is not even imported. Read at the start of each '
-                     'process (a restart applies a change).'),
+                help='Record and export traces. Needs the OpenTelemetry '
+                     'packages of the extra barbican-retry[tracing]; a '
+                     'process started with it on without them stops at '
+                     'start, naming this option and the extra. Off: the '
+                     'OpenTelemetry SDK is not even imported. Read at the '
+                     'start of each process (a restart applies a change).'),
     cfg.URIOpt('otlp_endpoint',
                default='http://127.0.0.1:4318/v1/traces',
                schemes=['http', 'https'],
@@ -73,6 +77,28 @@ def register_opts(conf):
     groups.register_group_opts(conf, tracing_group, tracing_opts)
 
 
+#: The distribution of each module ``worker.tracing`` imports with
+#: tracing on: the extra ``[tracing]`` installs them.
+TRACING_MODULES = (
+    ('opentelemetry.trace', 'opentelemetry-api'),
+    ('opentelemetry.sdk', 'opentelemetry-sdk'),
+    ('opentelemetry.exporter.otlp.proto.http',
+     'opentelemetry-exporter-otlp-proto-http'),
+)
+
+
+def missing_packages():
+    """The OpenTelemetry distributions tracing needs and this Python cannot
+    import (called with tracing on only: it imports them)."""
+    missing = []
+    for module, distribution in TRACING_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(distribution)
+    return missing
+
+
 def validate(conf):
     """Check what one option alone cannot.
 
@@ -81,6 +107,12 @@ def validate(conf):
     group = conf.tracing
     if not group.enabled:
         return
+    missing = missing_packages()
+    if missing:
+        raise ValueError('[tracing] enabled = true needs the OpenTelemetry '
+                         "packages of the extra barbican-retry[tracing] "
+                         "(pip install 'barbican-retry[tracing]'); missing: "
+                         '%s' % ', '.join(missing))
     parsed = urllib.parse.urlsplit(group.otlp_endpoint or '')
     if parsed.scheme not in ('http', 'https') or not parsed.hostname:
         raise ValueError('[tracing] otlp_endpoint must be an http:// or '

@@ -125,6 +125,22 @@ worker_opts = [
                     'lets one order\'s long chain keep a thread longer '
                     'before others get it; see "Local continuations" in '
                     'doc/developer.md.'),
+    cfg.IntOpt('max_child_failures',
+               default=5, min=1, max=1000,
+               help='barbican-worker stops, exiting 1, once this many of '
+                    'its processes exited with an error (or were killed) '
+                    'within child_failure_window_seconds: a pool that '
+                    'cannot start (a bad transport_url, a database it '
+                    'cannot use) ends instead of forking failing '
+                    'processes for ever, and systemd restarts it with '
+                    'its own back-off. Each failed process is replaced '
+                    'until then. Higher tolerates more crashes of a '
+                    'running pool. Read at start.'),
+    cfg.IntOpt('child_failure_window_seconds',
+               default=60, min=1, max=86400,
+               help='The window of max_child_failures: failures further '
+                    'apart than this never add up to stopping the pool. '
+                    'Read at start.'),
 ]
 
 

@@ -35,6 +35,34 @@ retry_lost_race = oslo_db_api.wrap_db_retry(
     max_retry_interval=1, inc_retry_interval=True)
 
 
+#: The extra of barbican-retry that installs each database's driver, and
+#: the URL that uses it.
+_DRIVER_EXTRAS = {'mysql': ('mysql', 'mysql+pymysql://'),
+                  'postgresql': ('postgresql', 'postgresql+psycopg2://')}
+
+
+class MissingDriver(RuntimeError):
+    """The Python driver of ``[database] connection`` is not installed;
+    the message names the extra that installs it."""
+
+
+def _missing_driver(url, exc):
+    """A ``MissingDriver`` for ``url``, whose driver raised ``exc``."""
+    parsed = sa.engine.make_url(url)
+    backend = parsed.get_backend_name()
+    install = 'install it'
+    if backend in _DRIVER_EXTRAS:
+        extra, scheme = _DRIVER_EXTRAS[backend]
+        install = ("install it with: pip install 'barbican-retry[%s]', "
+                   'whose driver a URL %s... uses' % (extra, scheme))
+    return MissingDriver(
+        '[database] connection %s needs the Python module %s, which is '
+        'not installed (%s); %s' % (
+            parsed.render_as_string(hide_password=True),
+            getattr(exc, 'name', None) or parsed.get_driver_name(), exc,
+            install))
+
+
 def _create_private_sqlite_file(url):
     """Create a new SQLite database file readable by its owner only.
 
@@ -150,9 +178,15 @@ class Database:
         oslo.db's engine translates driver errors into its own exceptions
         (``DBDuplicateEntry``, ``DBConnectionError`` …), so a duplicate key
         reads the same on SQLite, PostgreSQL and MariaDB.
+
+        :raises MissingDriver: the database's driver is not installed.
         """
         _create_private_sqlite_file(url)
-        engine = engines.create_engine(url, sqlite_fk=True, **kwargs)
+        try:
+            engine = engines.create_engine(url, sqlite_fk=True, **kwargs)
+        except ImportError as exc:
+            # "No module named 'pymysql'" says nothing of the extra.
+            raise _missing_driver(url, exc) from exc
         tune = _TUNE_ENGINE.get(engine.dialect.name)
         if tune is not None:
             tune(engine, kwargs)

@@ -51,17 +51,19 @@ def checkout(tmp_path):
     return top, path, log
 
 
-def _install(checkout, *requirements, pip_rc=0):
+def _install(checkout, *requirements, pip_rc=0, extras=None):
     """Run install_project .venv demo in the checkout; return the calls
     (the lines the stubs recorded by this run) and the exit status."""
     top, path, log = checkout
     before = log.read_text().splitlines() if log.exists() else []
+    env = {'PATH': path, 'PIP_RC': str(pip_rc)}
+    if extras is not None:
+        env['INSTALL_EXTRAS'] = extras
     result = subprocess.run(
         ['bash', '-c', 'set -euo pipefail; . "$0"; '
          'install_project .venv demo "$@"', str(LIBRARY)] +
         list(requirements),
-        cwd=top, env={'PATH': path, 'PIP_RC': str(pip_rc)},
-        capture_output=True, text=True, timeout=30)
+        cwd=top, env=env, capture_output=True, text=True, timeout=30)
     calls = log.read_text().splitlines()[len(before):] \
         if log.exists() else []
     return calls, result
@@ -106,6 +108,21 @@ def test_the_requirements_files_given_are_installed_and_watched(checkout):
 
     assert _install(checkout, 'test-requirements.txt')[0] == [
         '-m pip install -q -e . -r test-requirements.txt']
+
+
+def test_the_extras_asked_for_are_installed_and_watched(checkout):
+    calls, _ = _install(checkout, extras='postgresql,mysql,tracing')
+    assert calls[-1] == '-m pip install -q -e .[postgresql,mysql,tracing]'
+    assert _install(checkout, extras='postgresql,mysql,tracing')[0] == []
+
+    # Fewer extras: installed again (pip leaves the others; the stamp
+    # follows what was asked).
+    assert _install(checkout)[0] == ['-m pip install -q -e .']
+
+
+def test_run_tests_installs_the_extras_its_tests_use():
+    text = (ROOT / 'bin' / 'run-tests.sh').read_text()
+    assert 'INSTALL_EXTRAS=postgresql,mysql,tracing' in text
 
 
 def test_a_failed_install_is_tried_again(checkout):

@@ -217,3 +217,20 @@ def test_the_rpc_server_runs_as_many_threads_as_executor_threads(
         'for: %r): %s counts on it for the '
         'number of steps a worker runs at once (worker/service.py)'
         % (sizes, _EXECUTOR_THREADS))
+
+
+def test_every_option_group_oslo_messaging_keeps_on_cfg_conf_is_on_ours():
+    """A transport on a ConfigOpts of its own gets every group that
+    oslo.messaging registers on the global CONF only, or its casts fail
+    ("no such option oslo_messaging_tracing"); worker/rpc.py
+    register_global_only_opts() names them."""
+    importlib.import_module('oslo_messaging.rpc.client')
+    own = cfg.ConfigOpts()
+    own([], default_config_files=[])
+    transport = _rpc().get_transport(own, url='fake:')
+    transport.cleanup()
+    missing = [name for name in cfg.CONF
+               if name.startswith('oslo_messaging') and name not in own]
+    assert missing == [], (
+        'oslo.messaging registers %s on cfg.CONF only: add them to '
+        'worker/rpc.py _GLOBAL_ONLY_OPTS' % missing)
