@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.functional import counting
+from tests.functional import probes
 from tests.functional import processes
 from worker.db import locks
 from worker.db import models
@@ -104,27 +105,24 @@ def test_lock_show_explain_and_status_judge_the_lock_as_the_daemon_does(
     shown = cluster.manage_json('lock', 'show')
     assert (shown['held'], shown['stale'], shown['stale_reason']) == (
         True, True, 'its holder stopped heartbeating')
-    with database.session() as session, session.begin():
-        # Commands take a while to start: the live daemon beats again.
-        services.heartbeat(session, '1@live', models.SCHEDULER, 'live', 1,
-                           datetime.datetime.utcnow())
-    explained = cluster.manage_json('retry', 'explain', str(task_id))
+    # The live daemon beats while the commands run, however long they
+    # take to start on a busy machine (longer than service_down_time).
+    with probes.Heartbeats(database, models.SCHEDULER, ['1@live']):
+        explained = cluster.manage_json('retry', 'explain', str(task_id))
+        checked = subprocess.run(
+            [processes.BIN_DIR + '/barbican-retry-status', '--config-file',
+             cluster.config, 'upgrade', 'check'],
+            capture_output=True, text=True, timeout=60)
     assert explained['why'] == (
         'due; the lock of 2@gone is stale (its holder stopped heartbeating) '
         'and will be cleared by the next pass')
-    checked = subprocess.run(
-        [processes.BIN_DIR + '/barbican-retry-status', '--config-file',
-         cluster.config, 'upgrade', 'check'],
-        capture_output=True, text=True, timeout=60)
     # The result table wraps its lines.
     text = ' '.join(checked.stdout.replace('|', ' ').split())
     assert 'held by 2@gone since' in text
     assert 'stale (its holder stopped heartbeating)' in text
 
-    with database.session() as session, session.begin():
-        services.heartbeat(session, '2@gone', models.SCHEDULER, 'gone', 2,
-                           datetime.datetime.utcnow())
-    shown = cluster.manage_json('lock', 'show')
+    with probes.Heartbeats(database, models.SCHEDULER, ['2@gone']):
+        shown = cluster.manage_json('lock', 'show')
     assert (shown['stale'], shown['stale_reason']) == (False, None)
 
 
