@@ -73,10 +73,13 @@ def test_heartbeats_name_each_process_and_leave_on_stop(deployment):
     assert {int(s['name'].split('@')[0]) for s in listed} == children
     assert all(s['name'].endswith('@' + s['host']) for s in listed)
     first = {s['name']: s['heartbeat_at'] for s in listed}
-    time.sleep(1.5)      # report_interval is 1 s: every row moved on
-    again = {s['name']: s['heartbeat_at']
-             for s in cluster.manage_json('service', 'list')}
-    assert all(again[name] > first[name] for name in first)
+
+    def moved_on():
+        again = {s['name']: s['heartbeat_at']
+                 for s in cluster.manage_json('service', 'list')}
+        return all(again.get(name, '') > first[name] for name in first)
+    # report_interval is 1 s: every row moves on.
+    _wait_for(moved_on, 30, 'every heartbeat to move on')
 
     assert workers.stop() == 0 and retry.stop() == 0
     assert cluster.manage_json('service', 'list') == []
