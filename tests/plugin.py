@@ -14,7 +14,8 @@ order, the step, the token it ran under and when it started and ended.
 An order whose metadata holds ``"hold_seconds": S`` makes its first
 ``issue_certificate_request`` (token 1) take S seconds, so a test can kill
 a worker in the middle of a step and see the order finish after it is
-taken back; with ``"extend_lease_seconds": E`` as well, the held run
+taken back (or until the file named by ``"release_file"`` exists, if
+sooner); with ``"extend_lease_seconds": E`` as well, the held run
 extends its lease to E seconds every E/3 seconds while it holds. An
 order whose metadata holds ``"kill_worker": true`` is a poison order:
 every run of that step kills its own worker process with SIGKILL (a
@@ -73,14 +74,19 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
 
 
 def _hold(order):
-    """Sleep ``hold_seconds``, extending the lease if asked to."""
+    """Sleep ``hold_seconds``, extending the lease if asked to; sooner,
+    as soon as the file named by ``release_file`` (if any) exists: the
+    test's event, however long it took to come."""
     until = time.monotonic() + float(order.meta.get('hold_seconds', 0))
     extension = order.meta.get('extend_lease_seconds')
+    release = order.meta.get('release_file')
     while (left := until - time.monotonic()) > 0:
+        if release and os.path.exists(release):
+            return
         if extension:
             order.extend_lease(extension)
             left = min(left, extension / 3)
-        time.sleep(left)
+        time.sleep(min(left, 0.1) if release else left)
 
 
 def _kill_if_poison(order, step):
@@ -116,7 +122,8 @@ class RecordingFanout(fanout.FanoutOrder):
 
     An order whose metadata holds ``"hold_seconds": S`` makes the first
     run (token 1) of its step ``"hold_step"`` (default ``issue``) take S
-    seconds: a test kills its worker then, or lets its lease run out.
+    seconds (or until the file ``"release_file"`` names exists): a test
+    kills its worker then, or lets its lease run out.
     ``"fail_step": STEP, "fail_runs": N`` make the first N runs of STEP
     fail for good (``Failed``: the order goes to ERROR), as a remote side
     that refused the first N requests would; the runs are counted in the
@@ -128,6 +135,7 @@ class RecordingFanout(fanout.FanoutOrder):
     meta_schema = dict(fanout.FanoutOrder.meta_schema, properties=dict(
         fanout.FanoutOrder.meta_schema['properties'],
         hold_seconds={'type': 'number', 'minimum': 0},
+        release_file={'type': 'string'},
         extend_lease_seconds={'type': 'number', 'exclusiveMinimum': 0},
         kill_worker={'type': 'boolean'},
         hold_step={'enum': _STEP_NAMES},

@@ -8,7 +8,9 @@ stall while a Galera node dies or the cluster has no quorum.
 ``ProgressProbe``'s action succeeds when more orders have finished than
 at its previous call (or none is left): its gaps are how long the
 processes make no progress though work waits (a broker without quorum
-stalls no write, but every cast).
+stalls no write, but every cast). ``Heartbeats`` writes the heartbeat
+rows of processes a test plays, as their own threads would: they stay
+alive however slowly the commands under test start on a busy machine.
 """
 
 import threading
@@ -16,7 +18,9 @@ import time
 
 import sqlalchemy as sa
 
+from worker.common import clock
 from worker.db import models
+from worker.db import services
 
 _TABLE = 'write_probe'
 
@@ -49,6 +53,12 @@ class Probe:
         """Stop calling it (waits for the call in progress)."""
         self._stopping.set()
         self._thread.join(60)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
 
     def _run(self):
         deadline = time.monotonic() + self._limit
@@ -155,3 +165,34 @@ class ProgressProbe(Probe):
         """Stop looking; drop the pool."""
         super().stop()
         self.engine.dispose()
+
+
+class Heartbeats(Probe):
+    """Heartbeats of the processes ``names`` (``pid@host``) of ``kind``,
+    every ``interval`` seconds on the database's clock, as a live
+    process's heartbeat thread writes them; the first before ``start``
+    returns. Used as ``with Heartbeats(...):`` around commands that must
+    find these processes alive by ``service_down_time``, however long the
+    commands take to start.
+    """
+
+    def __init__(self, database, kind, names, interval=0.5):
+        self._database = database
+        self._kind = kind
+        self._names = names
+        self._clock = clock.measured(database, max_offset=3600)
+        super().__init__(self._beat, interval)
+
+    def _beat(self):
+        now = self._clock.now()
+        with self._database.session() as session, session.begin():
+            for name in self._names:
+                pid, host = name.split('@', 1)
+                services.heartbeat(session, name, self._kind, host,
+                                   int(pid), now)
+        return True
+
+    def start(self):
+        """Beat once, then every ``interval`` in the thread."""
+        self._beat()
+        return super().start()

@@ -10,6 +10,7 @@ RabbitMQ.
 """
 
 import datetime
+import re
 import threading
 
 import pytest
@@ -149,10 +150,20 @@ def test_order_create_not_before_starts_the_order_at_its_time(
     assert shown['not_before'] == _shown(far)
     assert shown['steps'][0]['status'] == 'RETRYING'
     assert shown['steps'][0]['next_retry_at'] == _shown(far)
+    before = _db_now(database)
     explained = cluster.manage_json('order', 'explain', held[0]['id'])
-    assert explained['why'].startswith(
-        'created to start later: it starts at %s (not_before), in 0:59:'
-        % _shown(far, 'seconds')), explained
+    after = _db_now(database)
+    starts = re.match(r'created to start later: it starts at (.*) '
+                      r'\(not_before\), in (\d+):(\d\d):(\d\d);',
+                      explained['why'])
+    assert starts and starts[1] == _shown(far, 'seconds'), explained
+    # The time left by the database's clock as the command read it,
+    # however long the commands took since ``far`` was read; within a
+    # second (rounding, each process's measure of the clock).
+    hours, minutes, seconds = map(int, starts.groups()[1:])
+    left = (hours * 60 + minutes) * 60 + seconds
+    assert (far - after).total_seconds() - 1 <= left <= \
+        (far - before).total_seconds() + 1, (left, far, before, after)
     processes.manage(cluster.config, 'order', 'cancel', held[0]['id'],
                      env=cluster.env)
 

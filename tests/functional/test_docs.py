@@ -11,7 +11,6 @@ import pathlib
 import re
 import shlex
 import subprocess
-import time
 
 import pytest
 
@@ -103,13 +102,9 @@ def test_every_documented_operator_command_runs(deployment, database,
 
 
 def _wait_for_retry(cluster):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        tasks = cluster.manage_json('retry', 'list')
-        if tasks:
-            return tasks
-        time.sleep(0.3)
-    raise AssertionError('no retry row appeared')
+    # Each look is a command, which a busy machine takes seconds to start.
+    return processes.wait_for(lambda: cluster.manage_json('retry', 'list'),
+                              60, 'a retry row')
 
 
 def test_demo_script_ends_with_every_order_active(backend, tmp_path):

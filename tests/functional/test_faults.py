@@ -6,11 +6,13 @@ databases; the test plugin records every plugin call with its token.
 
 import os
 import re
+import socket
 import subprocess
 import time
 
 import pytest
 
+from tests.functional import probes
 from tests.functional import processes
 from tests import plugin as test_plugin
 from worker.db import orders
@@ -71,10 +73,13 @@ def test_heartbeats_name_each_process_and_leave_on_stop(deployment):
     assert {int(s['name'].split('@')[0]) for s in listed} == children
     assert all(s['name'].endswith('@' + s['host']) for s in listed)
     first = {s['name']: s['heartbeat_at'] for s in listed}
-    time.sleep(1.5)      # report_interval is 1 s: every row moved on
-    again = {s['name']: s['heartbeat_at']
-             for s in cluster.manage_json('service', 'list')}
-    assert all(again[name] > first[name] for name in first)
+
+    def moved_on():
+        again = {s['name']: s['heartbeat_at']
+                 for s in cluster.manage_json('service', 'list')}
+        return all(again.get(name, '') > first[name] for name in first)
+    # report_interval is 1 s: every row moves on.
+    _wait_for(moved_on, 30, 'every heartbeat to move on')
 
     assert workers.stop() == 0 and retry.stop() == 0
     assert cluster.manage_json('service', 'list') == []
@@ -121,13 +126,15 @@ def test_retry_daemon_killed_mid_pass_another_takes_over(
     second.wait_for_log('Retry scheduler started')
     _wait_for(lambda: _all_active(database, 100), 60, 'all orders ACTIVE')
     _assert_tokens_only_move_forward(cluster.plugin_log)
+    # The first daemon's lock, if it died holding it (killed in a pass
+    # after the one awaited, the orders may all end before it is old), is
+    # cleared by the second's first pass once its holder's heartbeat is
+    # service_down_time old: waited for while the second runs.
+    _wait_for(lambda: cluster.manage_json('lock', 'show')['held'] is False,
+              60, 'no lock held')
     assert second.stop() == 0 and workers.stop() == 0
     assert cluster.manage_json('retry', 'list') == []
-    # The first daemon's lock, if the second had no pass to clear it in
-    # (the first cast every step before it died), is held by no one once
-    # its holder's heartbeat is service_down_time old.
-    _wait_for(lambda: cluster.manage_json('lock', 'show')['held'] is False,
-              FAST['DEFAULT']['service_down_time'] + 5, 'no lock held')
+    assert cluster.manage_json('lock', 'show')['held'] is False
 
 
 def _service_script(name):
@@ -159,6 +166,40 @@ def broker_control():
 OUTAGE_SECONDS = 60
 
 
+def _log_marks_at_return(start, daemons):
+    """Call ``start`` (a server's start script); returns ``(down, up)``,
+    each ``{daemon: log length}``: taken before the last connection to
+    the broker that was refused, and before the first that succeeded.
+    What a daemon logged after ``up`` it logged with the broker back,
+    however long the script took to return or to be seen."""
+    port = int(os.environ['BARBICAN_RETRY_TEST_RABBITMQ_PORT'])
+    down = {daemon: len(daemon.log()) for daemon in daemons}
+    up = {}
+
+    def connect():
+        if not up:
+            lengths = {daemon: len(daemon.log()) for daemon in daemons}
+            try:
+                socket.create_connection(('127.0.0.1', port), 1).close()
+            except OSError:
+                down.update(lengths)
+                raise
+            up.update(lengths)
+        return True
+    with probes.Probe(connect, 0.05):
+        start()
+        _wait_for(lambda: up, 60, 'the broker to accept connections')
+    return down, up
+
+
+def _after_return(text, down, up, back):
+    """The lines of ``text`` after ``up`` and before the first match of
+    ``back`` after ``down`` (it may come before ``up``)."""
+    came = re.compile(back).search(text, down)
+    assert came, 'no %r after the broker came back' % back
+    return text[up:came.start()]
+
+
 def _retry_rows(database):
     with database.session() as session:
         return len(retry_tasks.list_tasks(session))
@@ -187,28 +228,28 @@ def test_broker_outage_of_a_minute_loses_nothing(deployment, database,
     # Passes went on, bounded in time; their casts failed and kept rows.
     assert retry.log().count('casts failed or timed out') >= 3
     assert _retry_rows(database) > 0
-    seen = len(retry.log())
-    start_broker()
-    back = time.monotonic()
-    back_at = time.time()
-    _wait_for(lambda: re.search(r'Pass dispatched [1-9]',
-                                retry.log()[seen:]), 30,
-              'a pass to cast again after the broker came back')
-    resumed = time.monotonic() - back
-    print('casts resumed %.1fs after the broker came back' % resumed)
-    # Within one period (1 s) plus a pass and the reconnection.
-    assert resumed < 5
+    down, up = _log_marks_at_return(start_broker, [workers, retry])
     _wait_for(lambda: _all_active(database, 50), 60,
               'every order ACTIVE after the broker came back')
+    # Counted in passes and attempts after the broker's return, not in
+    # seconds (a busy machine stretches both). The retry daemon casts
+    # again in the pass under way or the next (whose casts may find their
+    # connection waiting to retry).
+    failed = _after_return(retry.log(), down[retry], up[retry],
+                           r'Pass dispatched [1-9]')
+    assert failed.count('Pass dispatched') <= 1, failed
     # The workers consume again within a default period (15 s) of the
-    # broker's return: reconnections at most rabbit_interval_max (5 s)
-    # apart (worker/rpc.py set_defaults).
-    consumed = min(call['started']
-                   for call in test_plugin.read_log(cluster.plugin_log)
-                   if call['started'] > back_at) - back_at
-    print('workers consumed again %.1fs after the broker came back'
-          % consumed)
-    assert consumed < 15
+    # broker's return: reconnection attempts at most rabbit_interval_max
+    # (5 s) apart (worker/rpc.py set_defaults), the next one succeeds.
+    log = workers.log()
+    waits = [int(n) for n in re.findall(r'Trying again in (\d+) seconds',
+                                        log)]
+    assert waits and max(waits) <= 5, waits
+    for connection in set(re.findall(r'\[([0-9a-f-]{36})\] AMQP server',
+                                     log[down[workers]:])):
+        failed = _after_return(log, down[workers], up[workers],
+                               r'\[%s\] Reconnected' % connection)
+        assert failed.count('[%s] AMQP server' % connection) <= 1, failed
     _assert_tokens_only_move_forward(cluster.plugin_log)
     assert workers.stop() == 0 and retry.stop() == 0
 

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from tests.functional import counting
+from tests.functional import probes
 from tests.functional import processes
 from worker.db import locks
 from worker.db import models
-from worker.db import orders
 from worker.db import retry_tasks
 from worker.db import services
 from worker.db import steps
@@ -104,38 +104,39 @@ def test_lock_show_explain_and_status_judge_the_lock_as_the_daemon_does(
     shown = cluster.manage_json('lock', 'show')
     assert (shown['held'], shown['stale'], shown['stale_reason']) == (
         True, True, 'its holder stopped heartbeating')
-    with database.session() as session, session.begin():
-        # Commands take a while to start: the live daemon beats again.
-        services.heartbeat(session, '1@live', models.SCHEDULER, 'live', 1,
-                           datetime.datetime.utcnow())
-    explained = cluster.manage_json('retry', 'explain', str(task_id))
+    # The live daemon beats while the commands run, however long they
+    # take to start on a busy machine (longer than service_down_time).
+    with probes.Heartbeats(database, models.SCHEDULER, ['1@live']):
+        explained = cluster.manage_json('retry', 'explain', str(task_id))
+        checked = subprocess.run(
+            [processes.BIN_DIR + '/barbican-retry-status', '--config-file',
+             cluster.config, 'upgrade', 'check'],
+            capture_output=True, text=True, timeout=60)
     assert explained['why'] == (
         'due; the lock of 2@gone is stale (its holder stopped heartbeating) '
         'and will be cleared by the next pass')
-    checked = subprocess.run(
-        [processes.BIN_DIR + '/barbican-retry-status', '--config-file',
-         cluster.config, 'upgrade', 'check'],
-        capture_output=True, text=True, timeout=60)
     # The result table wraps its lines.
     text = ' '.join(checked.stdout.replace('|', ' ').split())
     assert 'held by 2@gone since' in text
     assert 'stale (its holder stopped heartbeating)' in text
 
-    with database.session() as session, session.begin():
-        services.heartbeat(session, '2@gone', models.SCHEDULER, 'gone', 2,
-                           datetime.datetime.utcnow())
-    shown = cluster.manage_json('lock', 'show')
+    with probes.Heartbeats(database, models.SCHEDULER, ['2@gone']):
+        shown = cluster.manage_json('lock', 'show')
     assert (shown['stale'], shown['stale_reason']) == (False, None)
 
 
 def test_cancel_stops_a_running_step_and_removes_retries(
-        deployment, database):
+        deployment, database, tmp_path):
     cluster = deployment(FAST)
     workers = cluster.start('barbican-worker', 'worker')
     workers.wait_for_log('serving topic')
+    # The step runs until the cancel is done, however long the command
+    # takes to start.
+    release = tmp_path / 'cancelled'
     [created] = cluster.manage_json('order', 'create', '--type',
-                                    'certificate', '--meta',
-                                    '{"hold_seconds": 4}')
+                                    'certificate', '--meta', json.dumps(
+                                        {'hold_seconds': 120,
+                                         'release_file': str(release)}))
 
     def owner():
         with database.session() as session:
@@ -144,7 +145,8 @@ def test_cancel_stops_a_running_step_and_removes_retries(
     processes.wait_for(owner, 20, 'a worker to take the first step')
 
     _manage(cluster, 'order', 'cancel', created['id'], '--reason', 'typo')
-    workers.wait_for_log('its result was discarded', timeout=20)
+    release.touch()
+    workers.wait_for_log('its result was discarded', timeout=60)
     shown = cluster.manage_json('order', 'show', created['id'])
     assert shown['status'] == models.CANCELLED and \
         shown['error_reason'] == 'typo'
@@ -173,6 +175,15 @@ def _metric(text, name):
     return total
 
 
+def _scraped_once(port, name, count):
+    """The metrics text of ``port`` once ``name`` counts ``count`` or
+    more."""
+    def counted():
+        text = processes.scrape(port)
+        return text if _metric(text, name) >= count else None
+    return processes.wait_for(counted, 60, '%s at %d' % (name, count))
+
+
 def test_status_check_and_metrics_of_a_running_deployment(deployment,
                                                           database):
     scheduler_port, worker_port = processes.free_port(), processes.free_port()
@@ -192,14 +203,16 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
     retry.wait_for_log('Retry scheduler started')
     cluster.manage_json('order', 'create', '--type', 'certificate',
                         '--count', '20')
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with database.session() as session:
-            if orders.count_by_status(session) == {models.ACTIVE: 20}:
-                break
-        time.sleep(0.2)
+    processes.wait_for(lambda: processes.all_active(database, 20), 60,
+                       '20 orders ACTIVE')
     retry.wait_for_log('Pass dispatched')
-    time.sleep(1.5)      # the pass's own metrics are recorded after it
+    # A pass records its metrics after its casts, and a worker its steps'
+    # after their results, which the orders' end can outrun: waited for,
+    # then compared exactly.
+    scheduler_text = _scraped_once(
+        scheduler_port, 'barbican_retry_rows_dispatched_total', 20)
+    worker_text = _scraped_once(
+        worker_port, 'barbican_retry_worker_steps_total{result="done"}', 20)
 
     up = subprocess.run(status, capture_output=True, text=True, timeout=60)
     assert up.returncode == 0, up.stdout
@@ -215,7 +228,6 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
     assert 'Retry daemons: 1 alive' in screen
     assert 'Orders: PENDING 0, ACTIVE 20,' in screen
 
-    scheduler_text = processes.scrape(scheduler_port)
     assert _metric(scheduler_text, 'barbican_retry_rows_dispatched_total') \
         == 20
     assert _metric(scheduler_text,
@@ -226,7 +238,6 @@ def test_status_check_and_metrics_of_a_running_deployment(deployment,
     assert _metric(scheduler_text,
                    'barbican_retry_passes_total{outcome="idle"}') >= 1
     assert 'barbican_retry_due_backlog 0.0' in scheduler_text
-    worker_text = processes.scrape(worker_port)
     # Each order: its request step done (status check scheduled), then
     # its status check, the last step.
     assert _metric(worker_text,

@@ -76,7 +76,7 @@ def _events(hook, order_id, count):
 
 
 def test_a_resumed_order_runs_its_failed_step_again_under_the_same_key(
-        deployment, database, transport_url):
+        deployment, database, transport_url, tmp_path):
     hook = receivers.Receiver(SECRET).start()
     cluster = deployment(workflows.options({'notifications': {
         'allowed_hosts': '127.0.0.1', 'secret': SECRET,
@@ -147,12 +147,16 @@ def test_a_resumed_order_runs_its_failed_step_again_under_the_same_key(
     # Only an ERROR order resumes: not an ACTIVE one, nor a cancelled one.
     assert 'order %s is ACTIVE: only an ERROR order can be resumed' % \
         order_id in _refused(cluster, 'order', 'resume', order_id)
-    [cancelled] = _create(cluster, {'hold_seconds': 30,
+    # Held until the cancel is done, however long the command takes.
+    release = tmp_path / 'release'
+    [cancelled] = _create(cluster, {'hold_seconds': 120,
+                                    'release_file': str(release),
                                     'hold_step': 'check_domains'})
     workflows.wait_running(database, cancelled, 'check_domains')
     processes.manage(cluster.config, 'order', 'cancel', cancelled,
                      env=cluster.env)
-    workflows.wait_status(database, [cancelled], models.CANCELLED, 30)
+    release.touch()
+    workflows.wait_status(database, [cancelled], models.CANCELLED, 60)
     assert 'order %s is CANCELLED: only an ERROR order can be resumed' % \
         cancelled in _refused(cluster, 'order', 'resume', cancelled)
 

@@ -81,17 +81,20 @@ def _assert_after(runs, order_id, before, step):
 
 
 def test_a_step_past_its_lease_on_a_live_worker_is_run_again(
-        deployment, database):
+        deployment, database, tmp_path):
     # A grace shorter than the hold: the step is taken back while its
-    # first run still holds.
+    # first run still holds, held until the order is done without it.
     cluster = deployment(workflows.options(
         {workflows.step_group('issue'): {'timeout_seconds': 1.5},
          'worker': {'lease_grace_seconds': 0.5}}))
     workers, retry = workflows.start(cluster)
-    [order_id] = workflows.create(cluster, meta={'hold_seconds': 5})
+    release = tmp_path / 'release'
+    [order_id] = workflows.create(cluster, meta={
+        'hold_seconds': 120, 'release_file': str(release)})
     owner = workflows.wait_running(database, order_id, 'issue')
 
-    workflows.wait_status(database, [order_id], models.ACTIVE, 30)
+    workflows.wait_status(database, [order_id], models.ACTIVE, 60)
+    release.touch()
     workers.wait_for_log('Step issue of order %s moved past token 1 while '
                          'it ran; its result was discarded' % order_id,
                          timeout=15)
@@ -164,7 +167,7 @@ def test_one_idempotency_key_per_step_while_workers_are_killed(
 
 
 def test_cancel_revokes_the_running_step_and_compensates(
-        deployment, database):
+        deployment, database, tmp_path):
     # One step at a time: the compensation waits in the queue while the
     # held issue runs, so the order is seen CANCELLING meanwhile (and its
     # dispatch is not taken for lost).
@@ -172,7 +175,10 @@ def test_cancel_revokes_the_running_step_and_compensates(
         {'DEFAULT': {'executor_thread_pool_size': 1},
          'scheduler': {'dispatch_deadline_seconds': 30}}))
     workers, _ = workflows.start(cluster)
-    [order_id] = workflows.create(cluster, meta={'hold_seconds': 6})
+    # Held until the cancel is done, however long the command takes.
+    release = tmp_path / 'release'
+    [order_id] = workflows.create(cluster, meta={
+        'hold_seconds': 120, 'release_file': str(release)})
     workflows.wait_running(database, order_id, 'issue')
 
     cancelled = processes.manage(cluster.config, 'order', 'cancel',
@@ -180,7 +186,8 @@ def test_cancel_revokes_the_running_step_and_compensates(
     assert cancelled.stdout.strip() == ('order %s cancelling: compensation '
                                         'revoke started' % order_id)
     assert workflows.status(database, order_id) == models.CANCELLING
-    workflows.wait_status(database, [order_id], models.CANCELLED, 15)
+    release.touch()
+    workflows.wait_status(database, [order_id], models.CANCELLED, 60)
     workers.wait_for_log('Step issue of order %s moved past token 1 while '
                          'it ran; its result was discarded' % order_id)
     workers.wait_for_log('Order %s (revoke, token 1): compensation revoke '
