@@ -126,7 +126,14 @@ def test_sigterm_stops_a_retry_daemon_that_could_not_start(tmp_path,
         # It exited already, as it should: the log says why.
         assert daemon.process.poll() is not None
     daemon.signal(signal.SIGTERM)
-    assert daemon.process.wait(_START_FAILURE_BOUND) != 0
+    try:
+        assert daemon.process.wait(_START_FAILURE_BOUND) != 0
+    except subprocess.TimeoutExpired:
+        # Not left behind: a daemon that ignores SIGTERM would run on
+        # after the suite (seen before the fix, heartbeating for minutes).
+        daemon.signal(signal.SIGKILL)
+        pytest.fail('barbican-retry ran on %ds after SIGTERM'
+                    % _START_FAILURE_BOUND)
 
 
 @pytest.mark.parametrize('script', ['barbican-retry', 'barbican-worker'])
