@@ -185,8 +185,9 @@ def _first_run_delay(database, order_id):
     """Seconds from the order's creation to its first step's first run,
     both by the database's clock."""
     orders = api.OrderAPI(database, config.make_conf())
-    order = orders.get(order_id)
-    first = min(run.started_at for run in orders.history(order_id))
+    order = orders.get(order_id, all_projects=True)
+    first = min(run.started_at
+                for run in orders.history(order_id, all_projects=True))
     return (first - order.created_at).total_seconds()
 
 

@@ -277,7 +277,7 @@ def test_order_types_are_listed_and_an_unknown_one_is_refused(deployment):
                                'nosuchtype', check=False, env=cluster.env)
     assert refused.returncode != 0
     assert "unknown order type 'nosuchtype'; installed: certificate, " \
-        "fanout, recording_fanout, recording_limited, remote_call, " \
+        "fanout, growing, recording_fanout, recording_limited, remote_call, " \
         "single_step, sleeping" in refused.stderr
 
     listed = {entry['name']: entry for entry in cluster.manage_json(

@@ -95,6 +95,6 @@ def test_the_recording_fanout_extends_the_fanouts_schema():
     recording = RECORDING_FANOUT.meta_schema
     assert set(recording['properties']) == set(fanout['properties']) | {
         'hold_seconds', 'hold_step', 'extend_lease_seconds', 'kill_worker',
-        'fail_step', 'fail_runs'}
+        'fail_step', 'fail_runs', 'release_file'}
     assert recording['additionalProperties'] is False
     assert 'hold_seconds' not in fanout['properties']
