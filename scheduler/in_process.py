@@ -7,9 +7,9 @@ no such watcher (systemd restarts it), so it runs here, in the main
 process, and handles the signals itself as the launcher would:
 
 - SIGTERM (and SIGINT): stop the service gracefully (a pass finishes its
-  batch and releases the lock), exit 0; if that takes longer than
-  ``[DEFAULT] graceful_shutdown_timeout``, exit 1 at once, as oslo.service
-  does.
+  batch and releases the lock), exit 0 (1 if the stop raised, logged);
+  if that takes longer than ``[DEFAULT] graceful_shutdown_timeout``, exit
+  1 at once, as oslo.service does.
 - SIGHUP: ``service.reload(conf)``: between two passes, re-read the
   configuration files (``mutate``: the mutable options take their new
   values) and plan the next pass from them, in place.
@@ -109,16 +109,29 @@ def _exit(status):
 
 
 def _stop(service, timeout):
+    """Stop ``service`` and wait for it, within ``timeout`` seconds (0:
+    no limit); the exit status: 1 if the stop raised.
+
+    The stop ends whether or not it raised: with no limit, a stop that
+    raised before it was done would otherwise be waited for for ever.
+    """
     done = threading.Event()
+    failed = []
 
     def stop():
-        service.stop()
-        service.wait()
-        done.set()
+        try:
+            service.stop()
+            service.wait()
+        except Exception as exc:
+            LOG.error('The service raised while it stopped: %s', exc,
+                      exc_info=exc)
+            failed.append(exc)
+        finally:
+            done.set()
 
     threading.Thread(target=stop, name='graceful-stop', daemon=True).start()
     if done.wait(timeout or None):
-        return 0
+        return 1 if failed else 0
     LOG.error('Graceful shutdown took longer than %ds; exiting', timeout)
     # The service's threads are still running.
     _exit(1)

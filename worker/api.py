@@ -861,9 +861,11 @@ class OrderAPI:
 
     def resume_many(self, *, order_type=None, since=None, project_id=None,
                     all_projects=False, limit=100, context=None):
-        """Resume up to ``limit`` ERROR orders, those that failed first
-        first; each in a transaction of its own, so that one that cannot
-        be resumed does not stop the others.
+        """Resume up to ``limit`` ERROR orders, those changed least
+        recently first (by ``updated_at``, which the delivery of their
+        events moves past the time they failed); each in a transaction of
+        its own, so that one that cannot be resumed does not stop the
+        others.
 
         :param order_type: only the orders of this type.
         :param since: only the orders that went to ERROR at or after this

@@ -525,8 +525,8 @@ class ResumeOrders(base.Lister):
                            help='Order id, or a unique prefix of one.')
         which.add_argument('--status', type=error_status,
                            help='Resume the orders in this status, those '
-                                'that failed first first: ERROR only (what '
-                                '--project alone resumes too).')
+                                'changed least recently first: ERROR only '
+                                '(what --project alone resumes too).')
         parser.add_argument('--type', dest='order_type',
                             help='With --status or --project: only the '
                                  'orders of this type.')

@@ -246,3 +246,23 @@ def test_a_database_server_down_at_start_is_waited_for(tmp_path):
         daemon.wait_for_log('Retry scheduler started')
     finally:
         assert daemon.stop() == 0
+
+
+def test_the_check_of_a_database_server_down_at_start_tries_once(tmp_path):
+    """Only the daemon's own engine waits out ``[database] max_retries``
+    (oslo.db's "SQL connection failed" lines); the check before it tries
+    one connection, not as many again."""
+    config = _config(tmp_path, database='mysql+pymysql://u:p@127.0.0.1:1/x',
+                     options={'database': {'max_retries': 2,
+                                           'retry_interval': 1}})
+    daemon = processes.Daemon('barbican-retry', config,
+                              tmp_path / 'retry.log').start()
+    try:
+        # Its own engine gives up: start() raises, and it exits.
+        daemon.process.wait(_START_FAILURE_BOUND)
+    finally:
+        daemon.stop()
+    log = daemon.log()
+    checked = log.index('Could not read the schema revision')
+    assert 'SQL connection failed' not in log[:checked]
+    assert log.count('SQL connection failed') == 2

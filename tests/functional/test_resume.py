@@ -194,7 +194,7 @@ def test_failed_orders_are_resumed_in_bulk_by_type_and_limit(
     assert cluster.manage_json('order', 'resume', '--status', 'ERROR',
                                '--since', future) == []
 
-    # Those that failed first, first.
+    # Those changed least recently (updated_at) first.
     first = sorted(failing, key=lambda order_id: (
         workflows.order(database, order_id).updated_at, order_id))
     resumed = cluster.manage_json('order', 'resume', '--status', 'ERROR',

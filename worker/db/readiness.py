@@ -23,6 +23,14 @@ LOG = logging.getLogger(__name__)
 #: The command that creates and upgrades the schema.
 MANAGE = 'barbican-retry-manage'
 
+#: How long the check waits for a server to take its one connection, in
+#: seconds, unless ``[database] connection`` sets ``connect_timeout``.
+CONNECT_TIMEOUT = 5
+
+#: The backends whose drivers (psycopg2, PyMySQL) take a
+#: ``connect_timeout`` in the URL's query.
+_CONNECT_TIMEOUT_BACKENDS = ('postgresql', 'mysql')
+
 
 def sqlite_file(url):
     """The file of a SQLite URL, or None (another database, in memory)."""
@@ -62,7 +70,10 @@ def check(conf, prog):
     connection`` names a database migrated for this code; create nothing.
 
     A database that cannot be reached is no reason to exit: it is logged,
-    and the daemon starts as it would during any outage.
+    and the daemon starts as it would during any outage. The check tries
+    one connection (``_engine_options``), not oslo.db's ``[database]
+    max_retries`` spaced by ``retry_interval``: the daemon's own engine
+    waits that long again, and both run before systemd's start timeout.
     """
     url = conf.database.connection
     hint = 'run: %s' % upgrade_command(conf.config_file)
@@ -91,9 +102,23 @@ def check(conf, prog):
 def _read_schema(conf):
     """``(schema_problem, URL without password)`` of ``[database]
     connection``."""
-    database = db_session.Database.from_conf(conf)
+    url = conf.database.connection
+    database = db_session.Database.from_url(url, **_engine_options(url))
     try:
         return (schema_problem(database.engine),
-                database.engine.url.render_as_string(hide_password=True))
+                sa.engine.make_url(url).render_as_string(hide_password=True))
     finally:
         database.dispose()
+
+
+def _engine_options(url):
+    """The options of the check's engine on ``url``: no connection tested
+    (nor retried) when it is built, and a short ``connect_timeout`` for a
+    server that does not answer (``CONNECT_TIMEOUT``)."""
+    options = {'max_retries': 0}
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() in _CONNECT_TIMEOUT_BACKENDS and \
+            'connect_timeout' not in parsed.query:
+        options['connection_parameters'] = (
+            'connect_timeout=%d' % CONNECT_TIMEOUT)
+    return options

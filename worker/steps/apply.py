@@ -25,7 +25,10 @@ a batch that raises so is written again one result at a time, and that
 result's step fails instead, in a transaction of its own (its kind's
 ``unapplied``: a workflow step's order goes to ERROR, naming the step and
 the error). Only a database outage (``transactions.is_outage``) keeps
-the batch's results to write them again later (``keep``).
+the batch's results to write them again later (``keep``). Only the
+write and its commit feed that fallback: what follows the commit (the
+announcements, the continuations handed over, the casts) never writes a
+committed result again; its failure is logged.
 """
 
 import collections
@@ -83,11 +86,12 @@ class Applier:
         (``GroupCommit``); log and count them, cast the steps they made
         ready.
 
-        A batch that raises, the database being up
+        A batch whose write raises, the database being up
         (``transactions.is_outage``), holds a result that cannot be
         applied: written again one result at a time, each in its own
         transaction, the others go through and that one fails its step
-        (``_apply_alone``). Only a batch that raised pays for it.
+        (``_apply_alone``). Only a batch that raised pays for it. What
+        follows the commit never feeds that fallback (``_after_commit``).
 
         :param continuing: the thread of each item waits for its answer
             and runs what it is handed (``continuation``).
@@ -98,7 +102,7 @@ class Applier:
             the caller keeps the results (``keep``).
         """
         try:
-            return self._apply(items, continuing)
+            written = self._write(items, continuing)
         except Exception as exc:
             if transactions.is_outage(exc):
                 raise
@@ -107,7 +111,8 @@ class Applier:
             LOG.warning('A batch of %d results raised %s: %s; each is '
                         'written again alone', len(items),
                         type(exc).__name__, exc, context=None)
-        return [self._apply_alone(item, continuing) for item in items]
+            return [self._apply_alone(item, continuing) for item in items]
+        return self._after_commit(items, written)
 
     def _apply_alone(self, item, continuing):
         """Write one result ``(run, result)`` in a transaction of its own;
@@ -117,12 +122,13 @@ class Applier:
         cannot be applied, and fails its step (``_unapplied``).
         """
         try:
-            [handed] = self._apply([item], continuing)
+            written = self._write([item], continuing)
         except Exception as exc:
             if not transactions.is_outage(exc):
                 return self._unapplied(item, exc, continuing)
             self._keep_refused(item, exc)
             return []
+        [handed] = self._after_commit([item], written)
         return handed
 
     def _unapplied(self, item, exc, continuing):
@@ -141,11 +147,12 @@ class Applier:
                   'be applied (%s); the step fails', run.step, run.order_id,
                   run.token, error, exc_info=exc, context=run.context)
         try:
-            [handed] = self._apply(
-                [(run, run.kind.unapplied(run, error))], continuing)
+            failed = (run, run.kind.unapplied(run, error))
+            written = self._write([failed], continuing)
         except Exception as failure:
             self._keep_refused(item, failure)
             return []
+        [handed] = self._after_commit([failed], written)
         return handed
 
     def _keep_refused(self, item, exc):
@@ -157,16 +164,16 @@ class Applier:
                   context=run.context)
         self.keep(run, result)
 
-    def _apply(self, items, continuing):
-        """``apply_batch``'s one transaction for every result ``items``.
-        """
+    def _write(self, items, continuing):
+        """``apply_batch``'s one transaction for every result ``items``:
+        ``(decided, woken, claims)`` as ``_write_results`` gives them,
+        once committed."""
         undone = {}
         batched = True
         while True:
             try:
-                decided, woken, claims = self._write_results(
-                    items, undone, batched, continuing)
-                break
+                return self._write_results(items, undone, batched,
+                                           continuing)
             except _Undo as undo:
                 # One result wrote, then found its step or order moved
                 # on: the batch is written again without it, with its
@@ -176,6 +183,35 @@ class Applier:
                 # A step or order of the batch moved on: written again one
                 # result at a time, which finds the result superseded.
                 batched = False
+
+    def _after_commit(self, items, written):
+        """What follows the commit of ``items``, ``written`` as ``_write``
+        gives it: hand over the continuations claimed with it, announce,
+        log and count the results, cast the steps they made ready; the
+        continuations.
+
+        The results are committed: nothing here may write them again. A
+        failure is logged, and what it kept from being cast is left to
+        the retry daemon (``dispatch_deadline_seconds``), as a cast that
+        fails is (``cast``); continuations handed over before it still
+        run.
+        """
+        decided, woken, claims = written
+        continuations, taken = [[] for _ in items], set()
+        try:
+            if claims is not None:
+                continuations, taken = claims.settle(items)
+            self._report_and_cast(items, decided, woken, taken)
+        except Exception as exc:
+            LOG.error('%d result(s) were written, but what follows their '
+                      'commit failed (%s: %s); the retry daemon dispatches '
+                      'the steps they made ready', len(items),
+                      type(exc).__name__, exc, exc_info=exc, context=None)
+        return continuations
+
+    def _report_and_cast(self, items, decided, woken, taken):
+        """Announce, log and count the committed results ``items``; cast
+        the steps they made ready but those ``taken`` (claimed here)."""
         announce.announce_writes(self._announcer, items, decided,
                                  self._clock())
         casts = []
@@ -198,15 +234,12 @@ class Applier:
                       'steps waiting for the resource slots the results '
                       'freed', len(woken))
         casts += woken
-        continuations = [[] for _ in items]
-        if claims is not None:
-            continuations, taken = claims.settle(items)
+        if taken:
             casts = [step for step in casts
                      if (step.order_id, step.step) not in taken]
         if tracing.ENABLED:
             casts = traces.join(casts, items)
         self.cast(casts)
-        return continuations
 
     def keep(self, run, result):
         """Keep a result the database refused, to write it again later.

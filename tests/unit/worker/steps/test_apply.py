@@ -187,3 +187,42 @@ def test_a_result_whose_failure_cannot_be_written_either_is_kept(
     monkeypatch.setattr(kind, 'unapplied', unapplied)
     applies.applier.apply_deferred_results()
     assert _state(database, old)[0].status == models.ERROR
+
+
+def _history(database, order_id):
+    with database.reader() as session, session.begin():
+        return [(run.step, run.result) for run in
+                database.repositories.history.for_order(session, order_id)]
+
+
+@pytest.mark.parametrize('size', [1, 2])
+def test_a_failure_after_the_commit_never_writes_the_results_again(
+        install, monkeypatch, caplog, size):
+    database = memory.InMemoryDatabase()
+    install(Before)
+    applies = Applies(database)
+    order_ids = [_order(database) for _ in range(size)]
+    runs = applies.claim(*order_ids)
+
+    def broken(steps):
+        raise RuntimeError('the cast broke')
+    monkeypatch.setattr(applies.applier, 'cast', broken)
+
+    handed = applies.applier.apply_batch(
+        [(run, base.Completed()) for run in runs], continuing=False)
+
+    # The batch committed once: no result written again alone, none
+    # failed as unapplied, nothing kept to write again.
+    assert handed == [[]] * size
+    assert applies.observed == ['done'] * size
+    for order_id in order_ids:
+        order, steps = _state(database, order_id)
+        assert order.status == models.PENDING
+        assert (steps['first'].status, steps['second'].status) == (
+            models.STEP_DONE, models.STEP_PENDING)
+        assert _history(database, order_id) == [('first', models.RUN_DONE)]
+    [logged] = [record for record in caplog.records
+                if record.levelno == logging.ERROR]
+    assert 'what follows their commit failed' in logged.getMessage()
+    applies.applier.apply_deferred_results()
+    assert applies.observed == ['done'] * size

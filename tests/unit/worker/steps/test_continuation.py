@@ -135,6 +135,29 @@ def test_the_next_steps_run_here_with_no_message_up_to_the_bound():
                  order_id).status == models.ACTIVE
 
 
+def test_a_cast_that_raises_after_the_commit_loses_no_continuation(
+        monkeypatch):
+    database = memory.InMemoryDatabase()
+    worker = Worker(database)
+    _conf_set(worker, 1)
+    order_id = _order(database)
+
+    def broken(steps):
+        raise RuntimeError('the cast broke')
+    monkeypatch.setattr(worker.manager._applier, 'cast', broken)
+
+    worker.run(order_id)
+
+    # second, claimed in first's transaction, still ran here; no result
+    # was written twice (no superseded row), none failed as unapplied.
+    assert worker.continued == [1]
+    assert _history(database, order_id) == [
+        ('first', OWNER, models.RUN_DONE),
+        ('second', OWNER, models.RUN_DONE)]
+    assert _read(database, database.repositories.orders.get,
+                 order_id).status == models.PENDING
+
+
 @pytest.mark.parametrize('worker_of', [
     # Steps wait in the intake: they go first.
     lambda database: Worker(database, room=_taken_room()),
