@@ -106,9 +106,14 @@ class Sender:
 
     def check(self, url):
         """Raise ``targets.RefusedUrl`` if ``url`` may no longer be sent to
-        (the operator narrowed ``allowed_hosts`` since it was accepted)."""
+        (the operator narrowed ``allowed_hosts`` since it was accepted).
+
+        ``url`` is compared canonical with ``endpoints``: a row written
+        before URLs were kept canonical (or one migration 0011 could not
+        canonicalise) holds the text as it was given.
+        """
         group = self._conf.notifications
-        if url not in _endpoints(tuple(group.endpoints)):
+        if targets.canonical(url) not in _endpoints(tuple(group.endpoints)):
             _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
     def send(self, url, payload, keys=()):
