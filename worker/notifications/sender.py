@@ -113,7 +113,7 @@ class Sender:
         canonicalise) holds the text as it was given.
         """
         group = self._conf.notifications
-        if targets.canonical(url) not in _endpoints(tuple(group.endpoints)):
+        if not subscriptions.is_endpoint(group.endpoints, url):
             _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
     def send(self, url, payload, keys=()):
@@ -167,12 +167,6 @@ def _allowed_hosts(entries):
     """``allowed_hosts`` parsed once per value, not at every request (the
     option is read each time: it may change on SIGHUP)."""
     return targets.AllowedHosts.parse(entries)
-
-
-@functools.lru_cache(maxsize=4)
-def _endpoints(entries):
-    """``endpoints`` canonical once per value, as their rows hold them."""
-    return frozenset(subscriptions.endpoints(entries))
 
 
 def _reason(exc):

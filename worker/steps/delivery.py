@@ -151,7 +151,8 @@ def send(database, sender, conf, run, clock, pending=None):
             pending = read_pending(session, database.repositories, conf, [
                 (run.order_id, run.step, run.steps.get(run.step))])[
                     run.order_id, run.step]
-    refused = _refused(pending.target, run, delivered)
+    refused = _refused(pending.target, run, delivered,
+                       conf.notifications.endpoints)
     if refused is not None:
         return refused
     try:
@@ -161,11 +162,16 @@ def send(database, sender, conf, run, clock, pending=None):
     return _post(sender, conf, run, clock, pending, delivered, unseal)
 
 
-def _refused(target, run, delivered):
-    """The ``Paused`` of a run that may not send to its URL, or None."""
+def _refused(target, run, delivered, endpoints):
+    """The ``Paused`` of a run that may not send to its URL, or None.
+
+    :param endpoints: ``[notifications] endpoints``, which every order's
+        events go to whatever their owner.
+    """
     if target is None:
         return Paused(delivered, 'its URL is gone')
-    if not subscriptions.owned_by(target, run.project_id):
+    if not (subscriptions.owned_by(target, run.project_id) or
+            subscriptions.is_endpoint(endpoints, target.url)):
         # Owned since the order named it: its key signs only its
         # project's events.
         return Paused(delivered, 'URL %s belongs to another project'
