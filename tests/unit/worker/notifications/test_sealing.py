@@ -98,6 +98,35 @@ def test_a_worker_refuses_to_start_without_the_key_of_its_secrets(
     sealing.check(_conf(path), database)
 
 
+def test_a_previous_secret_needs_its_key_too(tmp_path):
+    """During a rotation (``--keep-old-for``) the secret replaced still
+    signs: a worker that could not read it would fail its deliveries."""
+    database = memory.InMemoryDatabase()
+    old_key, new_key = sealing.generate_key(), sealing.generate_key()
+    old = _key_file(tmp_path, old_key, name='old')
+    new = _key_file(tmp_path, new_key, name='new')
+    [url_id] = subscriptions.url_ids(database, [deliveries.URL], NOW)
+    store = database.repositories.notifications
+    for path, until in ((old, None), (new, NOW)):
+        with database.session() as session, session.begin():
+            store.set_secret(session, url_id, sealing.from_conf(
+                _conf(path)).seal(SECRET), until, NOW)
+    with pytest.raises(sealing.SealingError, match='does not hold'):
+        sealing.check(_conf(new), database)
+    sealing.check(_conf(_key_file(tmp_path, new_key, old_key, name='both')),
+                  database)
+    # The previous secret the only one stored.
+    with database.session() as session, session.begin():
+        url = store.get_url(session, url_id)
+        assert store.replace_secrets(
+            session, url_id, (url.secret, url.previous_secret),
+            (None, url.previous_secret))
+    with pytest.raises(sealing.SealingError,
+                       match=r'\[notifications\] secret_key_file is not '
+                             r'set, and 1 notification URL'):
+        sealing.check(_conf(), database)
+
+
 def test_a_delivery_signs_with_the_secret_the_token_holds(
         tmp_path, monkeypatch):
     # The deliveries' database: its certificate plugin issues at once.
