@@ -141,3 +141,40 @@ def test_a_delivery_signs_with_the_secret_the_token_holds(
     worker.run(deliveries.DELIVERY, order_id, 0)
 
     assert sender.keys == [[SECRET]]
+
+
+def test_a_key_problem_is_not_the_url_s_failure(tmp_path, monkeypatch,
+                                                caplog):
+    """A secret no configured key opens is the operator's problem: the
+    URL stays available, no failure is counted, the delivery retries
+    (every ``retry_max_seconds``) until the key is there, and an ERROR
+    names the option."""
+    database = deliveries.database.__wrapped__(monkeypatch)
+    path = _key_file(tmp_path, sealing.generate_key())
+    options = {'notifications.max_consecutive_failures': 1,
+               'notifications.retry_max_seconds': 30.0}
+    sender = deliveries.ScriptedSender()
+    order_id = deliveries._order(database)
+    _with_secret(database, sealing.from_conf(_conf(path)).seal(SECRET))
+
+    deliveries.Worker(database, sender, **options).run(
+        deliveries.DELIVERY, order_id, 0)
+
+    assert sender.sent == []
+    url = deliveries._url(database)
+    assert (url.available, url.failures) == (True, 0)
+    step = deliveries._step(database, order_id, deliveries.DELIVERY)
+    assert (step.status, step.failures) == (
+        deliveries.models.STEP_PENDING, 0)
+    assert 'secret_key_file' in step.last_error
+    [retry] = deliveries._retries(database, order_id)
+    assert retry.retry_at == deliveries.NOW + datetime.timedelta(seconds=30)
+    [error] = [record.getMessage() for record in caplog.records
+               if record.levelname == 'ERROR']
+    assert '[notifications] secret_key_file' in error
+
+    # The key given, the retry sends.
+    deliveries.Worker(database, sender, **options, **{
+        'notifications.secret_key_file': path}).run(
+            deliveries.DELIVERY, order_id, step.generation)
+    assert sender.keys == [[SECRET]]
