@@ -312,7 +312,7 @@ class EnableUrl(_OneUrl, base.Lister):
         # holds its row, so every one that stopped is found below.
         url = _change_url(self.app, parsed_args.url,
                           lambda store, session, url_id, at:
-                          store.enable_url(session, url_id, now))
+                          store.enable_url(session, url_id, at))
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0
