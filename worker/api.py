@@ -556,16 +556,19 @@ class OrderAPI:
         urls = self._urls(callback_urls, project_id)
         not_before = _naive_utc(not_before, 'not_before')
         context = context or context_module.new_request()
+        hashes = ((_request_hash(order_type, meta, priority,
+                                 _canonical_urls(callback_urls), not_before),
+                   _request_hash(order_type, meta, priority, callback_urls,
+                                 not_before))
+                  if idempotency_key is not None else (None, None))
         origin = order_rows.Origin(
             project_id=project_id, idempotency_key=idempotency_key,
-            request_hash=(_request_hash(order_type, meta, priority,
-                                        callback_urls, not_before)
-                          if idempotency_key is not None else None),
+            request_hash=hashes[0],
             request_id=context.request_id,
             global_request_id=context.global_request_id,
             schedule_id=schedule_id, trace_context=trace_context)
         if idempotency_key is not None:
-            existing = self._by_key(origin)
+            existing = self._by_key(origin, hashes[1])
             if existing is not None:
                 return [existing]
         now = self.now()
@@ -609,9 +612,15 @@ class OrderAPI:
         return [_order(row, _new_steps(workflow, created.deliveries,
                                        row.not_before))]
 
-    def _by_key(self, origin):
+    def _by_key(self, origin, given_hash=None):
         """The order created with ``origin``'s key, if the same request
-        created it; raises ``IdempotencyConflict`` if another did."""
+        created it; raises ``IdempotencyConflict`` if another did.
+
+        :param given_hash: the request's fingerprint with its URLs as
+            given, which the release before stored (its URLs were not
+            canonical): a retry spelling them the same is the same
+            request.
+        """
         repositories = self._database.repositories
         with self._database.reader() as session:
             row = repositories.orders.find_by_key(
@@ -619,7 +628,7 @@ class OrderAPI:
             order = row and self._read(session, row)
         if row is None:
             return None
-        if row.request_hash != origin.request_hash:
+        if row.request_hash not in (origin.request_hash, given_hash):
             raise IdempotencyConflict(
                 'idempotency key %r of project %s was used for order %s by '
                 'a different request (its type, meta, priority or callback '
@@ -1109,9 +1118,10 @@ def _request_hash(order_type, meta, priority, callback_urls, not_before):
     """A fingerprint of what makes a request the same request: kept with
     the key, compared when the key is used again.
 
-    The caller's callback URLs, not the operator's ``[notifications]
-    endpoints`` that the order gets too: a request retried after the
-    operator changed them is still the same request. ``not_before`` only
+    The caller's callback URLs (canonical: ``_canonical_urls``), not the
+    operator's ``[notifications] endpoints`` that the order gets too: a
+    request retried after the operator changed them is still the same
+    request. ``not_before`` only
     when given, so that the fingerprints of requests without it stay
     those their keys were stored with.
     """
@@ -1121,6 +1131,12 @@ def _request_hash(order_type, meta, priority, callback_urls, not_before):
         request['not_before'] = not_before.isoformat()
     text = json.dumps(request, sort_keys=True, separators=(',', ':'))
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def _canonical_urls(callback_urls):
+    """``callback_urls`` canonical (checked already: none is refused),
+    so that two spellings of one receiver are one request."""
+    return [targets.canonical(url) for url in callback_urls]
 
 
 def _order(row, steps, with_meta=True):

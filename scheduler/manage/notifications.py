@@ -16,6 +16,8 @@ from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
 from scheduler.manage import schedules
+from worker import api
+from worker.common import inputs
 from worker.common import order_actions
 from worker.db import models
 from worker.notifications import events
@@ -131,7 +133,7 @@ def _add_owner_arguments(parser, required):
     """``--project PROJECT`` or ``--global``: who may name the URL."""
     owner = parser.add_mutually_exclusive_group(required=required)
     owner.add_argument(
-        '--project', metavar='PROJECT',
+        '--project', metavar='PROJECT', type=_project,
         help='Only the orders of this project may name the URL: another '
              'project\'s order naming it is refused.')
     owner.add_argument(
@@ -279,6 +281,17 @@ def _reseal(database, sealer, url_id):
                            for value in old)
 
 
+def _project(text):
+    """An argparse type: a project id as the API takes one (1 to
+    ``worker.api.MAX_PROJECT_ID_LENGTH`` characters, no control
+    character): any other could never match an order's."""
+    try:
+        return inputs.check_text(text, 'project_id',
+                                 api.MAX_PROJECT_ID_LENGTH)
+    except inputs.Refused as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _secret(text):
     """An argparse type: a valid ``whsec_`` secret."""
     try:
@@ -299,7 +312,7 @@ class EnableUrl(_OneUrl, base.Lister):
         # holds its row, so every one that stopped is found below.
         url = _change_url(self.app, parsed_args.url,
                           lambda store, session, url_id, at:
-                          store.enable_url(session, url_id, now))
+                          store.enable_url(session, url_id, at))
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0

@@ -348,29 +348,45 @@ _URLS_0010 = sa.table(
     sa.column('updated_at', models.Timestamp))
 
 
-def _url_0010(url_id, secret, now):
-    return dict(id=url_id, url='https://hooks.example.org/%d' % url_id,
-                url_hash=models.url_hash('https://hooks.example.org/%d'
-                                         % url_id),
+def _url_0010(url_id, secret, now, url=None):
+    url = url or 'https://hooks.example.org/%d' % url_id
+    return dict(id=url_id, url=url, url_hash=models.url_hash(url),
                 available=True, failures=0, secret=secret, created_at=now,
                 updated_at=now)
+
+
+# URLs as the release before kept them, as given: {id: (url, after 0011)}.
+_SPELLINGS = {
+    # The operator's endpoint, with its secret: canonical in place.
+    5: ('http://Hooks.Internal:8080', 'http://hooks.internal:8080/'),
+    # Row 1's URL spelt another way: left as it is.
+    6: ('HTTPS://hooks.example.org:443/1#',) * 2,
+    # Refused now (a host the resolver reads as 127.0.0.1): left.
+    7: ('http://127.1/hook', 'http://127.1/hook'),
+    # Two spellings of one URL no row has: the first takes it.
+    8: ('http://B.example.org', 'http://b.example.org/'),
+    9: ('http://b.example.org:80', 'http://b.example.org:80'),
+}
 
 
 def test_0011_gives_a_url_with_a_secret_the_project_of_its_orders(
         database_url):
     """A URL with a secret whose orders are all of one project becomes
     that project's; of several projects, or of none, it stays global;
-    without a secret, anyone's."""
+    without a secret, anyone's. Each URL is made canonical in place,
+    unless it is refused now or another row has its canonical text."""
     engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
     migration.upgrade(engine, '0010')
     now = datetime.datetime.utcnow().replace(microsecond=0)
     certificate = order_types.get('certificate')
     with sa_orm.Session(engine) as session, session.begin():
         subscribed = {1: ['tenant-a', 'tenant-a'], 2: ['tenant-a', 'b'],
-                      3: [], 4: ['tenant-a']}
+                      3: [], 4: ['tenant-a'], 5: ['tenant-e']}
         session.execute(sa.insert(_URLS_0010), [
             _url_0010(1, 'whsec_1', now), _url_0010(2, 'whsec_2', now),
-            _url_0010(3, 'whsec_3', now), _url_0010(4, None, now)])
+            _url_0010(3, 'whsec_3', now), _url_0010(4, None, now)] + [
+            _url_0010(url_id, 'whsec_5' if url_id == 5 else None, now, url)
+            for url_id, (url, _) in _SPELLINGS.items()])
         for url_id, projects in subscribed.items():
             for project in projects:
                 order = orders.create(session, certificate, {}, now,
@@ -382,8 +398,15 @@ def test_0011_gives_a_url_with_a_secret_the_project_of_its_orders(
     with engine.connect() as connection:
         owners = dict(connection.execute(sa.text(
             'SELECT id, project_id FROM notification_urls')).all())
+        urls = {url_id: (url, url_hash) for url_id, url, url_hash in
+                connection.execute(sa.text(
+                    'SELECT id, url, url_hash FROM notification_urls '
+                    'WHERE id >= 5'))}
     engine.dispose()
-    assert owners == {1: 'tenant-a', 2: None, 3: None, 4: None}
+    assert owners == {1: 'tenant-a', 2: None, 3: None, 4: None,
+                      5: 'tenant-e', 6: None, 7: None, 8: None, 9: None}
+    assert urls == {url_id: (after, models.url_hash(after))
+                    for url_id, (_, after) in _SPELLINGS.items()}
 
 
 # Revision 0012: project ids and keys compared exactly on MySQL/MariaDB.

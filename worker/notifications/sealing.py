@@ -163,6 +163,9 @@ def check(conf, database):
     """At start: refuse to go on while the database holds URL secrets
     that this process could not read.
 
+    A URL's previous secret counts as its secret does: during a rotation
+    it signs too, and ``notification key rotate`` re-encrypts it.
+
     :raises SealingError: naming ``OPTION``: a secret exists and the
         option is unset, or its file cannot be read, or a stored token is
         under no key of the file.
@@ -170,14 +173,17 @@ def check(conf, database):
     sealer = from_conf(conf)
     store = database.repositories.notifications
     with database.reader() as session:
-        urls = [url for url in store.list_urls(session)
-                if url.secret is not None]
-    if not urls:
+        stored = [[value for value in (url.secret, url.previous_secret)
+                   if value is not None]
+                  for url in store.list_urls(session)]
+    stored = [values for values in stored if values]
+    if not stored:
         return
     if sealer is None:
         raise SealingError(
             '%s is not set, and %d notification URL(s) have a secret of '
             'their own: set it to the key file their secrets are '
-            'encrypted under' % (OPTION, len(urls)))
-    for url in urls:
-        sealer.unseal(url.secret)
+            'encrypted under' % (OPTION, len(stored)))
+    for values in stored:
+        for value in values:
+            sealer.unseal(value)

@@ -106,9 +106,14 @@ class Sender:
 
     def check(self, url):
         """Raise ``targets.RefusedUrl`` if ``url`` may no longer be sent to
-        (the operator narrowed ``allowed_hosts`` since it was accepted)."""
+        (the operator narrowed ``allowed_hosts`` since it was accepted).
+
+        ``url`` is compared canonical with ``endpoints``: a row written
+        before URLs were kept canonical (or one migration 0011 could not
+        canonicalise) holds the text as it was given.
+        """
         group = self._conf.notifications
-        if url not in _endpoints(tuple(group.endpoints)):
+        if not subscriptions.is_endpoint(group.endpoints, url):
             _allowed_hosts(tuple(group.allowed_hosts)).check(url)
 
     def send(self, url, payload, keys=()):
@@ -162,12 +167,6 @@ def _allowed_hosts(entries):
     """``allowed_hosts`` parsed once per value, not at every request (the
     option is read each time: it may change on SIGHUP)."""
     return targets.AllowedHosts.parse(entries)
-
-
-@functools.lru_cache(maxsize=4)
-def _endpoints(entries):
-    """``endpoints`` canonical once per value, as their rows hold them."""
-    return frozenset(subscriptions.endpoints(entries))
 
 
 def _reason(exc):

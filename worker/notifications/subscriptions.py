@@ -2,8 +2,12 @@
 
 A URL with a secret of its own may belong to a project
 (``notification_urls.project_id``): only that project's orders may name
-it, so that its key signs only that project's events.
+it, so that its key signs only that project's events. The operator's
+``[notifications] endpoints`` receive every project's events whatever
+their owner: an owner matters to one only once it is no longer listed.
 """
+
+import functools
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -34,7 +38,8 @@ def urls_for_order(conf, callback_urls=(), database=None, project_id=None):
             if url not in urls:
                 urls.append(url)
         if database is not None:
-            check_owners(database, urls, project_id)
+            check_owners(database, [url for url in urls if not is_endpoint(
+                group.endpoints, url)], project_id)
     for url in endpoints(group.endpoints):
         if url not in urls:
             urls.append(url)
@@ -47,8 +52,8 @@ def check_owners(database, urls, project_id):
 
     A URL with a secret of its own signs what its receiver trusts: an
     order of another project naming it would have its events signed with
-    that key. The operator's ``endpoints`` are not checked: they are the
-    operator's choice.
+    that key. The caller leaves out the operator's ``endpoints``
+    (``is_endpoint``): they get every order's events anyway.
 
     :raises ForeignUrl: naming the URL.
     """
@@ -73,6 +78,24 @@ def endpoints(entries):
     """``[notifications] endpoints``, each URL canonical
     (``targets.canonical``), as a callback URL naming one is."""
     return [targets.canonical(url) for url in entries]
+
+
+def is_endpoint(entries, url):
+    """True if ``url`` is one of ``entries`` (``[notifications]
+    endpoints``), both compared canonical: a row written before URLs were
+    kept canonical holds the text as it was given. A URL refused now is
+    none."""
+    try:
+        return targets.canonical(url) in _endpoint_set(tuple(entries))
+    except targets.RefusedUrl:
+        return False
+
+
+@functools.lru_cache(maxsize=4)
+def _endpoint_set(entries):
+    """``endpoints`` once per value of the option, not at each request
+    (it is read each time: it may change on SIGHUP)."""
+    return frozenset(endpoints(entries))
 
 
 def url_ids(database, urls, now):

@@ -64,8 +64,8 @@ def parse(url):
     """Return ``url`` as a ``Target``.
 
     :raises RefusedUrl: not an http(s) URL naming a DNS name or an IP
-        literal, without credentials or fragment, of at most
-        ``MAX_URL_LENGTH`` characters.
+        literal, without credentials or a non-empty fragment (an empty
+        one is dropped), of at most ``MAX_URL_LENGTH`` characters.
     """
     if not isinstance(url, str) or not url:
         raise RefusedUrl('a callback URL must be a non-empty string')

@@ -19,7 +19,10 @@ written under the order's row lock, which every writer of events holds:
   the delivery WAITING, its events kept;
 - its URL is unavailable: WAITING, until ``notification url enable``;
 - its URL belongs to another project than its order's (made so after the
-  order named it): WAITING, nothing sent, whatever the URL's state.
+  order named it): WAITING, nothing sent, whatever the URL's state;
+- its URL's secret cannot be read (``sealing.SealingError``: the
+  operator's key file, not the URL): retried after ``retry_max_seconds``,
+  no failure counted against the URL or the delivery, an ERROR logged.
 
 Each run leaves a row in its order's history (``writes.RecordRun``):
 ``done`` when the delivery is DONE, ``retry`` otherwise, with the error
@@ -59,6 +62,22 @@ class Sent:
     delivered: int
     sent: int = 0
     failure: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyMissing:
+    """The run could not read its URL's secret (``sealing.SealingError``):
+    the operator's ``[notifications] secret_key_file`` is at fault, not
+    the URL.
+
+    :param delivered: the sequence of the last event acknowledged.
+    :param reason: the error, which names the option.
+    :param sent: events acknowledged by this run before it.
+    """
+
+    delivered: int
+    reason: str
+    sent: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +156,8 @@ def policy(conf):
 
 
 def send(database, sender, conf, run, clock, pending=None):
-    """Send the delivery's next events; returns ``Sent`` or ``Paused``.
+    """Send the delivery's next events; returns ``Sent``, ``Paused`` or
+    ``KeyMissing``.
 
     Stops at the first failure, after ``events_per_run`` events, or when
     one more request could outlast the run's lease.
@@ -151,21 +171,27 @@ def send(database, sender, conf, run, clock, pending=None):
             pending = read_pending(session, database.repositories, conf, [
                 (run.order_id, run.step, run.steps.get(run.step))])[
                     run.order_id, run.step]
-    refused = _refused(pending.target, run, delivered)
+    refused = _refused(pending.target, run, delivered,
+                       conf.notifications.endpoints)
     if refused is not None:
         return refused
     try:
         unseal = sealing.unsealer(conf)
     except sealing.SealingError as exc:
-        return Sent(delivered, 0, str(exc))
+        return KeyMissing(delivered, str(exc))
     return _post(sender, conf, run, clock, pending, delivered, unseal)
 
 
-def _refused(target, run, delivered):
-    """The ``Paused`` of a run that may not send to its URL, or None."""
+def _refused(target, run, delivered, endpoints):
+    """The ``Paused`` of a run that may not send to its URL, or None.
+
+    :param endpoints: ``[notifications] endpoints``, which every order's
+        events go to whatever their owner.
+    """
     if target is None:
         return Paused(delivered, 'its URL is gone')
-    if not subscriptions.owned_by(target, run.project_id):
+    if not (subscriptions.owned_by(target, run.project_id) or
+            subscriptions.is_endpoint(endpoints, target.url)):
         # Owned since the order named it: its key signs only its
         # project's events.
         return Paused(delivered, 'URL %s belongs to another project'
@@ -176,7 +202,8 @@ def _refused(target, run, delivered):
 
 
 def _post(sender, conf, run, clock, pending, delivered, unseal):
-    """Post the events of ``pending`` one after the other; ``Sent``.
+    """Post the events of ``pending`` one after the other; ``Sent``, or
+    ``KeyMissing`` if a secret of the URL cannot be read.
 
     :param unseal: reads the URL's stored secrets (``sealing``).
     """
@@ -195,7 +222,7 @@ def _post(sender, conf, run, clock, pending, delivered, unseal):
         try:
             keys = signing.keys(target, clock(), group.secret, unseal)
         except sealing.SealingError as exc:
-            return Sent(delivered, sent, str(exc))
+            return KeyMissing(delivered, str(exc), sent)
         failure = sender.send(target.url, body, keys)
         if failure is not None:
             return Sent(delivered, sent, '%s (event %d, after %.1fs)' % (
@@ -263,6 +290,11 @@ class DeliveryKind:
                 LOG.warning('Delivery %s of order %s: %s', run.step,
                             run.order_id, result.failure)
             self._observe_delivery(result.sent, result.failure is not None)
+        elif isinstance(result, KeyMissing):
+            LOG.error('Delivery %s of order %s cannot sign its events, '
+                      'its URL is not at fault; check %s: %s', run.step,
+                      run.order_id, sealing.OPTION, result.reason)
+            self._observe_delivery(result.sent, False)
         return result
 
     def unapplied(self, run, error):
@@ -323,6 +355,8 @@ class _Decider:
         url = ()
         if result.sent:
             url = (writes.UrlSucceeded(self._url_id),)
+        if isinstance(result, KeyMissing):
+            return self._key_missing(result, url)
         if result.failure is not None:
             return self._failed(result, url)
         if last > result.delivered:
@@ -379,6 +413,22 @@ class _Decider:
                         retry_at.isoformat(), result.failure),
             url + self._record(result, models.STEP_PENDING, failures,
                                result.failure) +
+            (writes.AddRetryRow.of(run, run.step, run.token, retry_at,
+                                   failures),))
+
+    def _key_missing(self, result, url):
+        """Retried at the back-off's ceiling, without a failure: the key
+        file, once fixed, is read again by the next run."""
+        run = self._run
+        failures = 0 if result.sent else run.failures
+        retry_at = self._now + datetime.timedelta(
+            seconds=self._conf.notifications.retry_max_seconds)
+        return runs.Decision(
+            runs.RETRY, 'delivery %s: %d sent, then its URL\'s secret could '
+            'not be read, again at %s: %s' % (
+                run.step, result.sent, retry_at.isoformat(), result.reason),
+            url + self._record(result, models.STEP_PENDING, failures,
+                               result.reason) +
             (writes.AddRetryRow.of(run, run.step, run.token, retry_at,
                                    failures),))
 

@@ -172,7 +172,7 @@ class Decision:
 
 #: What a run gives its kind's decision: an order type's or plugin's
 #: result, a precheck's ``GiveUp``, a raised ``StepError``, or a
-#: delivery's ``Sent`` or ``Paused``.
+#: delivery's ``Sent``, ``Paused`` or ``KeyMissing``.
 Outcome = typing.Any
 
 

@@ -135,6 +135,37 @@ def test_the_same_request_after_the_operator_changed_the_endpoints(
     assert _count(database) == 1
 
 
+@pytest.mark.parametrize('spelling', [
+    'HTTPS://Hooks.Example.org:443/x#',
+    'https://hooks.example.org./x',
+])
+def test_the_same_key_with_another_spelling_of_its_urls_is_the_same(
+        orders, database, spelling):
+    """One receiver, one request: URLs are compared canonical."""
+    first = orders.create('certificate', META, project_id=PROJECT,
+                          idempotency_key='k1',
+                          callback_urls=['https://hooks.example.org/x'])
+    assert orders.create('certificate', META, project_id=PROJECT,
+                         idempotency_key='k1',
+                         callback_urls=[spelling]).id == first.id
+    assert _count(database) == 1
+
+
+def test_a_key_stored_by_the_release_before_canonical_urls_still_matches(
+        orders, database, monkeypatch):
+    """Its fingerprint holds the URLs as they were given: a retry
+    spelling them the same is still the same request."""
+    spelling = ['HTTPS://Hooks.Example.org:443/x']
+    with monkeypatch.context() as before:
+        before.setattr(api, '_canonical_urls', lambda urls: urls)
+        first = orders.create('certificate', META, project_id=PROJECT,
+                              idempotency_key='k1', callback_urls=spelling)
+    assert orders.create('certificate', META, project_id=PROJECT,
+                         idempotency_key='k1',
+                         callback_urls=spelling).id == first.id
+    assert _count(database) == 1
+
+
 def test_the_same_key_in_another_project_is_another_order(orders):
     first = orders.create('certificate', META, project_id=PROJECT,
                           idempotency_key='k1')

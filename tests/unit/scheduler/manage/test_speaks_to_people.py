@@ -12,9 +12,11 @@ import json
 import pytest
 
 from worker.db import orders
+from worker.notifications import sealing
 from worker import order_types
 
 PROG = 'barbican-retry-manage'
+URL = 'https://hooks.example.org/orders'
 
 
 def _orders(operator, count, project='default', failed=False):
@@ -192,3 +194,32 @@ def test_order_resume_project_resumes_that_projects_error_orders(
         sorted(mine)
     assert {order['status'] for order in json.loads(result.stdout)} == {
         'PENDING'}
+
+
+@pytest.mark.parametrize('project, why', [
+    ('p' * 65, 'not 65 characters'),
+    ('tenant\x1b[2K', r"character 6 is '\x1b'"),
+])
+@pytest.mark.parametrize('command', ['set-owner', 'set-secret'])
+def test_a_url_s_project_is_checked_as_the_api_checks_one(
+        operator, tmp_path, command, project, why):
+    """What ``--project`` stores decides whose orders may name the URL:
+    it is refused as the API refuses a project id it could never match.
+    """
+    keys = tmp_path / 'keys'
+    keys.write_text(sealing.generate_key() + '\n')
+    with operator.config.open('a') as config:
+        config.write('[notifications]\nsecret_key_file = %s\n' % keys)
+    with operator.database.session() as session, session.begin():
+        operator.database.repositories.notifications.add_url(
+            session, URL, datetime.datetime.utcnow())
+
+    result = operator.manage('notification', 'url', command, URL,
+                             '--project', project)
+
+    assert result.returncode == 2, result.stderr
+    assert 'argument --project: project_id must be' in result.stderr
+    assert why in result.stderr
+    with operator.database.reader() as session:
+        assert operator.database.repositories.notifications.find_url(
+            session, URL).project_id is None

@@ -79,3 +79,32 @@ def test_a_delivery_to_a_url_another_project_took_sends_nothing(database):
     assert 'belongs to another project' in step.last_error
     # The URL is available: still no reason to go on.
     assert worker.client.casts == []
+
+
+def test_an_endpoint_with_an_owner_still_gets_every_project_s_events(
+        database, client, conf):
+    """``[notifications] endpoints`` receive every order's events: an
+    owner given to one (``set-owner``, or inferred by migration 0011)
+    neither refuses another project's order naming it nor pauses its
+    delivery."""
+    conf.set_override('endpoints', [HOOK], 'notifications')
+    _own(database, HOOK, 'tenant-a')
+    orders = api.OrderAPI(database, conf, rpcapi.WorkerAPI(client),
+                          now=lambda: NOW)
+    order = orders.create('certificate', {}, project_id='tenant-b',
+                          callback_urls=[HOOK])
+    assert 'notify:1' in [step.name for step in order.steps]
+
+
+def test_a_delivery_to_an_endpoint_another_project_owns_is_sent(database):
+    sender = deliveries.ScriptedSender()
+    worker = deliveries.Worker(database, sender, **{
+        'notifications.endpoints': [deliveries.URL]})
+    order_id = deliveries._order(database)
+    _own(database, deliveries.URL, 'someone-else')
+
+    worker.run(deliveries.DELIVERY, order_id, 0)
+
+    assert sender.sequences() == [1]
+    step = deliveries._step(database, order_id, deliveries.DELIVERY)
+    assert step.status == deliveries.models.STEP_DONE

@@ -98,6 +98,35 @@ def test_a_worker_refuses_to_start_without_the_key_of_its_secrets(
     sealing.check(_conf(path), database)
 
 
+def test_a_previous_secret_needs_its_key_too(tmp_path):
+    """During a rotation (``--keep-old-for``) the secret replaced still
+    signs: a worker that could not read it would fail its deliveries."""
+    database = memory.InMemoryDatabase()
+    old_key, new_key = sealing.generate_key(), sealing.generate_key()
+    old = _key_file(tmp_path, old_key, name='old')
+    new = _key_file(tmp_path, new_key, name='new')
+    [url_id] = subscriptions.url_ids(database, [deliveries.URL], NOW)
+    store = database.repositories.notifications
+    for path, until in ((old, None), (new, NOW)):
+        with database.session() as session, session.begin():
+            store.set_secret(session, url_id, sealing.from_conf(
+                _conf(path)).seal(SECRET), until, NOW)
+    with pytest.raises(sealing.SealingError, match='does not hold'):
+        sealing.check(_conf(new), database)
+    sealing.check(_conf(_key_file(tmp_path, new_key, old_key, name='both')),
+                  database)
+    # The previous secret the only one stored.
+    with database.session() as session, session.begin():
+        url = store.get_url(session, url_id)
+        assert store.replace_secrets(
+            session, url_id, (url.secret, url.previous_secret),
+            (None, url.previous_secret))
+    with pytest.raises(sealing.SealingError,
+                       match=r'\[notifications\] secret_key_file is not '
+                             r'set, and 1 notification URL'):
+        sealing.check(_conf(), database)
+
+
 def test_a_delivery_signs_with_the_secret_the_token_holds(
         tmp_path, monkeypatch):
     # The deliveries' database: its certificate plugin issues at once.
@@ -111,4 +140,41 @@ def test_a_delivery_signs_with_the_secret_the_token_holds(
 
     worker.run(deliveries.DELIVERY, order_id, 0)
 
+    assert sender.keys == [[SECRET]]
+
+
+def test_a_key_problem_is_not_the_url_s_failure(tmp_path, monkeypatch,
+                                                caplog):
+    """A secret no configured key opens is the operator's problem: the
+    URL stays available, no failure is counted, the delivery retries
+    (every ``retry_max_seconds``) until the key is there, and an ERROR
+    names the option."""
+    database = deliveries.database.__wrapped__(monkeypatch)
+    path = _key_file(tmp_path, sealing.generate_key())
+    options = {'notifications.max_consecutive_failures': 1,
+               'notifications.retry_max_seconds': 30.0}
+    sender = deliveries.ScriptedSender()
+    order_id = deliveries._order(database)
+    _with_secret(database, sealing.from_conf(_conf(path)).seal(SECRET))
+
+    deliveries.Worker(database, sender, **options).run(
+        deliveries.DELIVERY, order_id, 0)
+
+    assert sender.sent == []
+    url = deliveries._url(database)
+    assert (url.available, url.failures) == (True, 0)
+    step = deliveries._step(database, order_id, deliveries.DELIVERY)
+    assert (step.status, step.failures) == (
+        deliveries.models.STEP_PENDING, 0)
+    assert 'secret_key_file' in step.last_error
+    [retry] = deliveries._retries(database, order_id)
+    assert retry.retry_at == deliveries.NOW + datetime.timedelta(seconds=30)
+    [error] = [record.getMessage() for record in caplog.records
+               if record.levelname == 'ERROR']
+    assert '[notifications] secret_key_file' in error
+
+    # The key given, the retry sends.
+    deliveries.Worker(database, sender, **options, **{
+        'notifications.secret_key_file': path}).run(
+            deliveries.DELIVERY, order_id, step.generation)
     assert sender.keys == [[SECRET]]

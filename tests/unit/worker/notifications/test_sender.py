@@ -165,6 +165,21 @@ def test_a_url_no_longer_allowed_is_not_requested(serve):
     assert server.requests == []
 
 
+def test_an_endpoint_stored_as_given_before_urls_were_canonical_is_sent_to(
+        serve):
+    # A row of the release before holds the URL as the operator wrote it
+    # (no trailing slash); [notifications] endpoints are compared
+    # canonical, so that row is still the operator's endpoint, whatever
+    # allowed_hosts says.
+    server = serve(_status(204))
+    stored = server.url[:-len('/hook')]
+    assert _sender(**{'notifications.allowed_hosts': [],
+                      'notifications.endpoints': [stored]}
+                   ).send(stored, EVENT) is None
+    [(path, _, _)] = server.requests
+    assert path == '/'
+
+
 def test_a_url_with_its_own_secret_gets_no_header_under_the_shared_one(
         serve):
     # The deprecated header under [notifications] secret would let any
