@@ -146,8 +146,9 @@ def check_meta(meta: object, max_bytes: int, max_depth: int) -> None:
 
     Walked without recursion, its size counted as it goes (a lower bound
     of its serialized size), so that a huge or deep value is refused
-    after reading about ``max_bytes`` of it, and a value that contains
-    itself after ``max_depth`` levels.
+    after reading about ``max_bytes`` of it (a string too long for what
+    is left is refused by its length, before its characters are read),
+    and a value that contains itself after ``max_depth`` levels.
 
     :raises NotJSON: a value of another kind (its path names it).
     :raises TooLarge: too deep or too large.
@@ -156,6 +157,10 @@ def check_meta(meta: object, max_bytes: int, max_depth: int) -> None:
     pending: list[tuple[object, str, int]] = [(meta, '$', 1)]
     while pending:
         value, path, depth = pending.pop()
+        # A string's length first: a lower bound of its size that costs
+        # nothing, where its characters' scan costs a pass over them all.
+        if isinstance(value, str) and size + len(value) + 2 > max_bytes:
+            raise _too_large(max_bytes)
         size += _size_of(value, path)
         if size > max_bytes:
             raise _too_large(max_bytes)
