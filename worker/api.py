@@ -73,7 +73,8 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'OrderNotCancellable',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
-           'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY']
+           'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
+           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS']
 
 PENDING = models.PENDING
 ACTIVE = models.ACTIVE
@@ -94,11 +95,11 @@ MAX_PRIORITY = models.MAX_PRIORITY
 
 #: The longest project id, idempotency key, order id (or schedule id),
 #: order type name and callback URL; the first four are their columns'.
-MAX_PROJECT_ID_LENGTH = 64
+MAX_PROJECT_ID_LENGTH = inputs.MAX_PROJECT_ID_LENGTH
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
-MAX_ORDER_ID_LENGTH = 36
+MAX_ORDER_ID_LENGTH = inputs.MAX_ORDER_ID_LENGTH
 MAX_ORDER_TYPE_LENGTH = 32
-MAX_URL_LENGTH = 2048
+MAX_URL_LENGTH = targets.MAX_URL_LENGTH
 #: The longest reason of a cancel, and request id of a context.
 MAX_REASON_LENGTH = 1000
 MAX_REQUEST_ID_LENGTH = 64
@@ -672,12 +673,13 @@ class OrderAPI:
         :raises InvalidProjectScope: neither ``project_id`` nor
             ``all_projects=True``, or both.
         """
-        return self._get(order_id, _scope(project_id, all_projects))
+        return self._get(order_id,
+                         checked(inputs.scope, project_id, all_projects))
 
     def _get(self, order_id, scope):
         """``get`` in ``scope`` (a project id, or None for every
         project)."""
-        _check_order_id(order_id)
+        checked(inputs.check_order_id, order_id)
         with self._database.reader() as session:
             row = self._database.repositories.orders.get(session, order_id)
             if row is None or scope not in (None, row.project_id):
@@ -700,7 +702,7 @@ class OrderAPI:
         :raises AmbiguousOrderId: several do.
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
+        scope = checked(inputs.scope, project_id, all_projects)
         with self._database.reader() as session:
             found = self._full_id(session, order_id, scope)
         return self._get(found, scope)
@@ -709,7 +711,7 @@ class OrderAPI:
         """The id of the one order (of ``scope``, a project id or None)
         whose id is or starts with ``order_id``; raises as ``find``
         does."""
-        _check_order_id(order_id)
+        checked(inputs.check_order_id, order_id)
         found = self._database.repositories.orders.ids_starting_with(
             session, order_id, scope)
         if order_id in found or len(found) == 1:
@@ -730,7 +732,7 @@ class OrderAPI:
         :raises AmbiguousOrderId: the prefix starts several ids.
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
+        scope = checked(inputs.scope, project_id, all_projects)
         repositories = self._database.repositories
         with self._database.reader() as session:
             rows = repositories.history.for_order(
@@ -750,7 +752,7 @@ class OrderAPI:
             status is not one, or the marker is no order (of the project).
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
+        scope = checked(inputs.scope, project_id, all_projects)
         _check_limit(limit)
         if status is not None and status not in models.ORDER_STATUSES:
             raise InvalidRequest('status must be one of %s, not %s'
@@ -759,7 +761,7 @@ class OrderAPI:
         if order_type is not None:
             _check_text(order_type, 'order_type', MAX_ORDER_TYPE_LENGTH)
         if marker is not None:
-            _check_order_id(marker, 'marker')
+            checked(inputs.check_order_id, marker, 'marker')
         repositories = self._database.repositories
         with self._database.reader() as session:
             after = None
@@ -788,8 +790,9 @@ class OrderAPI:
         :raises OrderNotCancellable: the order is ACTIVE or ERROR.
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
-        _check_text(reason, 'reason', MAX_REASON_LENGTH, controls=True)
+        scope = checked(inputs.scope, project_id, all_projects)
+        _check_text(reason, 'reason', MAX_REASON_LENGTH,
+                    allow_controls=True)
         order = self._get(order_id, scope)
         if order.status in (CANCELLING, CANCELLED):
             return order
@@ -835,7 +838,7 @@ class OrderAPI:
         :raises OrderNotResumable: the order is not ERROR.
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
+        scope = checked(inputs.scope, project_id, all_projects)
         _check_context(context)
         return self._resume(order_id, scope, context)
 
@@ -888,7 +891,7 @@ class OrderAPI:
             ``since`` is not a time.
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
+        scope = checked(inputs.scope, project_id, all_projects)
         _check_limit(limit)
         _check_context(context)
         if order_type is not None:
@@ -937,7 +940,7 @@ class OrderAPI:
         :raises OutOfBounds: ``timeout`` is not such a number.
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = _scope(project_id, all_projects)
+        scope = checked(inputs.scope, project_id, all_projects)
         with _checking():
             timeout = inputs.check_seconds(timeout, 'timeout',
                                            MAX_WAIT_SECONDS)
@@ -1031,21 +1034,34 @@ def _check_start(not_before, now):
 def _checking():
     """Turn a ``worker.common.inputs.Refused`` into this module's error:
     ``InvalidMeta`` (rule ``json``) for metadata that is not JSON,
-    ``InvalidCharacters`` or ``OutOfBounds``."""
+    ``InvalidCharacters``, ``InvalidProjectScope`` or ``OutOfBounds``."""
     try:
         yield
     except inputs.NotJSON as exc:
         raise InvalidMeta(exc.field, 'json', str(exc)) from None
     except inputs.BadCharacters as exc:
         raise InvalidCharacters(str(exc), exc.field, exc.bound) from None
+    except inputs.BadScope as exc:
+        raise InvalidProjectScope(str(exc)) from None
     except inputs.Refused as exc:
         raise OutOfBounds(str(exc), exc.field, exc.bound) from None
 
 
-def _check_text(value, field, max_length, controls=False):
-    """``inputs.check_text`` with this module's errors."""
+def checked(check, *arguments):
+    """``check(*arguments)``, a check of ``worker.common.inputs``, its
+    refusal raised as this module's error (``InvalidRequest`` kinds).
+
+    Not part of the stable API: the checks that ``worker.schedule_api``
+    shares with this module go through it.
+    """
     with _checking():
-        return inputs.check_text(value, field, max_length, controls)
+        return check(*arguments)
+
+
+def _check_text(value, field, max_length, allow_controls=False):
+    """``inputs.check_text`` with this module's errors."""
+    return checked(inputs.check_text, value, field, max_length,
+                   allow_controls)
 
 
 def _check_project(project_id):
@@ -1056,31 +1072,6 @@ def _check_key(idempotency_key):
     if idempotency_key is not None:
         _check_text(idempotency_key, 'idempotency_key',
                     MAX_IDEMPOTENCY_KEY_LENGTH)
-
-
-def _check_order_id(order_id, field='order_id'):
-    """An order id, or a prefix of one (``find``)."""
-    _check_text(order_id, field, MAX_ORDER_ID_LENGTH)
-
-
-def _scope(project_id, all_projects):
-    """The project a read or change is limited to, or None for every
-    project: one of ``project_id`` and ``all_projects=True``, never
-    neither (a caller that forgot its project must not see every
-    project's orders) nor both."""
-    if all_projects is not True and all_projects is not False:
-        raise InvalidProjectScope('all_projects must be True or False, '
-                                  'not %s' % type(all_projects).__name__)
-    if all_projects:
-        if project_id is not None:
-            raise InvalidProjectScope('give project_id or '
-                                      'all_projects=True, not both')
-        return None
-    if project_id is None:
-        raise InvalidProjectScope('project_id is required (or '
-                                  'all_projects=True for every project)')
-    _check_project(project_id)
-    return project_id
 
 
 def _check_meta(workflow, meta, conf):

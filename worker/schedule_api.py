@@ -26,6 +26,7 @@ import datetime
 import typing
 
 from worker import api
+from worker.common import inputs
 from worker.common import ticks
 
 __all__ = ['ScheduleAPI', 'Schedule', 'ScheduleNotFound', 'InvalidSchedule',
@@ -148,11 +149,10 @@ class ScheduleAPI:
         :raises worker.api.InvalidProjectScope: neither ``project_id``
             nor ``all_projects=True``, or both.
         """
-        return self._get(schedule_id,
-                         api._scope(project_id, all_projects))
+        return self._get(schedule_id, _scope(project_id, all_projects))
 
     def _get(self, schedule_id, scope):
-        api._check_order_id(schedule_id, 'schedule_id')
+        api.checked(inputs.check_order_id, schedule_id, 'schedule_id')
         with self._database.reader() as session:
             row = self._database.repositories.schedules.get(session,
                                                             schedule_id)
@@ -166,7 +166,7 @@ class ScheduleAPI:
 
         :raises worker.api.InvalidProjectScope: as ``get``.
         """
-        scope = api._scope(project_id, all_projects)
+        scope = _scope(project_id, all_projects)
         with self._database.reader() as session:
             return [_schedule(row) for row in
                     self._database.repositories.schedules.list_schedules(
@@ -179,7 +179,7 @@ class ScheduleAPI:
         :raises ScheduleNotFound: no such schedule (in ``project_id``).
         :raises worker.api.InvalidProjectScope: as ``get``.
         """
-        self._get(schedule_id, api._scope(project_id, all_projects))
+        self._get(schedule_id, _scope(project_id, all_projects))
         with self._database.session() as session, session.begin():
             if not self._database.repositories.schedules.delete(
                     session, schedule_id):
@@ -202,7 +202,7 @@ class ScheduleAPI:
         if not isinstance(tick, datetime.datetime):
             raise api.InvalidRequest('tick must be a datetime, not %s'
                                      % type(tick).__name__)
-        api._check_order_id(schedule.id, 'schedule.id')
+        api.checked(inputs.check_order_id, schedule.id, 'schedule.id')
         # NOTE: the front door's own create, with the schedule's id,
         # which ``create`` does not take from a caller.
         [order] = self._orders._create(
@@ -210,6 +210,11 @@ class ScheduleAPI:
             schedule.project_id, ticks.order_key(schedule.id, tick),
             schedule.priority, (), None, schedule_id=schedule.id)
         return order
+
+
+def _scope(project_id, all_projects):
+    """``worker.common.inputs.scope``, as ``worker.api`` checks it."""
+    return api.checked(inputs.scope, project_id, all_projects)
 
 
 # What ``create_order`` reads of a schedule (a ``Schedule`` or a row).

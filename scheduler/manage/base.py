@@ -8,6 +8,9 @@ does the same way.
   ``produce_output`` here and is escaped (``display.escape``); JSON and
   YAML print the exact values, in their own escapes. Commands that write
   text write it through ``write``.
+- The shell format (``ShowOne`` only, as cliff has it) is safe to
+  ``eval``: ``\\``, ``$`` and a backquote are escaped too, where cliff
+  escapes only ``"`` (``display.shell_quoted``).
 - A usage error prints a one-line usage and the error, not the usage of
   every formatter option (``--help`` shows them).
 - The first paragraph of a command's docstring is its summary, on one
@@ -123,4 +126,6 @@ class ShowOne(_Common, show.ShowOne):
         """Print the row, escaped unless the format is exact."""
         if parsed_args.formatter not in EXACT_FORMATS:
             data = display.escaped_row(data)
+        if parsed_args.formatter == 'shell':
+            data = tuple(display.shell_quoted(item) for item in data)
         return super().produce_output(parsed_args, column_names, data)

@@ -4,7 +4,6 @@ old finished orders."""
 import argparse
 import dataclasses
 
-
 from scheduler.manage import base
 from scheduler.manage import display
 from scheduler import purge

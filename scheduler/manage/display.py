@@ -72,3 +72,21 @@ def escaped(item):
 def escaped_row(values):
     """Each of ``values`` ``escaped``."""
     return tuple(escaped(item) for item in values)
+
+
+# What a shell still reads inside double quotes. cliff's shell format
+# escapes only the quote itself, after this.
+_SHELL_SPECIAL = re.compile(r'[\\$`]')
+
+
+def shell_quoted(item):
+    """``item`` for the inside of a double-quoted shell string, once
+    cliff's shell format has escaped its ``"``: a backslash, ``$`` and a
+    backquote escaped, so that ``eval "$(... -f shell)"`` runs nothing of
+    a value and reads it back as it was. A column is its
+    ``machine_readable`` text, which the shell format prints."""
+    if isinstance(item, cliff_columns.FormattableColumn):
+        item = str(item.machine_readable())
+    if isinstance(item, str):
+        return _SHELL_SPECIAL.sub(lambda found: '\\' + found.group(), item)
+    return item

@@ -2,7 +2,6 @@
 
 import sys
 
-
 from scheduler import liveness
 from scheduler.manage import base
 from scheduler.manage import display

@@ -11,7 +11,6 @@ and ``url set-owner`` say which.
 import argparse
 import datetime
 
-
 from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders

@@ -1,6 +1,5 @@
 """``barbican-retry-manage retry …``: inspect and act on retry tasks."""
 
-
 from scheduler import liveness
 from scheduler.manage import base
 from scheduler.manage import display

@@ -8,7 +8,6 @@ would.
 
 import argparse
 
-
 from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders

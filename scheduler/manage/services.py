@@ -1,6 +1,5 @@
 """``barbican-retry-manage service …``: the processes and their heartbeats."""
 
-
 from scheduler import liveness
 from scheduler.manage import base
 from scheduler.manage import display

@@ -28,6 +28,10 @@ MAX_INTEGER = 2 ** 63 - 1
 
 _SCALARS = (str, int, float, bool, type(None))
 
+#: The longest project id and order id (or schedule id): their columns'.
+MAX_PROJECT_ID_LENGTH = 64
+MAX_ORDER_ID_LENGTH = 36
+
 
 class Refused(ValueError):
     """A value refused: ``field`` names it (a parameter, or a JSON path
@@ -51,6 +55,10 @@ class NotJSON(Refused):
     """Metadata that JSON cannot hold exactly (``field`` is the path)."""
 
 
+class BadScope(Refused):
+    """Neither a project nor every project asked for, or both."""
+
+
 def _forbidden(character: str, controls: bool) -> bool:
     """True for a character no text may hold: a NUL or a lone surrogate
     (which no database stores), and with ``controls`` any control
@@ -70,16 +78,16 @@ def first_forbidden(text: str, controls: bool = True) -> int | None:
 
 
 def check_text(value: object, field: str, max_length: int,
-               controls: bool = False) -> str:
+               allow_controls: bool = False) -> str:
     """``value`` if it is a string of 1 to ``max_length`` characters with
-    no NUL, no lone surrogate and (unless ``controls``) no control
+    no NUL, no lone surrogate and (unless ``allow_controls``) no control
     character.
 
     :raises BadCharacters: it is no string, or holds such a character.
     :raises TooLarge: it is empty or longer than ``max_length``.
     """
     bound = 'a string of 1 to %d characters without %s' % (
-        max_length, 'NUL or lone surrogates' if controls else
+        max_length, 'NUL or lone surrogates' if allow_controls else
         'control characters or lone surrogates')
     if not isinstance(value, str):
         raise BadCharacters(field, bound, '%s must be %s, not %s'
@@ -87,12 +95,42 @@ def check_text(value: object, field: str, max_length: int,
     if not 0 < len(value) <= max_length:
         raise TooLarge(field, bound, '%s must be %s, not %d characters'
                        % (field, bound, len(value)))
-    index = first_forbidden(value, controls=not controls)
+    index = first_forbidden(value, controls=not allow_controls)
     if index is not None:
         raise BadCharacters(field, bound, '%s must be %s: character %d is '
                             '%s' % (field, bound, index,
                                     ascii(value[index])))
     return value
+
+
+def check_order_id(value: object, field: str = 'order_id') -> str:
+    """``value`` if it is an order id, or a prefix of one (``find``), or
+    a schedule's id: the ``check_text`` of their column."""
+    return check_text(value, field, MAX_ORDER_ID_LENGTH)
+
+
+def scope(project_id: object, all_projects: object) -> str | None:
+    """The project a read or change is limited to, or None for every
+    project: one of ``project_id`` and ``all_projects=True``, never
+    neither (a caller that forgot its project must not see every
+    project's orders) nor both.
+
+    :raises BadScope: neither or both, or ``all_projects`` not a bool.
+    :raises BadCharacters, TooLarge: a project id no column holds.
+    """
+    bound = 'project_id or all_projects=True'
+    if all_projects is not True and all_projects is not False:
+        raise BadScope('all_projects', bound, 'all_projects must be True '
+                       'or False, not %s' % type(all_projects).__name__)
+    if all_projects:
+        if project_id is not None:
+            raise BadScope('project_id', bound, 'give project_id or '
+                           'all_projects=True, not both')
+        return None
+    if project_id is None:
+        raise BadScope('project_id', bound, 'project_id is required (or '
+                       'all_projects=True for every project)')
+    return check_text(project_id, 'project_id', MAX_PROJECT_ID_LENGTH)
 
 
 def check_count(value: object, field: str, maximum: int,
@@ -146,8 +184,9 @@ def check_meta(meta: object, max_bytes: int, max_depth: int) -> None:
 
     Walked without recursion, its size counted as it goes (a lower bound
     of its serialized size), so that a huge or deep value is refused
-    after reading about ``max_bytes`` of it, and a value that contains
-    itself after ``max_depth`` levels.
+    after reading about ``max_bytes`` of it (a string too long for what
+    is left is refused by its length, before its characters are read),
+    and a value that contains itself after ``max_depth`` levels.
 
     :raises NotJSON: a value of another kind (its path names it).
     :raises TooLarge: too deep or too large.
@@ -156,6 +195,10 @@ def check_meta(meta: object, max_bytes: int, max_depth: int) -> None:
     pending: list[tuple[object, str, int]] = [(meta, '$', 1)]
     while pending:
         value, path, depth = pending.pop()
+        # A string's length first: a lower bound of its size that costs
+        # nothing, where its characters' scan costs a pass over them all.
+        if isinstance(value, str) and size + len(value) + 2 > max_bytes:
+            raise _too_large(max_bytes)
         size += _size_of(value, path)
         if size > max_bytes:
             raise _too_large(max_bytes)

@@ -6,6 +6,7 @@ written out; JSON and YAML print the exact values."""
 import datetime
 import json
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -114,3 +115,31 @@ def test_every_command_prints_through_the_escaping_base_classes():
             if not issubclass(commands[name].plugin,
                               (base.Command, base.Lister, base.ShowOne))
             ] == []
+
+
+#: What a shell runs inside double quotes: a command substitution in both
+#: spellings, a variable, and the backslash and quote that could end the
+#: string early.
+SHELL_HOSTILE = 'p$(touch dollar)`touch tick`$HOME\\"x\\'
+
+
+def test_the_shell_format_runs_nothing_under_eval(operator, tmp_path):
+    now = datetime.datetime.utcnow()
+    with operator.database.session() as session, session.begin():
+        order = orders.create(
+            session, order_types.get('fanout'), {}, now,
+            origin=orders.Origin(project_id=SHELL_HOSTILE,
+                                 idempotency_key=SHELL_HOSTILE))
+    result = operator.manage('order', 'show', order.id, '-f', 'shell')
+    assert result.returncode == 0, result.stderr
+    shell = tmp_path / 'eval'
+    shell.mkdir()
+
+    evaluated = subprocess.run(
+        ['/bin/sh', '-c', 'eval "$1"; printf "%s\\n%s" "$project_id" '
+         '"$idempotency_key"', 'sh', result.stdout],
+        cwd=shell, capture_output=True, text=True, timeout=60)
+
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert list(shell.iterdir()) == []
+    assert evaluated.stdout.split('\n') == [SHELL_HOSTILE, SHELL_HOSTILE]
