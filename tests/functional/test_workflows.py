@@ -282,7 +282,8 @@ def test_order_types_are_listed_and_an_unknown_one_is_refused(deployment):
 
     listed = {entry['name']: entry for entry in cluster.manage_json(
         'order', 'type', 'list')}
-    assert set(listed) == {'certificate', 'fanout', 'recording_fanout',
+    assert set(listed) == {'certificate', 'fanout', 'growing',
+                           'recording_fanout',
                            'recording_limited', 'remote_call',
                            'single_step', 'sleeping'}
     assert listed['certificate']['steps'] == [
