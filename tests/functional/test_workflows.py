@@ -301,7 +301,8 @@ def test_order_types_are_listed_and_an_unknown_one_is_refused(deployment):
     assert listed['fanout']['meta_schema']['additionalProperties'] is False
     assert set(listed['recording_fanout']['meta_schema']['properties']) == {
         'unavailable_attempts', 'polls', 'hold_seconds', 'hold_step',
-        'extend_lease_seconds', 'kill_worker', 'fail_step', 'fail_runs'}
+        'extend_lease_seconds', 'kill_worker', 'fail_step', 'fail_runs',
+        'release_file'}
 
 
 def test_order_show_and_explain_say_what_each_step_does(
