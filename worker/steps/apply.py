@@ -122,14 +122,12 @@ class Applier:
         cannot be applied, and fails its step (``_unapplied``).
         """
         try:
-            written = self._write([item], continuing)
+            return self._write_alone(item, continuing)
         except Exception as exc:
             if not transactions.is_outage(exc):
                 return self._unapplied(item, exc, continuing)
             self._keep_refused(item, exc)
             return []
-        [handed] = self._after_commit([item], written)
-        return handed
 
     def _unapplied(self, item, exc, continuing):
         """Fail the step of a result that raised ``exc``, not an outage,
@@ -147,12 +145,18 @@ class Applier:
                   'be applied (%s); the step fails', run.step, run.order_id,
                   run.token, error, exc_info=exc, context=run.context)
         try:
-            failed = (run, run.kind.unapplied(run, error))
-            written = self._write([failed], continuing)
+            return self._write_alone(
+                (run, run.kind.unapplied(run, error)), continuing)
         except Exception as failure:
             self._keep_refused(item, failure)
             return []
-        [handed] = self._after_commit([failed], written)
+
+    def _write_alone(self, item, continuing):
+        """Write one result in a transaction of its own, then what
+        follows its commit (which raises nothing); the continuations it
+        hands on. Raises what the write raised."""
+        [handed] = self._after_commit([item],
+                                      self._write([item], continuing))
         return handed
 
     def _keep_refused(self, item, exc):

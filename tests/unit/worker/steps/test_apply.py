@@ -95,15 +95,21 @@ def _state(database, order_id):
                 repositories.steps.for_order(session, order_id))
 
 
-def test_a_result_that_raises_fails_its_order_alone_and_the_batch_commits(
-        install, caplog):
-    database = memory.InMemoryDatabase()
+def _old_and_new(database, install):
+    """An order of the type before it gained a step, one after, both
+    claimed: ``(old, new, applies, runs)``."""
     install(Before)
     old = _order(database)
     install(After)
     new = _order(database)
     applies = Applies(database)
-    runs = applies.claim(old, new)
+    return old, new, applies, applies.claim(old, new)
+
+
+def test_a_result_that_raises_fails_its_order_alone_and_the_batch_commits(
+        install, caplog):
+    database = memory.InMemoryDatabase()
+    old, new, applies, runs = _old_and_new(database, install)
 
     # The old order's result raises (its new step has no row); the new
     # order's in the same batch goes through.
@@ -163,12 +169,7 @@ def test_a_batch_refused_by_an_outage_is_raised_whole_to_be_kept(install):
 def test_a_result_whose_failure_cannot_be_written_either_is_kept(
         install, monkeypatch):
     database = memory.InMemoryDatabase()
-    install(Before)
-    old = _order(database)
-    install(After)
-    new = _order(database)
-    applies = Applies(database)
-    runs = applies.claim(old, new)
+    old, new, applies, runs = _old_and_new(database, install)
     kind = runs[0].kind
     unapplied = kind.unapplied
 
