@@ -8,7 +8,7 @@ import dataclasses
 import datetime
 
 from scheduler import liveness
-from worker.common import order_actions
+from worker.api import values
 from worker.conf import order_types as type_conf
 from worker.db import models
 from worker import order_types
@@ -34,7 +34,7 @@ def explain_order(database, conf, order_id, now):
         if order is None:
             raise LookupError('no order %s' % order_id)
         steps = repositories.steps.for_order(session, order_id)
-        retries = order_actions.retry_rows_by_step(
+        retries = values.retry_rows_by_step(
             repositories.retry_tasks.list_tasks(session, order_id=order_id))
         live = set(repositories.services.live_names(session,
                                                     cutoffs.alive_since))
@@ -47,7 +47,7 @@ def explain_order(database, conf, order_id, now):
     except order_types.UnknownOrderType as exc:
         return Why(order.status, 'cannot explain it here: %s (install '
                    'the type on this host)' % exc)
-    steps = dict(order_actions.in_declared_order(workflow, steps))
+    steps = dict(values.in_declared_order(workflow, steps))
     # A type's own topic is named: a cast that no worker takes up may be
     # one that no barbican-worker --topic serves.
     topic = type_conf.topic(conf, order.type)

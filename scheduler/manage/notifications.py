@@ -16,8 +16,9 @@ from scheduler.manage import display
 from scheduler.manage import orders
 from scheduler.manage import schedules
 from worker import api
+from worker.api import casts
+from worker.api import values
 from worker.common import inputs
-from worker.common import order_actions
 from worker.db import models
 from worker.notifications import events
 from worker.notifications import sealing
@@ -320,7 +321,7 @@ class EnableUrl(_OneUrl, base.Lister):
                 found = store.paused(session, url.id, rows_per_cast)
                 store.resume(session, url.id,
                              [order_id for order_id, _ in found], now)
-            failed += order_actions.cast_steps(api, [
+            failed += casts.cast_steps(api, [
                 rpcapi.Step(models.delivery_name(url.id), order_id,
                             generation)
                 for order_id, generation in found], rows_per_cast)
@@ -356,7 +357,7 @@ class ShowNotifications(base.Lister):
         with database.reader() as session:
             found = store.events_of_order(session, order_id)
             steps = repositories.steps.for_order(session, order_id)
-            retries = order_actions.retry_rows_by_step(
+            retries = values.retry_rows_by_step(
                 repositories.retry_tasks.list_tasks(session,
                                                     order_id=order_id))
             urls = {name: store.get_url(session, models.url_id_of(name))
@@ -374,7 +375,7 @@ class ShowNotifications(base.Lister):
             rows.append((
                 url.url if url else name,
                 _STATES.get(step.status,
-                            order_actions.step_status(step, retry)),
+                            values.step_status(step, retry)),
                 sent, last, last - sent, step.attempt, step.failures,
                 display.value(retry.retry_at) if retry else None,
                 step.last_error))

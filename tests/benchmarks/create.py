@@ -9,8 +9,8 @@ SQLite (a file in the scratch directory), PostgreSQL and MariaDB, each on
 a fresh database, ``certificate`` orders with empty metadata:
 
 - ``reference``: the way before the API, what the operator commands and
-  the demo called: ``order_actions.create_orders(..., 1, now)``, one order
-  a call;
+  the demo called: ``worker.api.commands.create`` of one order, then
+  ``casts.cast_steps`` of its steps, one order a call;
 - ``no_key``: ``create``, one order a call, no idempotency key;
 - ``new_key``: ``create`` with a new idempotency key each call (a read of
   the key, then the insert);
@@ -33,7 +33,9 @@ from tests.benchmarks import env
 from tests import config
 from tests.functional import databases
 from worker import api as api_module
-from worker.common import order_actions
+from worker.api import casts
+from worker.api import commands
+from worker.api import requests
 from worker import order_types
 
 ORDER_TYPE = 'certificate'
@@ -66,9 +68,10 @@ class _Run:
     def reference(self, count):
         """``count`` orders the old way, one a call."""
         for _ in range(count):
-            order_actions.create_orders(self.database, self.worker_api,
-                                        self.workflow, {}, 1,
-                                        timeutils.utcnow())
+            created = commands.create(
+                self.database, requests.CreateOrders(self.workflow, {}),
+                timeutils.utcnow())
+            casts.cast_steps(self.worker_api, created.to_cast)
 
     def no_key(self, count):
         """``count`` creates without a key."""

@@ -422,7 +422,7 @@ _DATABASES = (('sqlite', 'SQLite'), ('postgresql', 'PostgreSQL'),
 
 def _rows_create(result):
     """Issue 27: orders created/s through worker.api, beside the way
-    before it (order_actions.create_orders), same run."""
+    before it (commands.create), same run."""
     rows = []
     for backend, label in _DATABASES:
         figures = result['backends'].get(backend)
@@ -445,7 +445,7 @@ def _rows_create_backend(figures, label):
     return [
         Row('27. create, one order a call, no key, %s (%d orders)'
             % (label, no_key['orders']), rate('no_key'),
-            'order_actions.create_orders, one a call: %s'
+            'commands.create, one a call: %s'
             % rate('reference'), ratio('no_key', reference), '(info)',
             None),
         Row('    create, a new idempotency key each, %s' % label,

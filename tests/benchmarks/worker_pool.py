@@ -1,7 +1,7 @@
 """Target 6: whole orders completed per second, 1 vs 2 workers.
 
 Whole orders as an order type runs them, on PostgreSQL and RabbitMQ: N
-PENDING orders are created through ``worker.common.order_actions`` (the
+PENDING orders are created through ``worker.api.commands`` (the
 operator's ``order create``), and their first steps are cast, one message
 per order, as an API server would after creating them. The workers run
 every step and cast the steps each result makes ready; a step that waits
@@ -45,7 +45,10 @@ from tests.benchmarks import procs
 from tests.benchmarks import receive_floor
 from tests.benchmarks import receiver as receivers
 from tests.functional import databases
-from worker.common import order_actions
+from worker.api import casts
+from worker.api import commands
+from worker.api import requests
+from worker import context as context_module
 from worker.db import orders
 from worker import order_types
 
@@ -77,11 +80,13 @@ def create_orders(database, workflow, count, notify=(), first_run_delay=0.0):
     # With request ids, as worker.api gives every order: their casts
     # carry them and the workers log with them, which is part of a step's
     # cost.
-    order_actions.create_orders(database, held, workflow, {}, count,
-                                timeutils.utcnow(),
-                                rows_per_cast=len(workflow.roots()),
-                                notify=notify, origin=_ORIGIN,
-                                first_run_delay=first_run_delay)
+    created = commands.create(database, requests.CreateOrders(
+        workflow, {}, count, notify=notify, origin=_ORIGIN,
+        first_run_delay=first_run_delay), timeutils.utcnow())
+    casts.cast_steps(held, created.to_cast,
+                     rows_per_cast=len(workflow.roots()),
+                     context=context_module.for_ids(
+                         context_module.of_order(_ORIGIN)))
     return held.messages
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from tests import config
 from worker import api
+from worker.api import queries
 from worker.db import models
 from worker import schedule_api
 
@@ -202,8 +203,8 @@ def test_only_the_apis_errors_leave_it(orders, schedules, existing,
         # NaN compares false: it waited for ever.
         assert clock['now'] <= 2 * api.MAX_WAIT_SECONDS, 'waits for ever'
 
-    monkeypatch.setattr(api.time, 'monotonic', lambda: clock['now'])
-    monkeypatch.setattr(api.time, 'sleep', sleep)
+    monkeypatch.setattr(queries.time, 'monotonic', lambda: clock['now'])
+    monkeypatch.setattr(queries.time, 'sleep', sleep)
     name = data.draw(st.sampled_from(_METHODS))
     args, kwargs = _call(data.draw, name, existing)
     owner, _, method = name.rpartition('.')

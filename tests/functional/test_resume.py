@@ -22,7 +22,7 @@ from tests.functional import processes
 from tests.functional import receiver as receivers
 from tests.functional import workflows
 from worker import api
-from worker.common import order_actions
+from worker.api import commands
 from worker.db import models
 from worker.plugins import base as plugins_base
 from worker import rpc
@@ -248,12 +248,12 @@ def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
         repositories.steps.revoke_open(session, order.id, now, 'failed')
     # Every racer has read the order ERROR before any of them writes.
     start = threading.Barrier(RACERS)
-    real = order_actions.resume_order
+    real = commands.resume
 
     def racing(*args, **kwargs):
         start.wait(timeout=30)
         return real(*args, **kwargs)
-    monkeypatch.setattr(order_actions, 'resume_order', racing)
+    monkeypatch.setattr(commands, 'resume', racing)
     with fakes.log_lines('worker.api') as lines, \
             concurrent.futures.ThreadPoolExecutor(RACERS) as pool:
         returned = list(pool.map(

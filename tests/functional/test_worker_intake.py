@@ -20,7 +20,8 @@ from oslo_utils import timeutils
 
 from tests.functional import processes
 from tests import plugin
-from worker.common import order_actions
+from worker.api import commands
+from worker.api import requests
 from worker.db import models
 from worker.db import orders
 from worker.order_types import base
@@ -76,9 +77,9 @@ def _cast_burst(database, transport_url, topic):
     """Create the orders, then cast their steps one message each, from
     several threads at once (as API servers would)."""
     workflow = base.check('single_step', plugin.SingleStep)
-    created = order_actions.create_orders(
-        database, None, workflow, {'hold_seconds': HOLD_SECONDS}, ORDERS,
-        timeutils.utcnow(), origin=orders.NO_ORIGIN)
+    created = commands.create(database, requests.CreateOrders(
+        workflow, {'hold_seconds': HOLD_SECONDS}, ORDERS,
+        origin=orders.NO_ORIGIN), timeutils.utcnow()).orders
     # NOTE: oslo.messaging registers some options on the global CONF only.
     transport = rpc.get_transport(cfg.CONF, url=transport_url)
     try:

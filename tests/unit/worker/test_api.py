@@ -12,6 +12,8 @@ import pytest
 from tests import config
 from tests import fakes
 from worker import api
+from worker.api import queries
+from worker.api import requests
 from worker.db.memory import orders as memory_orders
 from worker.db import models
 from worker.db import rows
@@ -38,8 +40,8 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(api.time, 'sleep', clock.sleep)
-    monkeypatch.setattr(api.time, 'monotonic', lambda: clock.monotonic)
+    monkeypatch.setattr(queries.time, 'sleep', clock.sleep)
+    monkeypatch.setattr(queries.time, 'monotonic', lambda: clock.monotonic)
     return clock
 
 
@@ -157,7 +159,7 @@ def test_a_key_stored_by_the_release_before_canonical_urls_still_matches(
     spelling them the same is still the same request."""
     spelling = ['HTTPS://Hooks.Example.org:443/x']
     with monkeypatch.context() as before:
-        before.setattr(api, '_canonical_urls', lambda urls: urls)
+        before.setattr(requests, 'canonical_urls', lambda urls: urls)
         first = orders.create('certificate', META, project_id=PROJECT,
                               idempotency_key='k1', callback_urls=spelling)
     assert orders.create('certificate', META, project_id=PROJECT,

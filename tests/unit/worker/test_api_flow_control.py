@@ -8,7 +8,7 @@ import pytest
 
 from tests import config
 from worker import api
-from worker.common import admission
+from worker.api import admission
 from worker.db import models
 from worker import manager
 from worker.notifications import subscriptions

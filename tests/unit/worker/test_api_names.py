@@ -1,4 +1,4 @@
-"""What ``worker.api`` and ``worker.schedule_api`` share, they share
+"""What ``worker.api`` and ``worker.api.schedules`` share, they share
 through a home of its own (``worker.common.inputs``), not through each
 other's private names; the names doc/api.md cites are importable."""
 
@@ -14,13 +14,17 @@ from worker.notifications import targets
 ROOT = pathlib.Path(__file__).parents[3]
 
 
-def test_schedule_api_uses_no_private_name_of_worker_api():
-    tree = ast.parse((ROOT / 'worker' / 'schedule_api.py').read_text())
+def test_schedules_use_no_private_name_of_the_orders():
+    """``ScheduleAPI`` creates a tick's order through ``OrderAPI.submit``
+    and reads what it needs through public names only: no private
+    attribute of its ``OrderAPI`` nor of another module of the package."""
+    tree = ast.parse((ROOT / 'worker' / 'api' / 'schedules.py').read_text())
     private = sorted({node.attr for node in ast.walk(tree)
                       if isinstance(node, ast.Attribute) and
-                      isinstance(node.value, ast.Name) and
-                      node.value.id == 'api' and
-                      node.attr.startswith('_')})
+                      node.attr.startswith('_') and
+                      not node.attr.startswith('__') and
+                      not (isinstance(node.value, ast.Name) and
+                           node.value.id == 'self')})
     assert private == []
 
 

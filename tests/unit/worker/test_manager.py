@@ -15,7 +15,8 @@ import pytest
 
 from tests import config
 from tests import fakes
-from worker.common import order_actions
+from worker.api import casts
+from worker.api import commands
 from worker import context
 from worker.db import memory
 from worker.db import models
@@ -748,9 +749,10 @@ def test_a_result_after_the_order_was_cancelled_is_discarded(
 
     def cancelled_meanwhile(self, view):
         # An operator cancels the order while the check runs.
-        assert order_actions.cancel_order(
-            database, rpcapi.WorkerAPI(worker.client),
-            order_types.get('fanout'), order_id, 'operator', NOW)
+        cancelled = commands.cancel(database, order_types.get('fanout'),
+                                    order_id, 'operator', NOW)
+        assert cancelled
+        casts.cast_steps(rpcapi.WorkerAPI(worker.client), cancelled.to_cast)
         return base.Completed({'domains_checked': 'ok'})
     monkeypatch.setattr(fanout.FanoutOrder, 'check_domains',
                         cancelled_meanwhile)

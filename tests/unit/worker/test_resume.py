@@ -1,6 +1,6 @@
 """Resuming ERROR orders: ``worker.api.OrderAPI.resume`` and
 ``resume_many`` on the in-memory database with a recording RPC client, and
-the plan of which steps run again (``order_actions.restart_plan``)."""
+the plan of which steps run again (``worker.api.commands.restart_plan``)."""
 
 import datetime
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests import fakes
 from worker import api
-from worker.common import order_actions
+from worker.api import commands
 from worker.db import models
 from worker.notifications import events
 from worker import order_types
@@ -94,24 +94,24 @@ def _steps(database, order_id):
 
 def test_the_plan_restarts_every_step_not_done_the_runnable_ones_first():
     fanout = order_types.get('fanout')
-    plan = order_actions.restart_plan(fanout, dict(
+    plan = commands.restart_plan(fanout, dict(
         check_domains=CANCELLED, check_caa=DONE, check_key=FAILED,
         issue=CANCELLED, poll=WAITING, store=CANCELLED, notify=CANCELLED,
         **{'notify:1': DONE}))
-    assert plan == order_actions.Restart(
+    assert plan == commands.Restart(
         start=('check_domains', 'check_key'),
         wait=('issue', 'poll', 'store', 'notify'))
     # Parallel steps after the same one: both run again.
-    plan = order_actions.restart_plan(fanout, dict(
+    plan = commands.restart_plan(fanout, dict(
         {name: DONE for name in CHECKS + ('issue', 'poll')},
         store=FAILED, notify=CANCELLED))
-    assert plan == order_actions.Restart(start=('store', 'notify'),
-                                         wait=())
+    assert plan == commands.Restart(start=('store', 'notify'),
+                                    wait=())
     # A declared step the order has no row for is left out.
-    assert order_actions.restart_plan(fanout, {'check_key': FAILED}) == \
-        order_actions.Restart(start=('check_key',), wait=())
-    assert order_actions.restart_plan(fanout, {
-        name: DONE for name in fanout.names}) == order_actions.Restart(
+    assert commands.restart_plan(fanout, {'check_key': FAILED}) == \
+        commands.Restart(start=('check_key',), wait=())
+    assert commands.restart_plan(fanout, {
+        name: DONE for name in fanout.names}) == commands.Restart(
             start=(), wait=())
 
 
@@ -203,12 +203,12 @@ def test_a_second_resume_of_a_resumed_order_is_refused_a_racing_one_not(
     # Two at once: both read it ERROR, one moves it first. The other
     # finds it PENDING in its transaction, writes nothing and returns it.
     again = _failed_at_issue(orders, database, clock)
-    real = order_actions.resume_order
+    real = commands.resume
 
     def racing(database, *args, **kwargs):
         assert real(database, *args, **kwargs) is not None
         return real(database, *args, **kwargs)
-    monkeypatch.setattr(order_actions, 'resume_order', racing)
+    monkeypatch.setattr(commands, 'resume', racing)
     with fakes.log_lines('worker.api') as lines:
         assert orders.resume(again.id, all_projects=True).status == api.PENDING
     assert len(lines.about('resumed by another request first')) == 1
@@ -316,14 +316,13 @@ def test_resume_many_resumes_the_first_failed_of_a_type_and_project(
 
     # One that cannot be resumed does not stop the others.
     failing = [_failed_at_issue(orders, database, clock) for _ in range(3)]
-    real = order_actions.resume_order
+    real = commands.resume
 
-    def broken(database, worker_api, workflow, order_id, *args, **kwargs):
+    def broken(database, workflow, order_id, *args, **kwargs):
         if order_id == failing[1].id:
             raise RuntimeError('database went away')
-        return real(database, worker_api, workflow, order_id, *args,
-                    **kwargs)
-    monkeypatch.setattr(order_actions, 'resume_order', broken)
+        return real(database, workflow, order_id, *args, **kwargs)
+    monkeypatch.setattr(commands, 'resume', broken)
     done = orders.resume_many(order_type='fanout', all_projects=True)
     assert [order.id for order in done.resumed] == [second.id, failing[0].id,
                                                     failing[2].id]

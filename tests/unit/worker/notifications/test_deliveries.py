@@ -11,7 +11,9 @@ import pytest
 
 from tests import config
 from tests import fakes
-from worker.common import order_actions
+from worker.api import casts
+from worker.api import commands
+from worker.api import requests
 from worker.db import memory
 from worker.db import models
 from worker.db import orders
@@ -101,10 +103,10 @@ class Worker:
 
 
 def _order(database, urls=(URL,), first_run_delay=0.0):
-    [order] = order_actions.create_orders(
-        database, None, order_types.get('certificate'), {}, 1, NOW,
-        notify=list(urls), origin=orders.Origin(project_id=PROJECT),
-        first_run_delay=first_run_delay)
+    [order] = commands.create(database, requests.CreateOrders(
+        order_types.get('certificate'), {}, notify=list(urls),
+        origin=orders.Origin(project_id=PROJECT),
+        first_run_delay=first_run_delay), NOW).orders
     return order.id
 
 
@@ -333,8 +335,8 @@ def test_a_url_failing_too_often_becomes_unavailable_and_others_go_on(
 
 def test_an_order_without_subscribers_writes_no_event(database):
     worker = Worker(database, ScriptedSender())
-    [order] = order_actions.create_orders(
-        database, None, order_types.get('certificate'), {}, 1, NOW)
+    [order] = commands.create(database, requests.CreateOrders(
+        order_types.get('certificate'), {}), NOW).orders
     _run_order(worker, order.id)
     with database.reader() as session:
         assert database.repositories.notifications.events_of_order(
@@ -363,9 +365,10 @@ def test_a_cancelled_order_notifies_its_end_and_keeps_its_deliveries(
     sender = ScriptedSender()
     worker = Worker(database, sender)
     order_id = _order(database)
-    cancelled = order_actions.cancel_order(
-        database, rpcapi.WorkerAPI(worker.client),
-        order_types.get('certificate'), order_id, 'no longer needed', NOW)
+    cancelled = commands.cancel(
+        database, order_types.get('certificate'), order_id,
+        'no longer needed', NOW)
+    casts.cast_steps(rpcapi.WorkerAPI(worker.client), cancelled.to_cast)
     assert sorted(cancelled.revoked) == [CHECK, REQUEST]
     assert _step(database, order_id, DELIVERY).status == \
         models.STEP_PENDING

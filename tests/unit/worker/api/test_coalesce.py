@@ -1,8 +1,8 @@
-"""Casts of concurrent callers share messages (``worker.common.coalesce``)."""
+"""Casts of concurrent callers share messages (``worker.api.coalesce``)."""
 
 import threading
 
-from worker.common import coalesce
+from worker.api import coalesce
 from worker import rpcapi
 
 
