@@ -33,10 +33,11 @@ The package's modules are private (their names are not part of the
 stable API): ``errors``, ``values``, ``checks``, ``requests`` (one value
 per request), ``commands`` (the transactions, which return what they
 wrote and the steps to cast), ``casts``, ``queries`` and ``creating``
-(``OrderAPI``'s bases), ``orders`` (``OrderAPI``), ``schedules``
-(``worker.schedule_api``'s home), ``admission`` and ``coalesce``. This
-module re-exports what callers use; ``tests/unit/worker/api/
-test_exports.py`` pins the list.
+(``OrderAPI``'s bases), ``orders`` (``OrderAPI``), ``admission`` and
+``coalesce``; but for ``schedules``, the public API of schedules
+(doc/api.md), which ``worker.schedule_api`` re-exports for one release.
+This module re-exports what callers use, and
+``tests/unit/worker/api/test_exports.py`` pins the list.
 """
 
 # Re-exported outside ``__all__``: see ``OTHER_NAMES``.
