@@ -43,19 +43,19 @@ from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
 from worker.common import admission
-from worker.common import bus
 from worker.common import clock as clock_module
 from worker.common import coalesce
 from worker.common import inputs
 from worker.common import order_actions
+from worker.common import targets
 from worker import conf as worker_conf
 from worker.conf import order_types as type_options
 from worker import context as context_module
 from worker.db import models
 from worker.db import orders as order_rows
 from worker.db import session as db_session
+from worker.notifications import bus
 from worker.notifications import subscriptions
-from worker.notifications import targets
 from worker import order_types
 from worker.order_types import meta as meta_module
 from worker import rpc

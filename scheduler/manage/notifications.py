@@ -18,13 +18,13 @@ from scheduler.manage import schedules
 from worker import api
 from worker.common import inputs
 from worker.common import order_actions
+from worker.common import targets
 from worker.db import models
 from worker.notifications import events
 from worker.notifications import sealing
 from worker.notifications import signing
 from worker.notifications import subscriptions
-from worker.notifications import targets
-from worker import rpcapi
+from worker import values
 
 URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
                'last_failure_at', 'disabled_at', 'waiting_deliveries',
@@ -321,8 +321,8 @@ class EnableUrl(_OneUrl, base.Lister):
                 store.resume(session, url.id,
                              [order_id for order_id, _ in found], now)
             failed += order_actions.cast_steps(api, [
-                rpcapi.Step(models.delivery_name(url.id), order_id,
-                            generation)
+                values.StepRef(models.delivery_name(url.id), order_id,
+                               generation)
                 for order_id, generation in found], rows_per_cast)
             again = resumed & {order_id for order_id, _ in found}
             resumed.update(order_id for order_id, _ in found)

@@ -35,7 +35,7 @@ LOG = logging.getLogger(__name__)
 
 
 class Claimer:
-    """Claims batches of steps (``rpcapi.Step``) for this process.
+    """Claims batches of steps (``values.StepRef``) for this process.
 
     :param kinds: the ``worker.steps.kinds.Kinds`` of this worker.
     :param owner: this process's name (``pid@host``), recorded as the
