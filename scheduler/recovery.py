@@ -242,4 +242,4 @@ def _ids(origin):
     """The ``RequestIds`` of an order's ``RetryOrigin`` (None if none)."""
     if origin is None:
         return None
-    return context.of_order(origin)
+    return values.request_ids_of(origin)

@@ -79,18 +79,6 @@ def test_an_order_without_a_request_id_has_no_context():
     assert context.for_ids(values.RequestIds(None, 'req-global')) is None
 
 
-class _Row:
-    def __init__(self, request_id, global_request_id):
-        self.request_id = request_id
-        self.global_request_id = global_request_id
-
-
-def test_an_orders_ids_are_read_from_its_row():
-    assert context.of_order(_Row('req-1', None)) == values.RequestIds(
-        'req-1', None)
-    assert context.of_order(_Row(None, None)) is None
-
-
 @pytest.mark.parametrize('garbage', [
     None, 'a string', 7, [1, 2], {'request_id': 5},
     {'request_id': ['req-1']}, {'global_request_id': {'a': 1}},
