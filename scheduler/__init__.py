@@ -16,10 +16,14 @@ scripts (``cmd``) and, apart, the operator commands (``manage``).
 import worker  # noqa: F401
 
 #: What the retry daemon may import of the ``worker`` package, besides
-#: the package itself: the layer both sides share (``worker.common``),
-#: the configuration, the request ids of orders (``worker.context``), the
-#: data layer, the RPC client, and the public API of schedules, through
-#: which it creates the orders of their ticks as any caller would.
+#: the package itself: the ground floor both sides share (the values,
+#: ``worker.values``, and the utilities, ``worker.common``), the
+#: configuration, the request ids of orders (``worker.context``), the
+#: data layer, the RPC client, the announcements of orders on the bus
+#: (``worker.notifications.bus``), and the public API of schedules,
+#: through which it creates the orders of their ticks as any caller
+#: would.
 WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.context',
-                  'worker.db', 'worker.rpc', 'worker.rpcapi',
-                  'worker.schedule_api', 'worker.tracing')
+                  'worker.db', 'worker.notifications.bus', 'worker.rpc',
+                  'worker.rpcapi', 'worker.schedule_api', 'worker.tracing',
+                  'worker.values')

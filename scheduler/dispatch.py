@@ -236,7 +236,7 @@ class Dispatcher:
 
 def _dispatch_spans(rows, steps, now):
     """``{row id: span}``: a ``retry.dispatch`` span for each row of
-    ``steps`` (``{id: rpcapi.Step}``) whose order has a trace, with its
+    ``steps`` (``{id: values.StepRef}``) whose order has a trace, with its
     lateness at ``now``; each step is given its span's carrier, which its
     cast's span joins."""
     spans = {}

@@ -53,6 +53,7 @@ from worker.db import models
 from worker.db import rows
 from worker.db import session as db_session
 from worker import rpcapi
+from worker import values
 
 LOG = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class Recovery:
                 failed=lease_ended, crashed=crashed):
             return None
         failures = row.failures + (1 if lease_ended else 0)
-        args, kwargs = rpcapi.retry_arguments(rpcapi.Step(
+        args, kwargs = rpcapi.retry_arguments(values.StepRef(
             row.step, row.order_id, row.generation + 1, ids))
         self._repositories.retry_tasks.add(
             session, row.order_id, row.step,
@@ -241,4 +242,4 @@ def _ids(origin):
     """The ``RequestIds`` of an order's ``RetryOrigin`` (None if none)."""
     if origin is None:
         return None
-    return context.of_order(origin)
+    return values.request_ids_of(origin)

@@ -12,12 +12,12 @@ from scheduler import metrics as scheduler_metrics
 from scheduler import retention
 from scheduler import ticks
 from worker.common import backend
-from worker.common import bus
 from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
 from worker.db import models
 from worker.db import session as db_session
+from worker.notifications import bus
 from worker import rpc
 from worker import rpcapi
 from worker import schedule_api

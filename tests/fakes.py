@@ -149,8 +149,9 @@ class Extreme:
 
 
 class RecordingAnnouncer:
-    """A ``worker.common.bus.Announcer`` that records what it is asked to
-    announce: ``(event_type, order_id, project_id, status, reason)``."""
+    """A ``worker.notifications.bus.Announcer`` that records what it is
+    asked to announce: ``(event_type, order_id, project_id, status,
+    reason)``."""
 
     def __init__(self, on_flush=None):
         self.announced = []

@@ -25,24 +25,17 @@ from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
 from worker import tracing
+from worker import values
 
 LOG = logging.getLogger(__name__)
 
 Context = oslo_context.RequestContext
 
 
-class RequestIds(typing.NamedTuple):
-    """The request ids an order was created under (either may be None)."""
-
-    request_id: str | None = None
-    global_request_id: str | None = None
-
-
-def of_order(order: typing.Any) -> RequestIds | None:
-    """The request ids of an order row, or None if it has none."""
-    if order.request_id is None and order.global_request_id is None:
-        return None
-    return RequestIds(order.request_id, order.global_request_id)
+#: The request ids an order was created under (``worker.values``).
+RequestIds = values.RequestIds
+#: The request ids of an order row, or None (``worker.values``).
+of_order = values.request_ids_of
 
 
 def for_ids(ids: RequestIds | None) -> Context | None:

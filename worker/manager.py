@@ -49,6 +49,7 @@ from worker.steps import isolation
 from worker.steps import kinds
 from worker.steps import traces
 from worker import tracing
+from worker import values
 
 LOG = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class WorkerManager:
         and whether a request failed, or None.
     :param sender: posts one event (``worker.notifications.sender``); a
         parameter so tests replace the network.
-    :param announcer: a ``worker.common.bus.Announcer`` for the orders
+    :param announcer: a ``worker.notifications.bus.Announcer`` for the orders
         the results end, or None.
     :param topic: the topic this process serves: the steps made ready
         that are cast to it may be continued here
@@ -236,7 +237,7 @@ class WorkerManager:
             except (TypeError, ValueError) as exc:
                 malformed.append((step, exc))
                 continue
-            step = rpcapi.Step(
+            step = values.StepRef(
                 name, order_id, generation,
                 ctxt.ids_of(order_id) if ctxt is not None else None)
             if tracing.ENABLED and ctxt is not None:

@@ -3,7 +3,7 @@
 Served by ``worker.common.metrics_server``: one registry per process.
 The counter of the process's notifications on the message bus
 (``barbican_retry_bus_notifications_total``) is on it too, made by
-``worker.common.bus.counter``, which the retry daemon shares.
+``worker.notifications.bus.counter``, which the retry daemon shares.
 """
 
 import prometheus_client

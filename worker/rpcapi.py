@@ -25,6 +25,7 @@ from worker import context as context_module
 from worker.db import models
 from worker import rpc
 from worker import tracing
+from worker import values
 
 # The version each cast needs (see worker.rpc.RPC_API_VERSION). run_steps
 # came with 1.1: workers are upgraded before the retry daemons
@@ -40,30 +41,9 @@ class InvalidRetry(ValueError):
     """A retry row that can never be cast; the message says why."""
 
 
-class Step(typing.NamedTuple):
-    """One step of an order, as a retry row names it and a worker runs it.
-
-    ``generation`` is the step's fencing token at the time of the cast.
-    ``request`` holds the request ids of its order, which its cast
-    carries in its context (``worker.context``), not in the step: on the
-    wire a step is ``[step, order_id, generation]`` (``wire``).
-    ``order_type`` is its order's type, which picks the topic it is cast
-    to (``Topics``); None casts it to ``[worker] topic``. It is not on
-    the wire either: the worker reads the order. ``trace`` is the trace
-    carrier (``worker.tracing``) its cast's span joins, None with tracing
-    off; the cast carries its own span's in the context, per order.
-    """
-
-    step: str
-    order_id: str
-    generation: int
-    request: context_module.RequestIds | None = None
-    order_type: str | None = None
-    trace: tracing.Carrier | None = None
-
-    def wire(self) -> list[typing.Any]:
-        """The step as a message carries it."""
-        return [self.step, self.order_id, self.generation]
+#: Deprecated alias of ``worker.values.StepRef``, kept for one release
+#: for the code that still names it here.
+Step = values.StepRef
 
 
 class Client(typing.Protocol):
@@ -105,7 +85,7 @@ class Topics:
         self._clients: dict[str, Client] = {}
         self._lock = threading.Lock()
 
-    def of(self, step: Step) -> str | None:
+    def of(self, step: values.StepRef) -> str | None:
         """The topic of ``step``; None for ``[worker] topic``."""
         if step.order_type is None or models.is_delivery(step.step):
             return None
@@ -168,15 +148,15 @@ class WorkerAPI:
 
         return cls(client_of(conf.worker.topic), Topics(conf, client_of))
 
-    def topic(self, step: Step) -> str | None:
+    def topic(self, step: values.StepRef) -> str | None:
         """The topic ``step`` is cast to; None for the default one (that
         of the ``client`` given)."""
         return None if self._topics is None else self._topics.of(step)
 
-    def run_steps(self, steps: collections.abc.Iterable[Step],
+    def run_steps(self, steps: collections.abc.Iterable[values.StepRef],
                   context: oslo_context.RequestContext | None = None
                   ) -> None:
-        """Cast several steps (``Step``): one message per topic.
+        """Cast several steps (``StepRef``): one message per topic.
 
         The worker drops the stale ones with one read and runs the others
         concurrently, each as a message of its own would; one message
@@ -188,9 +168,9 @@ class WorkerAPI:
 
         :param context: the sender's request (its ids are the message's),
             or None. The request ids of the steps' orders
-            (``Step.request``) go beside them (``steps_context``).
+            (``StepRef.request``) go beside them (``steps_context``).
         """
-        by_topic: dict[str | None, list[Step]] = {}
+        by_topic: dict[str | None, list[values.StepRef]] = {}
         for step in steps:
             by_topic.setdefault(self.topic(step), []).append(step)
         error = None
@@ -212,15 +192,15 @@ class WorkerAPI:
             raise error
 
     def parse_retry(self, retry_task: str, retry_args: str,
-                    retry_kwargs: str) -> Step:
-        """Validate a retry row; return the ``Step`` it names
+                    retry_kwargs: str) -> values.StepRef:
+        """Validate a retry row; return the ``StepRef`` it names
         (``parse_retry``)."""
         return parse_retry(retry_task, retry_args, retry_kwargs)
 
 
 def parse_retry(retry_task: str, retry_args: str,
-                retry_kwargs: str) -> Step:
-    """Validate a retry row; return the ``Step`` it names.
+                retry_kwargs: str) -> values.StepRef:
+    """Validate a retry row; return the ``StepRef`` it names.
 
     :param retry_task: the step's name.
     :param retry_args: the row's JSON text of a list.
@@ -241,11 +221,12 @@ def parse_retry(retry_task: str, retry_args: str,
                 for value in ids)):
         raise InvalidRetry('arguments of %s have the wrong types: %r'
                            % (retry_task, found))
-    return Step(retry_task, found['order_id'], found['generation'],
-                context_module.RequestIds(*ids) if any(ids) else None)
+    return values.StepRef(retry_task, found['order_id'],
+                          found['generation'],
+                          values.RequestIds(*ids) if any(ids) else None)
 
 
-def steps_context(steps: collections.abc.Iterable[Step],
+def steps_context(steps: collections.abc.Iterable[values.StepRef],
                   context: oslo_context.RequestContext | None = None,
                   spans: collections.abc.Mapping[str, tracing.Span] | None
                   = None
@@ -267,19 +248,20 @@ def steps_context(steps: collections.abc.Iterable[Step],
         if carrier is not None:
             traces[order_id] = carrier
     if context is None:
-        values: dict[str, typing.Any] = {context_module.ORDERS: {
+        carried: dict[str, typing.Any] = {context_module.ORDERS: {
             order_id: list(ids) for order_id, ids in orders.items()}} \
             if orders else {}
         if traces:
-            values[context_module.TRACES] = traces
-        return values
+            carried[context_module.TRACES] = traces
+        return carried
     return context_module.StepsContext(
         request_id=context.request_id,
         global_request_id=context.global_request_id, orders=orders,
         traces=traces)
 
 
-def _cast_spans(steps: collections.abc.Iterable[Step], topic: str | None
+def _cast_spans(steps: collections.abc.Iterable[values.StepRef],
+                topic: str | None
                 ) -> dict[str, tracing.Span]:
     """``{order_id: span}``: one ``cast`` span per order of ``steps``
     that has a trace, child of its steps' ``trace``, not ended."""
@@ -294,7 +276,8 @@ def _cast_spans(steps: collections.abc.Iterable[Step], topic: str | None
     return spans
 
 
-def retry_arguments(step: Step) -> tuple[list[str], dict[str, int | str]]:
+def retry_arguments(step: values.StepRef
+                    ) -> tuple[list[str], dict[str, int | str]]:
     """The ``(args, kwargs)`` of the retry row that casts ``step`` again;
     ``WorkerAPI.parse_retry`` reads them back.
 

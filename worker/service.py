@@ -4,7 +4,6 @@ from oslo_log import log as logging
 from oslo_service import service
 
 from worker.common import backend
-from worker.common import bus
 from worker.common import clock
 from worker.common import heartbeat
 from worker.common import metrics_server
@@ -15,6 +14,7 @@ from worker.db import session as db_session
 from worker import intake
 from worker import manager
 from worker import metrics
+from worker.notifications import bus
 from worker.notifications import sealing
 from worker import rpc
 from worker import rpcapi

@@ -48,6 +48,8 @@ import typing
 
 from oslo_log import log as logging
 
+from worker import values
+
 LOG = logging.getLogger(__name__)
 
 #: True once ``configure`` built this process's provider: the one check a
@@ -55,7 +57,7 @@ LOG = logging.getLogger(__name__)
 ENABLED = False
 
 #: A trace's context as W3C headers (``traceparent``, ``tracestate``).
-Carrier = dict[str, str]
+Carrier = values.Carrier
 
 #: The keys a carrier may have.
 _KEYS = ('traceparent', 'tracestate')

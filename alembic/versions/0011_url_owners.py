@@ -18,7 +18,7 @@ was: ``notification url list`` shows each URL's project, and
   its canonical text (``http://h:8080/``); left as it was, that row would
   keep its secret and owner while new orders got a second row with
   neither. Each row is rewritten in place, its id (hence its deliveries)
-  unchanged, with ``worker.notifications.targets.canonical``, the
+  unchanged, with ``worker.common.targets.canonical``, the
   function every new URL goes through. Two kinds of row are left as they
   are, each named in a WARNING: one whose URL is refused now (a host
   neither a DNS name nor an IP literal, a fragment…; its deliveries
@@ -37,8 +37,8 @@ import logging
 from alembic import op
 import sqlalchemy as sa
 
+from worker.common import targets
 from worker.db import models
-from worker.notifications import targets
 
 # The module that runs the migrations: its WARNINGs reach db upgrade's log.
 LOG = logging.getLogger('worker.db.migration')

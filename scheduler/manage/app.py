@@ -14,9 +14,9 @@ from oslo_config import cfg
 from scheduler import conf as scheduler_conf
 from scheduler.manage import connection
 from scheduler.manage import display
-from worker.common import bus
 from worker.common import clock
 from worker import conf as worker_conf
+from worker.notifications import bus
 from worker import rpc
 from worker import rpcapi
 from worker import tracing
@@ -153,7 +153,7 @@ class ManageApp(app.App):
         return rpcapi.WorkerAPI.from_conf(self.conf, self._transport)
 
     def announcer(self):
-        """The announcer of orders on the bus (``worker.common.bus``),
+        """The announcer of orders on the bus (``worker.notifications.bus``),
         or None without ``[oslo_messaging_notifications] driver``."""
         if not self._announcer_built:
             self._announcer_built = True

@@ -17,15 +17,15 @@ from scheduler.manage import orders
 from scheduler.manage import schedules
 from worker import api
 from worker.api import casts
-from worker.api import values
+from worker.api import values as order_values
 from worker.common import inputs
+from worker.common import targets
 from worker.db import models
 from worker.notifications import events
 from worker.notifications import sealing
 from worker.notifications import signing
 from worker.notifications import subscriptions
-from worker.notifications import targets
-from worker import rpcapi
+from worker import values
 
 URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
                'last_failure_at', 'disabled_at', 'waiting_deliveries',
@@ -322,8 +322,8 @@ class EnableUrl(_OneUrl, base.Lister):
                 store.resume(session, url.id,
                              [order_id for order_id, _ in found], now)
             failed += casts.cast_steps(api, [
-                rpcapi.Step(models.delivery_name(url.id), order_id,
-                            generation)
+                values.StepRef(models.delivery_name(url.id), order_id,
+                               generation)
                 for order_id, generation in found], rows_per_cast)
             again = resumed & {order_id for order_id, _ in found}
             resumed.update(order_id for order_id, _ in found)
@@ -357,7 +357,7 @@ class ShowNotifications(base.Lister):
         with database.reader() as session:
             found = store.events_of_order(session, order_id)
             steps = repositories.steps.for_order(session, order_id)
-            retries = values.retry_rows_by_step(
+            retries = order_values.retry_rows_by_step(
                 repositories.retry_tasks.list_tasks(session,
                                                     order_id=order_id))
             urls = {name: store.get_url(session, models.url_id_of(name))
@@ -375,7 +375,7 @@ class ShowNotifications(base.Lister):
             rows.append((
                 url.url if url else name,
                 _STATES.get(step.status,
-                            values.step_status(step, retry)),
+                            order_values.step_status(step, retry)),
                 sent, last, last - sent, step.attempt, step.failures,
                 display.value(retry.retry_at) if retry else None,
                 step.last_error))

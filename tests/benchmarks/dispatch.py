@@ -27,7 +27,7 @@ from tests.benchmarks import broker
 from tests.benchmarks import env
 from tests.benchmarks import seed
 from tests import config
-from worker import rpcapi
+from worker import values
 
 
 def scheduler_conf(**scheduler_options):
@@ -98,7 +98,8 @@ def oslo_cast_rate(transport_url, count, threads):
     per_thread = count // threads
 
     def cast(order_id):
-        api.run_steps([rpcapi.Step('check_certificate_status', order_id, 0)])
+        api.run_steps([values.StepRef('check_certificate_status',
+                                      order_id, 0)])
 
     def loop(first):
         for index in range(first, first + per_thread):

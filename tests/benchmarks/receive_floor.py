@@ -30,13 +30,13 @@ import threading
 import time
 
 from tests.benchmarks import env
-from worker import context
 from worker import rpcapi
+from worker import values
 
 #: The pool's request ids (``worker_pool._ORIGIN``'s), so that each
 #: message's context is as large as a pool's cast's.
-_REQUEST = context.RequestIds('req-4f1b8c2e-6d0a-4e7b-9c3f-1a2b3c4d5e6f',
-                              'req-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b')
+_REQUEST = values.RequestIds('req-4f1b8c2e-6d0a-4e7b-9c3f-1a2b3c4d5e6f',
+                             'req-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b')
 #: Seconds the server may take to receive every message (it gives up at
 #: 300 s) before it is killed and the measurement fails.
 _TIMEOUT = 360.0
@@ -58,9 +58,9 @@ def measure(transport_url, count, threads, log):
         # Its queue is declared, and it consumes no more.
         _expect(server, 'declared')
         api = env.worker_api(transport_url, topic)
-        messages = [[rpcapi.Step('check_certificate_status',
-                                 '%08d-0000-4000-8000-%012d' % (0, index),
-                                 1, _REQUEST)] for index in range(count)]
+        messages = [[values.StepRef('check_certificate_status',
+                                    '%08d-0000-4000-8000-%012d' % (0, index),
+                                    1, _REQUEST)] for index in range(count)]
         log('receive floor: %d messages cast, then received by a no-op '
             'oslo.messaging server', count)
         with concurrent.futures.ThreadPoolExecutor(threads) as pool:

@@ -27,6 +27,7 @@ from worker.db import models
 from worker.plugins import base as plugins_base
 from worker import rpc
 from worker import rpcapi
+from worker import values
 
 TYPE = workflows.TYPE
 CHECKS = workflows.CHECKS
@@ -106,8 +107,8 @@ def test_a_resumed_order_runs_its_failed_step_again_under_the_same_key(
     # of issue as it was before the resume, and of a DONE check.
     stale = failed['issue'].generation
     _cast(transport_url, cluster.topic, [
-        rpcapi.Step('issue', order_id, stale),
-        rpcapi.Step('check_key', order_id, 0)])
+        values.StepRef('issue', order_id, stale),
+        values.StepRef('check_key', order_id, 0)])
     workflows.wait_status(database, [order_id], models.ACTIVE, 30)
     workers.wait_for_log('Dropped issue of order %s with stale token %d'
                          % (order_id, stale))

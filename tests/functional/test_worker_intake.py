@@ -27,6 +27,7 @@ from worker.db import orders
 from worker.order_types import base
 from worker import rpc
 from worker import rpcapi
+from worker import values
 
 ORDERS = 120
 THREADS = 4
@@ -87,7 +88,7 @@ def _cast_burst(database, transport_url, topic):
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(
                 lambda order: api.run_steps(
-                    [rpcapi.Step('issue', order.id, 0, None)]),
+                    [values.StepRef('issue', order.id, 0, None)]),
                 created))
     finally:
         transport.cleanup()

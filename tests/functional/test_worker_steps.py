@@ -14,7 +14,7 @@ from worker import manager
 from worker import order_types
 from worker.plugins import base
 from worker.plugins import simple_certificate
-from worker import rpcapi
+from worker import values
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 REQUEST = 'process_type_order'
@@ -283,7 +283,7 @@ def test_a_batch_of_results_costs_a_few_statements_not_a_few_per_result(
     for size in (2, 12):
         order_ids = [_order(database) for _ in range(size)]
         claimed = worker._claimer.claim_batch(
-            [rpcapi.Step(REQUEST, order_id, 0) for order_id in order_ids])
+            [values.StepRef(REQUEST, order_id, 0) for order_id in order_ids])
         results = [(run, base.Completed({'serial': run.order_id}))
                    for run, _ in claimed]
         sent[size] = _statements_of(

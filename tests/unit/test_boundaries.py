@@ -52,7 +52,11 @@ def _allowed_by(packages):
     may, and so may the scheduler's own modules.
     """
     return lambda name: (name == 'worker' or
-                         _in(name, ('scheduler',) + packages))
+                         _in(name, ('scheduler',) + packages) or
+                         # The package of an allowed module:
+                         # ``from worker.notifications import bus``.
+                         any(package.startswith(name + '.')
+                             for package in packages))
 
 
 def _shared(name):
@@ -227,3 +231,78 @@ def test_one_predicate_tells_a_delivery_by_its_name():
         list(_sources('worker')) + list(_sources('scheduler'))) == [
         'worker/db/models.py']
     assert _prefix_readers([('a.py', ROOT / 'worker/db/models.py')])
+
+
+#: The layers of the worker package, lowest first. A module belongs to
+#: the layer of the longest prefix that names it (``worker`` names the
+#: package alone); it may import its own layer and those below, never one
+#: above (doc/developer.md, "The map of the house").
+LAYERS = (
+    # The ground floor: the values every layer passes around, the
+    # utilities, and the wrappers of oslo.context, oslo.messaging's
+    # transport and OpenTelemetry.
+    ('ground', ('worker', 'worker.values', 'worker.common',
+                'worker.context', 'worker.rpc', 'worker.tracing')),
+    # What the order types declare: the work, its plugins and policies.
+    ('declarations', ('worker.order_types', 'worker.plugins',
+                      'worker.policy')),
+    ('conf', ('worker.conf',)),
+    ('db', ('worker.db',)),
+    ('notifications', ('worker.notifications',)),
+    # The worker pool: the RPC client and server side, the steps.
+    ('services', ('worker.intake', 'worker.manager', 'worker.metrics',
+                  'worker.rpcapi', 'worker.service', 'worker.steps')),
+    ('api', ('worker.api', 'worker.schedule_api')),
+    ('cmd', ('worker.cmd', 'worker.local')),
+)
+
+
+def _layer_of(name):
+    """The index in ``LAYERS`` of module ``name``, None if it has none."""
+    found = [(len(prefix), index)
+             for index, (_, prefixes) in enumerate(LAYERS)
+             for prefix in prefixes
+             if name == prefix or
+             (prefix != 'worker' and name.startswith(prefix + '.'))]
+    return max(found)[1] if found else None
+
+
+def _module_of(relative):
+    return relative[:-3].replace('/', '.').removesuffix('.__init__')
+
+
+def _imports_up(root):
+    """``[(file, imported module)]``: the imports of the worker package
+    under ``root`` that climb to a higher layer than their module's."""
+    found = []
+    for path in sorted(root.joinpath('worker').rglob('*.py')):
+        relative = str(path.relative_to(root))
+        layer = _layer_of(_module_of(relative))
+        for name in _imports(path):
+            target = _layer_of(name)
+            if target is not None and target > layer:
+                found.append((relative, name))
+    return found
+
+
+def test_every_module_of_the_worker_has_a_layer():
+    modules = [_module_of(str(path.relative_to(ROOT)))
+               for path in ROOT.joinpath('worker').rglob('*.py')]
+    assert len(modules) > 100, 'the worker package was not found'
+    assert sorted(m for m in modules if _layer_of(m) is None) == []
+
+
+def test_no_import_climbs_back_up_the_layers():
+    assert _imports_up(ROOT) == []
+
+
+def test_an_import_up_the_layers_is_found(tmp_path):
+    package = tmp_path / 'worker'
+    (package / 'db').mkdir(parents=True)
+    (package / 'db' / 'rows.py').write_text(
+        'from worker.notifications import events\nimport worker.values\n')
+    (package / 'values.py').write_text('import worker.api\n')
+    assert _imports_up(tmp_path) == [
+        ('worker/db/rows.py', 'worker.notifications'),
+        ('worker/db/rows.py', 'worker.notifications.events'),
+        ('worker/values.py', 'worker.api')]

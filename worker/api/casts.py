@@ -53,7 +53,7 @@ class Outbox:
         the first casts to the retry daemon. Concurrent requests' casts
         share messages (``worker.api.coalesce``).
     :param rows_per_cast: the most steps in one message.
-    :param announcer: a ``worker.common.bus.Announcer``, or None.
+    :param announcer: a ``worker.notifications.bus.Announcer``, or None.
     """
 
     def __init__(self, worker_api, rows_per_cast, announcer):

@@ -13,9 +13,9 @@ import reprlib
 
 from worker.api import errors
 from worker.common import inputs
+from worker.common import targets
 from worker.db import models
 from worker.notifications import subscriptions
-from worker.notifications import targets
 from worker import order_types
 from worker.order_types import meta as meta_module
 

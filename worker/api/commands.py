@@ -22,6 +22,7 @@ from worker.db import session as db_session
 from worker.notifications import events
 from worker.notifications import subscriptions
 from worker import rpcapi
+from worker import values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Created:
     orders: list[typing.Any]
     deliveries: tuple[str, ...]
     #: The orders' first steps and deliveries that run at once.
-    to_cast: tuple[rpcapi.Step, ...] = ()
+    to_cast: tuple[values.StepRef, ...] = ()
 
 
 def create(database, request, now):
@@ -68,8 +69,8 @@ def create(database, request, now):
     cast_now = roots + (deliveries if first_run_at is None else ())
     ids = context_module.of_order(request.origin)
     return Created(created, deliveries, tuple(
-        rpcapi.Step(name, order.id, 0, ids, workflow.type_name,
-                    request.origin.trace_context)
+        values.StepRef(name, order.id, 0, ids, workflow.type_name,
+                       request.origin.trace_context)
         for order in created for name in cast_now))
 
 
@@ -119,7 +120,7 @@ def _first_retries(created, roots, due, now, request):
     for order in created:
         for name in roots:
             args, kwargs = rpcapi.retry_arguments(
-                rpcapi.Step(name, order.id, 0, ids))
+                values.StepRef(name, order.id, 0, ids))
             rows.append(dict(order_id=order.id, retry_task=name,
                              retry_at=due, args=args, kwargs=kwargs,
                              now=now, priority=request.priority))
@@ -133,10 +134,10 @@ class Cancelled:
     #: Steps whose claims were revoked or that will never start.
     revoked: tuple[str, ...]
     #: The compensation step to cast, or None.
-    compensation: rpcapi.Step | None
+    compensation: values.StepRef | None
     #: The steps to cast: the compensation step, and the deliveries
     #: the order's ``order.cancelled`` event woke.
-    to_cast: tuple[rpcapi.Step, ...] = ()
+    to_cast: tuple[values.StepRef, ...] = ()
 
 
 def cancel(database, workflow, order_id, reason, now, request=None):
@@ -167,8 +168,8 @@ def cancel(database, workflow, order_id, reason, now, request=None):
             session, repositories, order_id, events.status_changed(
                 models.CANCELLING if compensation else models.CANCELLED,
                 reason), now, request=request)
-    step = (rpcapi.Step(compensation.name, order_id, 0, request,
-                        workflow.type_name)
+    step = (values.StepRef(compensation.name, order_id, 0, request,
+                           workflow.type_name)
             if compensation else None)
     return Cancelled(revoked=tuple(revoked), compensation=step,
                      to_cast=tuple(([step] if step else []) + woken))
@@ -212,12 +213,12 @@ class Resumed:
     """What resuming one order did."""
 
     #: The steps to cast to run again.
-    started: tuple[rpcapi.Step, ...]
+    started: tuple[values.StepRef, ...]
     #: The steps WAITING for those.
     waiting: tuple[str, ...]
     #: The steps to cast: ``started``, and the deliveries the order's
     #: ``order.resumed`` event woke.
-    to_cast: tuple[rpcapi.Step, ...] = ()
+    to_cast: tuple[values.StepRef, ...] = ()
 
 
 def resume(database, workflow, order_id, now, request=None):
@@ -246,8 +247,8 @@ def resume(database, workflow, order_id, now, request=None):
     if written is None:
         return None
     plan, generations, woken = written
-    started = tuple(rpcapi.Step(name, order_id, generations[name], request,
-                                workflow.type_name)
+    started = tuple(values.StepRef(name, order_id, generations[name],
+                                   request, workflow.type_name)
                     for name in plan.start)
     return Resumed(started=started, waiting=plan.wait,
                    to_cast=started + tuple(woken))

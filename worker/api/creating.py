@@ -20,7 +20,7 @@ from worker.api import errors
 from worker.api import queries
 from worker.api import requests
 from worker.api import values
-from worker.common import bus
+from worker.notifications import bus
 from worker.conf import order_types as type_options
 from worker import context as context_module
 from worker.db import orders as order_rows

@@ -16,7 +16,7 @@ from worker.api import commands
 from worker.api import creating
 from worker.api import errors
 from worker.api import values
-from worker.common import bus
+from worker.notifications import bus
 from worker.common import clock as clock_module
 from worker import conf as worker_conf
 from worker import context as context_module
@@ -40,7 +40,7 @@ class OrderAPI(creating.OrderCreation):
         dispatches them after ``[scheduler] dispatch_deadline_seconds``).
     :param now: returns the time (naive UTC) that the workers and the
         retry daemon compare with; by default, the database's.
-    :param announcer: a ``worker.common.bus.Announcer`` that announces
+    :param announcer: a ``worker.notifications.bus.Announcer`` that announces
         the orders' creation, cancellation and resumption on the bus, or
         None.
     """
@@ -66,7 +66,7 @@ class OrderAPI(creating.OrderCreation):
         ``cfg.CONF`` only are registered on it too
         (``worker.rpc.get_transport``). With ``[oslo_messaging_notifications]
         driver`` set, it announces its orders' changes on the bus
-        (``worker.common.bus``).
+        (``worker.notifications.bus``).
         """
         database, worker_api, transport = connect(conf)
         announcer = bus.from_conf(conf)

@@ -15,8 +15,8 @@ import hashlib
 import json
 import typing
 
+from worker.common import targets
 from worker.db import orders as order_rows
-from worker.notifications import targets
 
 
 @dataclasses.dataclass(frozen=True)

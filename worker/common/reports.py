@@ -24,7 +24,6 @@ import os
 import threading
 
 from oslo_log import log as logging
-from oslo_reports import opts as reports_opts
 from pbr import version
 
 LOG = logging.getLogger(__name__)
@@ -52,11 +51,6 @@ class ProcessName:
         return '%s.%d' % (self.service_name, os.getpid())
 
 
-def register_opts(conf):
-    """Register oslo.reports' ``[oslo_reports]`` options on ``conf``."""
-    reports_opts.set_defaults(conf)
-
-
 def install(conf, service_name):
     """Set the report's trigger up in this process, once.
 
@@ -64,12 +58,13 @@ def install(conf, service_name):
     process of the pool (which then starts the file trigger's thread,
     if there is one, and otherwise keeps the handler it inherited).
 
+    :param conf: holds ``[oslo_reports]`` (``worker.conf.register_opts``
+        registers it).
     :param service_name: ``barbican-worker`` or ``barbican-retry``.
     """
     global _installed_in
     if _installed_in == os.getpid():
         return
-    register_opts(conf)
     by_file = bool(conf.oslo_reports.file_event_handler)
     if not by_file and threading.current_thread() is not \
             threading.main_thread():

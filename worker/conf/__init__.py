@@ -8,13 +8,13 @@ so that tests can build isolated configurations and so that nothing reads
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from worker.common import reports
 from worker.conf import api_limits
 from worker.conf import database
 from worker.conf import default
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
+from worker.conf import reports
 from worker.conf import resources
 from worker.conf import simple_certificate
 from worker.conf import tracing
@@ -41,7 +41,7 @@ def validate(conf):
 
 def register_opts(conf):
     """Register every worker-side option group on ``conf``, and
-    oslo.reports' ``[oslo_reports]`` (``worker.common.reports``)."""
+    oslo.reports' ``[oslo_reports]`` (``worker.conf.reports``)."""
     for module in _MODULES:
         module.register_opts(conf)
     reports.register_opts(conf)

@@ -5,8 +5,8 @@ See ``worker.notifications`` and doc/notifications.md.
 
 from oslo_config import cfg
 
+from worker.common import targets
 from worker.conf import groups
-from worker.notifications import targets
 
 notifications_group = cfg.OptGroup(
     'notifications', title='Notifications of order changes',

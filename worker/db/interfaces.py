@@ -29,8 +29,8 @@ from worker.db import resources
 from worker.db import retry_tasks
 from worker.db import rows
 from worker.db import steps
-from worker.notifications import events as events_module
 from worker.order_types import base as order_types
+from worker import values
 
 Any = typing.Any
 Moment = datetime.datetime
@@ -535,13 +535,13 @@ class Notifications(typing.Protocol):
         read; ``waiting``: its first run waits."""
 
     def add_events(self, session: Any, order_id: str,
-                   events: abc.Iterable[events_module.Event],
+                   events: abc.Iterable[values.Event],
                    now: Moment) -> list[int]:
         """Append ``events`` to the order's; their sequences."""
 
     def add_events_many(self, session: Any,
                         events: abc.Mapping[str, abc.Sequence[
-                            events_module.Event]],
+                            values.Event]],
                         now: Moment) -> dict[str, list[int]]:
         """Append each order's events at once; their sequences."""
 

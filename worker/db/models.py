@@ -9,7 +9,7 @@ One word per thing, in code, logs and docs:
   names a step as well (kept for plugins written against it).
 - **generation**: a step's fencing value at rest (``order_steps.
   generation``), and the one a message or a retry row carries
-  (``rpcapi.Step.generation``): a claim succeeds only from it.
+  (``values.StepRef.generation``): a claim succeeds only from it.
 - **token**: the generation a claimed run holds (the claim moved the step
   to it); every write of the run's result is conditional on it.
 - **owner_token**: what the holder of an ``EntityLock`` (the retry

@@ -21,7 +21,7 @@ from sqlalchemy import orm
 from worker.db import models
 from worker.db import rows
 from worker.db import statements
-from worker.notifications import events as events_module
+from worker import values
 
 Moment = datetime.datetime
 
@@ -247,11 +247,11 @@ _DELIVERIES = (sa.select(_STEPS.c.order_id, _STEPS.c.name, _STEPS.c.status,
 
 
 def add_events(session: orm.Session, order_id: str,
-               events: abc.Iterable[events_module.Event],
+               events: abc.Iterable[values.Event],
                now: Moment) -> list[int]:
     """Append ``events`` to the order's; returns their sequences.
 
-    :param events: ``worker.notifications.events.Event`` values.
+    :param events: ``worker.values.Event`` values.
     """
     return add_events_many(session, {order_id: list(events)},
                            now).get(order_id, [])
@@ -259,7 +259,7 @@ def add_events(session: orm.Session, order_id: str,
 
 def add_events_many(session: orm.Session,
                     events: abc.Mapping[str, abc.Sequence[
-                        events_module.Event]],
+                        values.Event]],
                     now: Moment) -> dict[str, list[int]]:
     """Append ``events[order_id]`` to each order's: one read of their last
     sequences, one INSERT; returns ``{order_id: [sequence, ...]}``.

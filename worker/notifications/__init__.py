@@ -10,5 +10,5 @@ events to its URL one after the other, in ``sequence`` order, the next
 only once the previous one was acknowledged with a 2xx (``delivery``,
 ``sender``), signed as Standard Webhooks under the URL's secrets
 (``signing``). Callback URLs must name a host the operator allows
-(``targets``).
+(``worker.common.targets``, which the configuration checks too).
 """

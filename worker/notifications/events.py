@@ -11,12 +11,10 @@ run was waiting (``[notifications] first_run_delay_seconds``): the
 order's first events then go in one run.
 """
 
-import dataclasses
 import datetime
-import typing
 
 from worker.db import models
-from worker import rpcapi
+from worker import values
 
 CREATED = 'order.created'
 CANCELLING = 'order.cancelling'
@@ -35,14 +33,8 @@ _OF_STATUS = {models.PENDING: CREATED, models.CANCELLING: CANCELLING,
               models.CANCELLED: CANCELLED}
 
 
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """One event to write: what happened, and the order's status after."""
-
-    event: str
-    status: str
-    step: str | None = None
-    detail: dict[str, typing.Any] | None = None
+#: One event to write (``worker.values``, where the data layer finds it).
+Event = values.Event
 
 
 def status_changed(status, reason=None):
@@ -73,11 +65,11 @@ def record(session, repositories, order_id, events, now, request=None):
     The caller's transaction must hold the order's row (it changed its
     status, or ``notifications.lock_order``).
 
-    :param request: the order's ``worker.context.RequestIds``, which the
+    :param request: the order's ``worker.values.RequestIds``, which the
         casts of the deliveries woken carry.
 
-    :returns: the deliveries woken, as ``rpcapi.Step`` to cast once the
-        transaction committed; the others are sending, retrying or
+    :returns: the deliveries woken, as ``worker.values.StepRef`` to cast
+        once the transaction committed; the others are sending, retrying or
         waiting for their URL, and will send these events in turn.
     """
     return record_many(session, repositories,
@@ -93,7 +85,7 @@ def record_many(session, repositories, recorded, now):
 
     :param recorded: ``[(order_id, events, request), ...]``; the caller's
         transaction holds each order's row.
-    :returns: the deliveries woken, as ``rpcapi.Step``.
+    :returns: the deliveries woken, as ``worker.values.StepRef``.
     """
     store = repositories.notifications
     recorded = [(order_id, list(events), request)
@@ -110,8 +102,8 @@ def record_many(session, repositories, recorded, now):
         for name, (status, generation, waiting) in sorted(
                 deliveries.get(order_id, {}).items()):
             if status == models.STEP_DONE or waiting:
-                woken.append(rpcapi.Step(name, order_id, generation,
-                                         request))
+                woken.append(values.StepRef(name, order_id, generation,
+                                            request))
             if waiting:
                 first_runs.append((order_id, name))
     store.wake_many(session, sorted({step.order_id for step in woken}), now)

@@ -27,9 +27,9 @@ import time
 from oslo_log import log as logging
 import requests
 
+from worker.common import targets
 from worker.notifications import signing
 from worker.notifications import subscriptions
-from worker.notifications import targets
 from worker import tracing
 
 LOG = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import functools
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 
-from worker.notifications import targets
+from worker.common import targets
 
 
 class ForeignUrl(targets.RefusedUrl):

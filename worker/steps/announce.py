@@ -1,9 +1,9 @@
-"""The announcements on the bus (``worker.common.bus``) of the orders a
+"""The announcements on the bus (``worker.notifications.bus``) of the orders a
 committed batch of results ended: derived from the writes that were
 committed, so that a result found superseded announces nothing."""
 
-from worker.common import bus
 from worker.db import models
+from worker.notifications import bus
 from worker.steps import writes
 
 

@@ -60,7 +60,7 @@ class Applier:
     :param observe_result: called with each result's kind, ``superseded``
         for one discarded.
     :param max_cast: the most steps cast in one message.
-    :param announcer: a ``worker.common.bus.Announcer`` that announces
+    :param announcer: a ``worker.notifications.bus.Announcer`` that announces
         the orders a batch ended, or None.
     :param continuer: a ``worker.steps.continuation.Continuer`` that
         claims some of the steps the results made ready, to run here

@@ -30,12 +30,13 @@ from worker.steps import leases
 from worker.steps import runs
 from worker.steps import transactions
 from worker import tracing
+from worker import values
 
 LOG = logging.getLogger(__name__)
 
 
 class Claimer:
-    """Claims batches of steps (``rpcapi.Step``) for this process.
+    """Claims batches of steps (``values.StepRef``) for this process.
 
     :param kinds: the ``worker.steps.kinds.Kinds`` of this worker.
     :param owner: this process's name (``pid@host``), recorded as the
@@ -251,7 +252,7 @@ class Claimer:
                     # once the dispatch deadline passes.
                     LOG.error('Cannot run %s of order %s: %s', step.step,
                               order.id, exc, context=context.for_ids(
-                                  context.of_order(order)))
+                                  values.request_ids_of(order)))
                     continue
                 # A delivery needs no order type.
                 workflow = None
@@ -284,7 +285,7 @@ class Claimer:
             self._kinds.workflow_step.step_events(workflow),
             claimed_at=now, attempt=row.attempt + 1, worker=self._owner,
             project_id=order.project_id,
-            request=context.of_order(order), crashes=row.crashes,
+            request=values.request_ids_of(order), crashes=row.crashes,
             resources=(tuple(key.name for key in facts.need.keys)
                        if facts.need is not None else ()),
             resource_error=facts.need.error if facts.need else None,

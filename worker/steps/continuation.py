@@ -28,13 +28,13 @@ import dataclasses
 import typing
 
 from worker.db import models
-from worker import rpcapi
+from worker import values
 
 
 class Continuation(typing.NamedTuple):
     """A step claimed by an apply, to run here."""
 
-    step: rpcapi.Step
+    step: values.StepRef
     #: Its ``runs.Run`` (``continued`` counted) and view, as a claim
     #: gives them.
     run: typing.Any
@@ -49,7 +49,7 @@ class _Pick(typing.NamedTuple):
     """A ready step picked to claim: the result (by index) it follows."""
 
     index: int
-    step: rpcapi.Step
+    step: values.StepRef
     reserved: bool
     #: The local continuations of its order in a row before it.
     chain: int

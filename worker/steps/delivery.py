@@ -43,9 +43,9 @@ from worker.notifications import sealing
 from worker.notifications import signing
 from worker.notifications import subscriptions
 from worker import policy as policy_module
-from worker import rpcapi
 from worker.steps import runs
 from worker.steps import writes
+from worker import values
 
 LOG = logging.getLogger(__name__)
 
@@ -365,8 +365,8 @@ class _Decider:
                 'send' % (run.step, result.sent, result.delivered),
                 url + self._record(result, models.STEP_PENDING, 0,
                                    dispatched=True),
-                (rpcapi.Step(run.step, run.order_id, run.token,
-                             run.request),))
+                (values.StepRef(run.step, run.order_id, run.token,
+                                run.request),))
         return runs.Decision(
             runs.DELIVERED, 'delivery %s: %d sent, through %d'
             % (run.step, result.sent, result.delivered),
@@ -383,8 +383,8 @@ class _Decider:
                 % run.step,
                 self._record(result, models.STEP_PENDING, run.failures,
                              dispatched=True),
-                (rpcapi.Step(run.step, run.order_id, run.token,
-                             run.request),))
+                (values.StepRef(run.step, run.order_id, run.token,
+                                run.request),))
         # The error that made the URL unavailable stays the one shown.
         return runs.Decision(
             runs.PAUSED, 'delivery %s waits: %s' % (run.step, result.reason),

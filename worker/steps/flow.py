@@ -32,6 +32,7 @@ from worker.conf import resources as resource_options
 from worker.db import models
 from worker.db import resources as resource_rows
 from worker import rpcapi
+from worker import values
 
 Moment = datetime.datetime
 #: The prefixes of the implicit keys of ``max_running``: a step's own keys
@@ -300,7 +301,7 @@ def undo(session: typing.Any, repositories: typing.Any, taken: Taken,
 
 
 def park(session: typing.Any, repositories: typing.Any,
-         waits: abc.Iterable[tuple[rpcapi.Step, int, Refusal]],
+         waits: abc.Iterable[tuple[values.StepRef, int, Refusal]],
          now: Moment) -> None:
     """Make refused steps wait: each is no longer in flight, and its
     retry row (replacing any it had) names the key it lacks.
@@ -326,7 +327,7 @@ def park(session: typing.Any, repositories: typing.Any,
 
 def release(session: typing.Any, repositories: typing.Any,
             runs: abc.Iterable[typing.Any],
-            now: Moment) -> list[rpcapi.Step]:
+            now: Moment) -> list[values.StepRef]:
     """Free the slots of these runs (their results are being written);
     returns the steps woken, to cast after the commit."""
     holders = [(run.order_id, run.step, run.token) for run in runs
@@ -338,7 +339,7 @@ def release(session: typing.Any, repositories: typing.Any,
 
 
 def wake(session: typing.Any, repositories: typing.Any,
-         freed: abc.Mapping[str, int], now: Moment) -> list[rpcapi.Step]:
+         freed: abc.Mapping[str, int], now: Moment) -> list[values.StepRef]:
     """Take the oldest retry rows waiting for the keys ``freed``, as many
     as slots of each were freed: deleted, their steps marked dispatched at
     ``now``; returns their steps, to cast after the commit."""

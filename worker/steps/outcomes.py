@@ -24,9 +24,9 @@ from worker.notifications import events
 from worker.order_types import base as types_base
 from worker.plugins import base as step_results
 from worker import policy as policy_module
-from worker import rpcapi
 from worker.steps import runs
 from worker.steps import writes
+from worker import values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,8 +182,8 @@ class _Decider:
         return runs.Decision(
             runs.DONE, 'step %s done; %s start now'
             % (run.step, ', '.join(ready) or 'nothing'), finished + recorded,
-            tuple(rpcapi.Step(name, run.order_id, steps[name].generation,
-                              run.request, workflow.type_name)
+            tuple(values.StepRef(name, run.order_id, steps[name].generation,
+                                 run.request, workflow.type_name)
                   for name in ready))
 
     def _failed_run(self, what: str,

@@ -19,7 +19,7 @@ from worker.db import models
 from worker.db import repositories as repositories_module
 from worker.order_types import base as types_base
 from worker import policy as policy_module
-from worker import rpcapi
+from worker import values
 
 #: Outcome kinds of a workflow step, also the worker's metric labels.
 DONE = 'done'
@@ -113,7 +113,7 @@ class Run:
     project_id: str = models.DEFAULT_PROJECT
     #: The request ids of the order, as read at the claim; None if it has
     #: none.
-    request: context_module.RequestIds | None = None
+    request: values.RequestIds | None = None
     #: Times a process died while running the step, before this run.
     crashes: int = 0
     #: The resource keys whose slots the run holds (its token holds
@@ -167,7 +167,7 @@ class Decision:
     kind: str
     description: str
     writes: tuple[typing.Any, ...] = ()
-    casts: tuple[rpcapi.Step, ...] = ()
+    casts: tuple[values.StepRef, ...] = ()
 
 
 #: What a run gives its kind's decision: an order type's or plugin's

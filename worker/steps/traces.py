@@ -26,7 +26,7 @@ from worker import tracing
 
 
 class StepTrace:
-    """The spans of one step (``rpcapi.Step``) in a step thread."""
+    """The spans of one step (``values.StepRef``) in a step thread."""
 
     __slots__ = ('_step', '_arrived', '_span')
 

@@ -25,13 +25,13 @@ import dataclasses
 import datetime
 import typing
 
-from worker import context as context_module
 from worker.db import models
 from worker.db import repositories as repositories_module
 from worker.db import rows
 from worker.notifications import events as events_module
 from worker import rpcapi
 from worker.steps import runs
+from worker import values
 
 Repos = repositories_module.Repositories
 Moment = datetime.datetime
@@ -40,7 +40,7 @@ Output = dict[str, typing.Any]
 
 #: What executing one write gives: the steps it woke (to cast after the
 #: commit), or None when its fence found the row moved on.
-Casts = tuple[rpcapi.Step, ...] | None
+Casts = tuple[values.StepRef, ...] | None
 
 
 class Undone(Exception):
@@ -197,7 +197,7 @@ class DeleteRetryRows:
 class AddRetryRow(_Batched):
     """Insert the retry row that casts a step again at ``retry_at``.
 
-    The retry daemon casts it as ``rpcapi.Step(step, order_id,
+    The retry daemon casts it as ``values.StepRef(step, order_id,
     generation, request)``: its arguments are ``rpcapi.retry_arguments``,
     which hold the order's request ids.
     """
@@ -208,7 +208,7 @@ class AddRetryRow(_Batched):
     retry_at: datetime.datetime
     retry_count: int
     priority: int
-    request: context_module.RequestIds | None = None
+    request: values.RequestIds | None = None
 
     @classmethod
     def of(cls, run: runs.Run, step: str, generation: int,
@@ -227,8 +227,8 @@ class AddRetryRow(_Batched):
 
     def _row(self, now: Moment) -> dict[str, typing.Any]:
         args, kwargs = rpcapi.retry_arguments(
-            rpcapi.Step(self.step, self.order_id, self.generation,
-                        self.request))
+            values.StepRef(self.step, self.order_id, self.generation,
+                           self.request))
         return dict(order_id=self.order_id, retry_task=self.step,
                     retry_at=self.retry_at, args=args, kwargs=kwargs,
                     retry_count=self.retry_count, now=now,
@@ -397,9 +397,9 @@ class RecordEvents:
     """
 
     order_id: str
-    events: tuple[events_module.Event, ...]
+    events: tuple[values.Event, ...]
     #: The order's request ids, which the casts of the deliveries carry.
-    request: context_module.RequestIds | None = None
+    request: values.RequestIds | None = None
 
     fenced: typing.ClassVar[bool] = False
     batched: typing.ClassVar[bool] = True
@@ -412,10 +412,10 @@ class RecordEvents:
     @staticmethod
     def write_many(session: typing.Any, repositories: Repos,
                    writes: abc.Sequence[typing.Any],
-                   now: Moment) -> list[rpcapi.Step]:
+                   now: Moment) -> list[values.StepRef]:
         """Execute several, each of another order; the deliveries woken.
         """
-        woken: list[rpcapi.Step] = events_module.record_many(
+        woken: list[values.StepRef] = events_module.record_many(
             session, repositories,
             [(w.order_id, w.events, w.request) for w in writes], now)
         return woken
@@ -443,7 +443,7 @@ def write_one(session: typing.Any, repositories: Repos,
         its row moved on (nothing of the result's state was written).
     :raises Undone: a fenced write failed after another had succeeded.
     """
-    woken: list[rpcapi.Step] = []
+    woken: list[values.StepRef] = []
     wrote = False
     for write in writes:
         casts = write.write(session, repositories, now)
@@ -458,7 +458,7 @@ def write_one(session: typing.Any, repositories: Repos,
 
 def write_batch(session: typing.Any, repositories: Repos,
                 results: abc.Iterable[abc.Iterable[typing.Any]],
-                now: Moment) -> list[rpcapi.Step]:
+                now: Moment) -> list[values.StepRef]:
     """Execute the writes of several results, each kind at once; the
     steps they woke (``RecordEvents``' deliveries), to cast after the
     commit.
@@ -479,7 +479,7 @@ def write_batch(session: typing.Any, repositories: Repos,
                 raise TypeError('not a write of a batch: %r' % (write,))
             by_kind[type(write)].append(write)
     expected = moved = 0
-    woken: list[rpcapi.Step] = []
+    woken: list[values.StepRef] = []
     for kind in _BATCH_ORDER:
         group = by_kind.pop(kind, ())
         if not group:

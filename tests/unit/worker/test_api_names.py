@@ -9,7 +9,7 @@ import pytest
 
 from worker import api
 from worker.common import inputs
-from worker.notifications import targets
+from worker.common import targets
 
 ROOT = pathlib.Path(__file__).parents[3]
 

@@ -6,8 +6,9 @@ import pytest
 from worker import context
 from worker import rpc
 from worker import rpcapi
+from worker import values
 
-IDS = context.RequestIds('req-order', 'req-global')
+IDS = values.RequestIds('req-order', 'req-global')
 SERIALIZER = rpc.ContextSerializer()
 
 
@@ -26,7 +27,7 @@ def _through_the_wire(ctxt):
 def test_a_steps_context_comes_back_as_it_was_sent():
     sent = context.StepsContext(
         request_id='req-sender', global_request_id='req-sender-global',
-        orders={'o-1': IDS, 'o-2': context.RequestIds('req-2', None)})
+        orders={'o-1': IDS, 'o-2': values.RequestIds('req-2', None)})
 
     wire = SERIALIZER.serialize_context(sent)
     received = SERIALIZER.deserialize_context(wire)
@@ -61,7 +62,7 @@ def test_building_a_context_does_not_make_it_the_threads():
 
 
 def test_current_sets_the_context_for_a_block_only():
-    outer = context.for_ids(context.RequestIds('req-outer'))
+    outer = context.for_ids(values.RequestIds('req-outer'))
     with context.current(outer):
         with context.current(context.for_ids(IDS)):
             assert oslo_context.get_current().request_id == 'req-order'
@@ -75,19 +76,7 @@ def test_current_sets_the_context_for_a_block_only():
 def test_an_order_without_a_request_id_has_no_context():
     assert context.for_ids(None) is None
     # oslo.log writes ids only with a request id; one would be made up.
-    assert context.for_ids(context.RequestIds(None, 'req-global')) is None
-
-
-class _Row:
-    def __init__(self, request_id, global_request_id):
-        self.request_id = request_id
-        self.global_request_id = global_request_id
-
-
-def test_an_orders_ids_are_read_from_its_row():
-    assert context.of_order(_Row('req-1', None)) == context.RequestIds(
-        'req-1', None)
-    assert context.of_order(_Row(None, None)) is None
+    assert context.for_ids(values.RequestIds(None, 'req-global')) is None
 
 
 @pytest.mark.parametrize('garbage', [
@@ -118,15 +107,15 @@ def test_a_malformed_context_keeps_its_well_formed_orders():
     received = SERIALIZER.deserialize_context(
         {'request_id': 'req-s', 'orders': {'o-1': 5, 'o-2': ['req-2', None]}})
     assert received.request_id == 'req-s'
-    assert received.orders == {'o-2': context.RequestIds('req-2', None)}
+    assert received.orders == {'o-2': values.RequestIds('req-2', None)}
 
 
 def test_a_cast_without_ids_carries_an_empty_context():
-    steps = [rpcapi.Step('a', 'o-1', 0), rpcapi.Step('b', 'o-2', 0)]
+    steps = [values.StepRef('a', 'o-1', 0), values.StepRef('b', 'o-2', 0)]
     assert rpcapi.steps_context(steps) == {}
     assert SERIALIZER.deserialize_context({}) == {}
     assert SERIALIZER.serialize_context(rpcapi.steps_context(
-        steps + [rpcapi.Step('c', 'o-3', 0, IDS)])) == {
+        steps + [values.StepRef('c', 'o-3', 0, IDS)])) == {
             'orders': {'o-3': list(IDS)}}
 
 

@@ -29,6 +29,7 @@ import pytest
 
 from worker import context
 from worker import rpc
+from worker import values
 
 _CONTEXT = 'worker/context.py'
 ORDERS = {'o-1': ['req-order', 'req-global']}
@@ -70,8 +71,8 @@ def _formatted(**extra):
 
 
 def test_oslo_log_writes_the_records_context_before_the_threads():
-    mine = context.for_ids(context.RequestIds('req-order', 'req-global'))
-    with context.current(context.for_ids(context.RequestIds('req-thread'))):
+    mine = context.for_ids(values.RequestIds('req-order', 'req-global'))
+    with context.current(context.for_ids(values.RequestIds('req-thread'))):
         assert '[req-global req-order ' in _formatted(context=mine), (
             "oslo.log: a record's context no longer wins over the "
             "thread's; batch code's lines (worker/steps/apply.py) need it")
@@ -86,7 +87,7 @@ def test_oslo_log_writes_the_records_context_before_the_threads():
 def test_unknown_context_keys_survive_the_amqp_packing():
     message = {}
     amqp.pack_context(message, context.StepsContext(
-        request_id='req-s', orders={'o-1': context.RequestIds(
+        request_id='req-s', orders={'o-1': values.RequestIds(
             'req-order', 'req-global')}))
     unpacked = amqp.unpack_context(message).to_dict()
     assert unpacked['orders'] == ORDERS, (
@@ -127,7 +128,7 @@ def _cast_and_receive(server_serializer):
             serializer=rpc.ContextSerializer())
         client.prepare(version='1.1').cast(
             context.StepsContext(request_id='req-s', orders={
-                'o-1': context.RequestIds('req-order', 'req-global')}),
+                'o-1': values.RequestIds('req-order', 'req-global')}),
             'run_steps', steps=[['check', 'o-1', 0]])
         assert endpoint.called.wait(10)
     finally:

@@ -29,6 +29,7 @@ from worker.order_types import fanout
 from worker.plugins import base
 from worker import policy
 from worker import rpcapi
+from worker import values
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 OWNER = '1@worker-host'
@@ -436,7 +437,7 @@ def test_a_process_claims_one_step_that_crashed_at_a_time(
               for order_id in (first, second)}
     plugin = use_plugin(ScriptedPlugin(*[base.RetryLater(5)] * 2))
     worker = _worker(database, step_concurrency=2, report_interval=7)
-    steps = {order_id: rpcapi.Step(REQUEST, order_id, tokens[order_id])
+    steps = {order_id: values.StepRef(REQUEST, order_id, tokens[order_id])
              for order_id in (first, second)}
 
     claimed = worker.manager._claimer.claim_batch(list(steps.values()))
@@ -943,8 +944,8 @@ def test_a_batch_claims_each_current_step_once(database, use_plugin):
     current, other = _checks_pending(database, worker, 2)
 
     claimed = worker.manager._claimer.claim_batch([
-        rpcapi.Step(CHECK, current, 0), rpcapi.Step(CHECK, current, 0),
-        rpcapi.Step(CHECK, other, 3), rpcapi.Step(REQUEST, other, 0)])
+        values.StepRef(CHECK, current, 0), values.StepRef(CHECK, current, 0),
+        values.StepRef(CHECK, other, 3), values.StepRef(REQUEST, other, 0)])
 
     # The duplicate in the batch, the future token and the finished step
     # claim nothing.
@@ -963,7 +964,7 @@ def test_a_result_superseded_after_a_write_costs_only_itself(database,
     worker = _worker(database)
     order_ids = _checks_pending(database, worker, 3)
     claimed = worker.manager._claimer.claim_batch(
-        [rpcapi.Step(CHECK, order_id, 0) for order_id in order_ids])
+        [values.StepRef(CHECK, order_id, 0) for order_id in order_ids])
     # The middle order ends elsewhere while its check runs, its step left
     # as it was: the check's own write goes through, its order's does not.
     with database.session() as session, session.begin():
@@ -1002,9 +1003,9 @@ def test_a_batch_of_several_kinds_of_result_writes_each_as_alone(
                             for priority in (0, 4, 0))
     fanout = _order(database, 'fanout')
     claimed = worker.manager._claimer.claim_batch(
-        [rpcapi.Step(REQUEST, order_id, 0)
+        [values.StepRef(REQUEST, order_id, 0)
          for order_id in (done, polled, failed)] +
-        [rpcapi.Step(name, fanout, 0) for name in ROOTS[:2]])
+        [values.StepRef(name, fanout, 0) for name in ROOTS[:2]])
 
     worker.manager._applier.apply_batch([
         (claimed[0][0], base.Completed({'serial': 'x'})),
@@ -1042,7 +1043,7 @@ def test_ready_steps_of_a_batch_go_out_in_one_message(database,
     worker = _worker(database)
     order_ids = [_order(database) for _ in range(3)]
     claimed = worker.manager._claimer.claim_batch(
-        [rpcapi.Step(REQUEST, order_id, 0) for order_id in order_ids])
+        [values.StepRef(REQUEST, order_id, 0) for order_id in order_ids])
 
     worker.manager._applier.apply_batch([(run, base.Completed())
                                          for run, _ in claimed])
@@ -1144,7 +1145,7 @@ def test_a_message_carries_the_ids_of_an_order_before_its_claim(
     order_id = _order(database, 'scripted', origin=_origin('a'))
     worker = _worker(database)
     ctxt = context.StepsContext(orders={
-        order_id: context.RequestIds('req-a', 'req-global-a')})
+        order_id: values.RequestIds('req-a', 'req-global-a')})
 
     worker.manager.run_steps(ctxt, [['first', order_id, 0]])
 

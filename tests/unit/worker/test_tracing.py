@@ -29,6 +29,7 @@ from worker import rpcapi
 from worker.steps import runs
 from worker.steps import traces
 from worker import tracing
+from worker import values
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
 SERIALIZER = rpc.ContextSerializer()
@@ -85,9 +86,9 @@ def test_a_context_without_traces_sends_no_traces_key():
 
 def test_a_cast_is_a_span_of_each_orders_trace_that_its_context_carries(
         spans, client):
-    steps = [rpcapi.Step('a', 'o-1', 0, trace=PARENT),
-             rpcapi.Step('b', 'o-1', 0, trace=PARENT),
-             rpcapi.Step('a', 'o-2', 0)]
+    steps = [values.StepRef('a', 'o-1', 0, trace=PARENT),
+             values.StepRef('b', 'o-1', 0, trace=PARENT),
+             values.StepRef('a', 'o-2', 0)]
 
     rpcapi.WorkerAPI(client).run_steps(steps)
 
@@ -102,8 +103,8 @@ def test_a_cast_is_a_span_of_each_orders_trace_that_its_context_carries(
 
 def test_with_tracing_off_a_cast_carries_no_trace(client):
     assert not tracing.ENABLED
-    rpcapi.WorkerAPI(client).run_steps([rpcapi.Step('a', 'o-1', 0,
-                                                    trace=PARENT)])
+    rpcapi.WorkerAPI(client).run_steps([values.StepRef('a', 'o-1', 0,
+                                                       trace=PARENT)])
     [sent] = client.contexts
     assert 'traces' not in sent
 
@@ -148,7 +149,7 @@ class _Sender:
 
 
 def test_a_steps_claim_run_and_result_join_its_casts_span(spans):
-    step = rpcapi.Step('notify:1', 'o-1', 4, trace=PARENT)
+    step = values.StepRef('notify:1', 'o-1', 4, trace=PARENT)
     run = runs.Run(order_id='o-1', step='notify:1', token=5, kind=None,
                    failures=0, polls=0, started_at=NOW, last_error=None,
                    order_created_at=NOW, order_meta={}, order_priority=0,
@@ -184,8 +185,8 @@ def test_the_steps_a_result_makes_ready_join_the_step_that_did():
         started_at=NOW, last_error=None, order_created_at=NOW,
         order_meta={}, order_priority=0, workflow=None, policy=None,
         trace=PARENT)
-    ready = [rpcapi.Step('b', 'o-1', 0), rpcapi.Step('c', 'o-2', 0),
-             rpcapi.Step('d', 'o-1', 0, trace={'traceparent': 'own'})]
+    ready = [values.StepRef('b', 'o-1', 0), values.StepRef('c', 'o-2', 0),
+             values.StepRef('d', 'o-1', 0, trace={'traceparent': 'own'})]
 
     joined = traces.join(ready, [(run, None)])
 

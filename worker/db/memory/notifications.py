@@ -12,7 +12,7 @@ from oslo_db import exception as db_exc
 from worker.db.memory import base
 from worker.db import models
 from worker.db import rows
-from worker.notifications import events as events_module
+from worker import values
 
 Session = base.InMemorySession
 Moment = datetime.datetime
@@ -189,7 +189,7 @@ class InMemoryNotifications(base.Repository):
 
     @base.writes
     def add_events(self, session: Session, order_id: str,
-                   events: abc.Iterable[events_module.Event],
+                   events: abc.Iterable[values.Event],
                    now: Moment) -> list[int]:
         """Append ``events`` to the order's; returns their sequences."""
         return self.add_events_many(session, {order_id: list(events)},
@@ -198,7 +198,7 @@ class InMemoryNotifications(base.Repository):
     @base.writes
     def add_events_many(self, session: Session,
                         events: abc.Mapping[str, abc.Sequence[
-                            events_module.Event]],
+                            values.Event]],
                         now: Moment) -> dict[str, list[int]]:
         """Append ``events[order_id]`` to each order's; their sequences.
         """

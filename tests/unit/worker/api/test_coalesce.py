@@ -3,7 +3,7 @@
 import threading
 
 from worker.api import coalesce
-from worker import rpcapi
+from worker import values
 
 
 class _Held:
@@ -27,7 +27,7 @@ class _Held:
 
 
 def _steps(order_id, count=1):
-    return [rpcapi.Step('first', order_id, index) for index in range(count)]
+    return [values.StepRef('first', order_id, index) for index in range(count)]
 
 
 def _cast_meanwhile(casts, held, calls):

@@ -11,6 +11,7 @@ from worker.db import models
 from worker.db import orders as order_rows
 from worker import order_types
 from worker import rpcapi
+from worker import values
 
 NOW = datetime.datetime(2026, 11, 28, 12, 0, 0)
 ORIGIN = order_rows.Origin(project_id='p1', request_id='req-1')
@@ -66,6 +67,6 @@ def test_cancel_returns_the_compensation_step_to_cast(database, client):
 
 
 def test_cast_steps_counts_what_could_not_be_cast():
-    steps = [rpcapi.Step('issue', 'order-%d' % index, 0)
+    steps = [values.StepRef('issue', 'order-%d' % index, 0)
              for index in range(3)]
     assert casts.cast_steps(None, steps, rows_per_cast=2) == 3

@@ -7,10 +7,12 @@ import os
 import signal
 import threading
 
+from oslo_config import cfg
 import pytest
 
 from tests import config
 from worker.common import reports
+from worker import conf as worker_conf
 
 
 @pytest.fixture
@@ -64,3 +66,13 @@ def _install(conf, failed):
         reports.install(conf, 'barbican-worker')
     except Exception as exc:
         failed.append(exc)
+
+
+def test_the_configuration_registers_the_reports_options():
+    # install reads them and registers nothing: worker.conf does, with
+    # every other group the daemons read.
+    conf = cfg.ConfigOpts()
+    worker_conf.register_opts(conf)
+    conf([], project='barbican-retry')
+    assert conf.oslo_reports.file_event_handler is None
+    assert conf.oslo_reports.file_event_handler_interval == 1

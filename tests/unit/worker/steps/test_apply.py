@@ -22,6 +22,7 @@ from worker import rpcapi
 from worker.steps import apply
 from worker.steps import claim
 from worker.steps import kinds
+from worker import values
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
 OWNER = '1@host'
@@ -78,7 +79,7 @@ class Applies:
     def claim(self, *order_ids):
         """The runs of ``first`` of each order, claimed in one batch."""
         answers = self.claimer.claim_batch(
-            [rpcapi.Step('first', order_id, 0) for order_id in order_ids])
+            [values.StepRef('first', order_id, 0) for order_id in order_ids])
         return [run for run, _ in answers]
 
 

@@ -9,10 +9,10 @@ from worker.order_types import base as types_base
 from worker.order_types import fanout
 from worker.plugins import base
 from worker import policy
-from worker import rpcapi
 from worker.steps import outcomes
 from worker.steps import runs
 from worker.steps import writes
+from worker import values
 
 NOW = datetime.datetime(2026, 1, 1, 12, 0, 0)
 ORDER = 'order-1'
@@ -57,8 +57,9 @@ def test_a_step_done_in_sequence_starts_the_next_ones_in_a_batch():
         writes.StartSteps(ORDER, ('store', 'notify'), True),
         writes.RecordRun.of(run, models.RUN_DONE))
     # Each with its order's type, which picks the topic it is cast to.
-    assert decision.casts == (rpcapi.Step('store', ORDER, 2, None, 'fanout'),
-                              rpcapi.Step('notify', ORDER, 5, None, 'fanout'))
+    assert decision.casts == (
+        values.StepRef('store', ORDER, 2, None, 'fanout'),
+        values.StepRef('notify', ORDER, 5, None, 'fanout'))
     assert writes.batched(decision.writes)
 
 

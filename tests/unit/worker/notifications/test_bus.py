@@ -1,4 +1,4 @@
-"""The announcements of orders on the bus (``worker.common.bus``), with
+"""The announcements of orders on the bus (``worker.notifications.bus``), with
 oslo.messaging's in-memory ``test`` driver or a fake notifier: no broker.
 """
 
@@ -11,12 +11,12 @@ from oslo_messaging.notify import _impl_test
 import prometheus_client
 
 from tests import config
-from worker.common import bus
-from worker import context as context_module
 from worker.db import models
+from worker.notifications import bus
+from worker import values
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0, 1234)
-IDS = context_module.RequestIds('req-1', 'req-global')
+IDS = values.RequestIds('req-1', 'req-global')
 
 
 def _wait(predicate):

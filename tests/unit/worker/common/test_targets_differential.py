@@ -17,7 +17,7 @@ import pytest
 import requests
 from requests import adapters
 
-from worker.notifications import targets
+from worker.common import targets
 
 _ADAPTER = adapters.HTTPAdapter()
 

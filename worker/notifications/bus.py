@@ -201,7 +201,7 @@ class Announcer:
         """Queue the announcement of one order's change; never blocks.
 
         :param moment: when it changed (naive UTC).
-        :param request: the order's ``worker.context.RequestIds``, which
+        :param request: the order's ``worker.values.RequestIds``, which
             the notification's context carries.
         """
         item = (event_type, request,

@@ -3,9 +3,9 @@
 import pytest
 
 from tests import config
+from worker.common import targets
 from worker import conf as worker_conf
 from worker.notifications import subscriptions
-from worker.notifications import targets
 
 ALLOWED = targets.AllowedHosts.parse(
     ['hooks.example.org', '.partner.example', '192.0.2.10',
