@@ -20,10 +20,10 @@ from worker.api import errors
 from worker.api import queries
 from worker.api import requests
 from worker.api import values
-from worker.notifications import bus
 from worker.conf import order_types as type_options
 from worker import context as context_module
 from worker.db import orders as order_rows
+from worker.notifications import bus
 from worker import tracing
 
 LOG = logging.getLogger(__name__)

@@ -16,11 +16,11 @@ from worker.api import commands
 from worker.api import creating
 from worker.api import errors
 from worker.api import values
-from worker.notifications import bus
 from worker.common import clock as clock_module
 from worker import conf as worker_conf
 from worker import context as context_module
 from worker.db import session as db_session
+from worker.notifications import bus
 from worker import rpc
 from worker import rpcapi
 from worker import tracing
