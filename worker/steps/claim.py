@@ -63,7 +63,7 @@ class Claimer:
 
         :returns: per step, ``(Run, OrderView)``, or None if it was not
             claimed. A delivery's view is what it will send
-            (``delivery.Pending``).
+            (``posting.Pending``).
         """
         claimed = self._claim_in_a_transaction(steps)
         if self._isolation is not None:
@@ -164,7 +164,7 @@ class Claimer:
 
     def _read_pending(self, session, steps, wanted, claimed):
         """What the deliveries claimed will send: their URLs and events,
-        read for all of them at once (``delivery.read_pending``), so that
+        read for all of them at once (``posting.read_pending``), so that
         a run reads nothing of its own."""
         deliveries = [
             (steps[index].order_id, steps[index].step,
@@ -265,7 +265,7 @@ class Claimer:
 
     def _claimed(self, step, now, facts, pending):
         """The ``(Run, OrderView)`` of a step just claimed at ``now``; a
-        delivery's view is its ``pending`` (``delivery.Pending``)."""
+        delivery's view is its ``pending`` (``posting.Pending``)."""
         workflow = facts.workflow
         run = _run(step, now, facts, self._owner,
                    workflow is not None and
