@@ -85,17 +85,7 @@ class SchedulerService(service.Service):
                            rpc.get_transport(self._conf))
         # Each step to its order type's topic.
         worker_api = rpcapi.WorkerAPI.from_conf(self._conf, self._transport)
-        observe_lateness = None
-        if self._conf.metrics.enabled:
-            self._metrics = scheduler_metrics.SchedulerMetrics()
-            metrics_server.export_clock_offset(self._metrics.registry,
-                                               database_clock)
-            metrics_server.serve(self._conf, self._metrics.registry,
-                                 self._conf.metrics.scheduler_port)
-            observe_lateness = self._metrics.lateness.observe
-            self.tg.add_timer_args(self._conf.report_interval,
-                                   self._take_census, initial_delay=0,
-                                   stop_on_exception=False)
+        observe_lateness = self._start_metrics(database_clock)
         # The orders of schedules' ticks are announced on the bus.
         self._announcer = bus.from_conf(
             self._conf, self._metrics and self._metrics.registry)
@@ -120,6 +110,22 @@ class SchedulerService(service.Service):
         self.tg.add_dynamic_timer_args(
             self._periodic_ticks, initial_delay=0, stop_on_exception=False)
         self._start_timer('Retry scheduler started')
+
+    def _start_metrics(self, database_clock):
+        """Export the metrics and take the census of the rows if
+        ``[metrics] enabled``; what observes a dispatch's lateness, or
+        None."""
+        if not self._conf.metrics.enabled:
+            return None
+        self._metrics = scheduler_metrics.SchedulerMetrics()
+        metrics_server.export_clock_offset(self._metrics.registry,
+                                           database_clock)
+        metrics_server.serve(self._conf, self._metrics.registry,
+                             self._conf.metrics.scheduler_port)
+        self.tg.add_timer_args(self._conf.report_interval,
+                               self._take_census, initial_delay=0,
+                               stop_on_exception=False)
+        return self._metrics.lateness.observe
 
     def reload(self, conf):
         """Re-read the configuration files and plan the next pass anew.

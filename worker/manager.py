@@ -47,7 +47,7 @@ from worker.steps import claim as claim_module
 from worker.steps import continuation
 from worker.steps import isolation
 from worker.steps import kinds
-from worker.steps import traces
+from worker.steps import runner
 from worker import tracing
 from worker import values
 
@@ -103,9 +103,6 @@ class WorkerManager:
         self._steps = concurrent.futures.ThreadPoolExecutor(
             max_workers=step_concurrency, thread_name_prefix='step')
         self._free_threads = threading.BoundedSemaphore(step_concurrency)
-        # Set once the service stops: a step claimed here and not started
-        # is given back (_give_back), never left claimed.
-        self._stopping = False
         self._isolation = isolation.Isolation(conf.worker.max_step_crashes,
                                               conf.report_interval)
         step_kinds = kinds.Kinds(
@@ -130,6 +127,9 @@ class WorkerManager:
                                                _MAX_BATCH)
         self._apply = group_commit.GroupCommit(self._applier.apply_batch,
                                                _MAX_BATCH)
+        self._runner = runner.StepRunner(
+            self._steps, self._free_threads, self._isolation, self._claimer,
+            self._applier, self._claim, self._apply)
 
     @messaging.expose
     def process_type_order(self, ctxt, order_id, generation):
@@ -176,7 +176,7 @@ class WorkerManager:
             # 1,600 of them for 32 messages of 50 steps).
             self._free_threads.acquire()
             try:
-                future = self._steps.submit(self._run_step, step, ctxt)
+                future = self._steps.submit(self._runner.run_step, step, ctxt)
             except RuntimeError:
                 # The service is stopping (cancel_queued_steps): the rest
                 # were never claimed; the retry daemon dispatches them
@@ -199,10 +199,11 @@ class WorkerManager:
 
         Those of messages were never claimed: the retry daemon dispatches
         them again once their dispatch deadline passes. Those an apply
-        claimed here to continue are given back (``_give_back``). The
-        steps running go on, but continue no other here.
+        claimed here to continue are given back
+        (``worker.steps.runner``). The steps running go on, but continue
+        no other here.
         """
-        self._stopping = True
+        self._runner.stop()
         if self._continuer is not None:
             self._continuer.stop()
         self._steps.shutdown(wait=False, cancel_futures=True)
@@ -251,152 +252,6 @@ class WorkerManager:
                       'first: %s (%s)', len(malformed), _BOUNDED.repr(step),
                       exc)
         return wanted
-
-    def _run_step(self, step, ctxt):
-        """Claim, run and apply one step (in a step thread), with its
-        order's context as the thread's."""
-        with context.current(context.for_ids(step.request) or ctxt), \
-                self._isolation.held():
-            self._claim_run_apply(step)
-
-    def _claim_run_apply(self, step):
-        # With tracing off, the flag is all a step pays.
-        trace = traces.StepTrace(step) if tracing.ENABLED else None
-        try:
-            claimed = self._claim(step)
-        except Exception as exc:
-            # One step's trouble is its own; the others of its message go
-            # on. A claim that failed took nothing.
-            LOG.exception('Step %s of order %s failed', step.step,
-                          step.order_id)
-            if trace is not None:
-                trace.end('failed: %s' % exc)
-            return
-        if claimed is None:
-            if trace is not None:
-                trace.not_claimed()
-            return
-        run, view = claimed
-        if trace is not None:
-            run = trace.claimed(run)
-        if run.request != step.request and run.context is not None:
-            # The order's row is authoritative; a message of an older
-            # sender carries no ids.
-            context.set_current(run.context)
-        self._go_on(self._run_apply(step, run, view, trace))
-
-    def _go_on(self, continuations):
-        """Run the steps an apply claimed here: in this thread the one
-        that holds no thread of its own, on a step thread each other;
-        none once the service stops (``_give_back``)."""
-        while continuations:
-            if self._stopping:
-                for handed in continuations:
-                    if handed.reserved:
-                        self._free_threads.release()
-                self._give_back(continuations)
-                return
-            mine = None
-            for handed in continuations:
-                if handed.reserved:
-                    self._start(handed)
-                else:
-                    mine = handed
-            continuations = self._continue(mine) if mine else ()
-
-    def _start(self, handed):
-        """Run a continuation on the step thread reserved for it."""
-        self._isolation.add()
-        try:
-            future = self._steps.submit(self._run_continued, handed)
-        except RuntimeError:
-            # Stopping (the executor shut down since _go_on looked).
-            self._continued_ended()
-            self._give_back([handed])
-            return
-        future.add_done_callback(
-            lambda done: self._continued_ended(
-                handed if done.cancelled() else None))
-
-    def _continued_ended(self, unstarted=None):
-        """A continuation on a thread of its own ended, or never ran:
-        ``unstarted``, cancelled before it started (the service stops),
-        is given back."""
-        self._isolation.leave()
-        self._free_threads.release()
-        if unstarted is not None:
-            self._give_back([unstarted])
-
-    def _give_back(self, continuations):
-        """Give back continuations claimed here that will not run (the
-        service stops), and cast them to the workers that go on.
-
-        Left claimed, they would wait for the recovery, which counts a
-        crash of each once this process's heartbeat is gone (and fails
-        a step at ``[worker] max_step_crashes``).
-        """
-        try:
-            given_back, woken = self._claimer.release(
-                [handed.run for handed in continuations])
-        except Exception:
-            LOG.exception('Could not give back %d step(s) claimed here and '
-                          'not run (%s); the retry daemon takes them back '
-                          'once this worker is gone', len(continuations),
-                          ', '.join(handed.step.step
-                                    for handed in continuations))
-            return
-        LOG.info('Gave back %d step(s) claimed here and not run (%s): the '
-                 'worker is stopping', given_back,
-                 ', '.join(handed.step.step for handed in continuations))
-        # At the token of its claim, which the release left it at.
-        self._applier.cast([
-            handed.step._replace(generation=handed.run.token)
-            for handed in continuations] + woken)
-
-    def _run_continued(self, handed):
-        """A continuation on a step thread of its own, and what follows."""
-        self._go_on(self._continue(handed))
-
-    def _continue(self, handed):
-        """Run and apply a continuation; what its own result hands on."""
-        with context.current(handed.run.context):
-            trace = (traces.StepTrace(handed.step) if tracing.ENABLED
-                     else None)
-            run = handed.run if trace is None else trace.claimed(handed.run)
-            return self._run_apply(handed.step, run, handed.view, trace)
-
-    def _run_apply(self, step, run, view, trace):
-        """Run a claimed step and apply its result; the continuations
-        its apply hands over."""
-        try:
-            with self._isolation.around(run):
-                result = (run.kind.run(run, view) if trace is None
-                          else trace.run(run.kind.run, run, view))
-        except Exception as exc:
-            LOG.exception('Step %s of order %s failed', step.step,
-                          step.order_id)
-            if trace is not None:
-                trace.end('failed: %s' % exc)
-            return ()
-        try:
-            if trace is None:
-                handed = self._apply((run, result))
-            else:
-                handed = trace.result(self._apply, (run, result))
-                trace.end()
-        except Exception as exc:
-            if trace is not None:
-                trace.end('result not written: %s' % exc)
-            # The step is ours (claimed) until its lease ends: keep the
-            # result and write it once the database answers again
-            # (apply_deferred_results). Past the lease, the fencing
-            # discards it.
-            LOG.exception('Could not write the result of %s of order %s; '
-                          'it is kept and written again every '
-                          'report_interval', run.step, run.order_id)
-            self._applier.keep(run, result)
-            return ()
-        return handed or ()
 
     def apply_deferred_results(self):
         """Write again the results that the database refused (an outage).

@@ -72,21 +72,8 @@ class WorkerService(service.Service):
                                               topic=topic)
         self._heartbeat.start(self.tg, self._conf.report_interval)
         transport = self._transport or rpc.get_transport(self._conf)
-        observe_result = observe_delivery = observe_continued = None
-        registry = None
         self._room = intake.Room(self._conf.worker.max_queued_steps)
-        if self._conf.metrics.enabled:
-            step_metrics = metrics.WorkerMetrics()
-            registry = step_metrics.registry
-            metrics_server.export_clock_offset(step_metrics.registry,
-                                               database_clock)
-            step_metrics.export_queued_steps(self._room)
-            metrics_server.serve(self._conf, step_metrics.registry,
-                                 self._conf.metrics.worker_port,
-                                 tries=self._conf.worker.workers)
-            observe_result = step_metrics.observe_result
-            observe_delivery = step_metrics.observe_delivery
-            observe_continued = step_metrics.observe_continued
+        registry, observers = self._metrics(database_clock)
         # Ready steps are cast to their order type's topic: our own pool's
         # for the next steps of the orders we run; deliveries to [worker]
         # topic.
@@ -95,11 +82,9 @@ class WorkerService(service.Service):
         self._endpoint = manager.WorkerManager(
             self._conf, self._database, self._heartbeat.name,
             worker_api=worker_api, clock=database_clock.now,
-            observe_result=observe_result,
-            observe_delivery=observe_delivery,
             step_concurrency=rpc.executor_threads(self._conf),
             announcer=self._announcer, topic=topic, intake=self._room,
-            observe_continued=observe_continued)
+            **observers)
         self.tg.add_timer_args(self._conf.report_interval,
                                self._endpoint.apply_deferred_results,
                                initial_delay=self._conf.report_interval,
@@ -111,6 +96,24 @@ class WorkerService(service.Service):
         served = type_conf.types_of_topic(self._conf, topic)
         LOG.info('Worker %s serving topic %s (order types: %s)',
                  self._heartbeat.name, topic, ', '.join(served) or 'none')
+
+    def _metrics(self, database_clock):
+        """Export this process's metrics if ``[metrics] enabled``:
+        ``(registry, observers)``, the observers as ``WorkerManager``
+        keywords; ``(None, {})`` otherwise."""
+        if not self._conf.metrics.enabled:
+            return None, {}
+        step_metrics = metrics.WorkerMetrics()
+        metrics_server.export_clock_offset(step_metrics.registry,
+                                           database_clock)
+        step_metrics.export_queued_steps(self._room)
+        metrics_server.serve(self._conf, step_metrics.registry,
+                             self._conf.metrics.worker_port,
+                             tries=self._conf.worker.workers)
+        return step_metrics.registry, {
+            'observe_result': step_metrics.observe_result,
+            'observe_delivery': step_metrics.observe_delivery,
+            'observe_continued': step_metrics.observe_continued}
 
     def stop(self, graceful=True):
         """Stop taking messages, let the steps in progress finish, leave."""

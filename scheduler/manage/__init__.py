@@ -5,10 +5,12 @@ Their console scripts are the thin modules of ``scheduler.cmd``; the
 application (``app``), one module per noun of ``barbican-retry-manage``
 (``orders``, ``schedules``, ``retries``, ``locks``, ``services``,
 ``notifications``, ``database``, ``status``), the upgrade checks
-(``upgrade_checks``) and what only they read with (``explain``,
-``overview``, ``display``) live here, apart from the retry daemon. They
-read and write through the repositories of the database they are given
-(``database.repositories``), as the daemon does.
+(``upgrade_checks``), what only they read with (``explain``,
+``overview``, ``display``, ``order_columns``) and the argument types of
+the order and schedule commands (``arguments``) live here, apart from
+the retry daemon. They read and write through the repositories of the
+database they are given (``database.repositories``), as the daemon
+does.
 """
 
 import scheduler

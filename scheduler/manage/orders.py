@@ -1,21 +1,17 @@
 """``barbican-retry-manage order …``: create, inspect, cancel and resume
 orders, and show their history."""
 
-import argparse
-import datetime
 import getpass
-import json
 import socket
-import sys
 
-from cliff import columns as cliff_columns
 from oslo_context import context as context_module
 from oslo_log import log as logging
-from oslo_utils import uuidutils
 
+from scheduler.manage import arguments
 from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import explain
+from scheduler.manage import order_columns
 from worker import api
 
 LOG = logging.getLogger(__name__)
@@ -25,44 +21,10 @@ ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'global_request_id', 'schedule_id', 'created_at',
                  'updated_at', 'not_before')
 
-STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
-               'finished_at', 'next_retry_at', 'last_error', 'crashes',
-               'waiting_for')
-
 #: The columns of ``order history``: those of ``api.StepRun`` an operator
 #: reads.
 RUN_COLUMNS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
                'result', 'error')
-
-
-class StepsColumn(cliff_columns.FormattableColumn):
-    """An order's steps: one line each in a table, a list in JSON."""
-
-    def human_readable(self):
-        """One line per step."""
-        # A line a step, each escaped: a line break in a value must not
-        # make a step of its own.
-        return '\n'.join(display.escape(
-            '%s: %s%s%s%s' % (
-                step['name'], step['status'],
-                ' (after %s)' % ', '.join(step['after'])
-                if step['after'] else '',
-                ', attempt %d' % step['attempt'] if step['attempt'] else '',
-                ', waits for a slot of %s' % step['waiting_for']
-                if step.get('waiting_for') else ''))
-            for step in self._value)
-
-    def machine_readable(self):
-        """The list of steps, each a dict of ``STEP_FIELDS``."""
-        return self._value
-
-
-def describe_steps(steps):
-    """The ``steps`` list of ``order show``: a dict of ``STEP_FIELDS``
-    for each ``api.StepState``."""
-    return [{field: display.value(getattr(step, field))
-             if field != 'after' else list(step.after)
-             for field in STEP_FIELDS} for step in steps]
 
 
 def order_api(app, casts=False):
@@ -103,70 +65,6 @@ def worker_api_or_none(app):
         return None
 
 
-def priority(text):
-    """An argparse type: ``text`` as an order priority."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not api.MIN_PRIORITY <= value <= api.MAX_PRIORITY:
-        raise argparse.ArgumentTypeError(
-            'must be an integer from %d to %d, not %r'
-            % (api.MIN_PRIORITY, api.MAX_PRIORITY, text))
-    return value
-
-
-def meta_json(text):
-    """An argparse type: a JSON object, or ``@FILE`` for the one in FILE
-    (``@-``: standard input), as curl's ``--data @FILE``."""
-    source = 'the argument'
-    if text.startswith('@'):
-        source, text = text[1:], _read_meta(text[1:])
-    try:
-        meta = json.loads(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            'not JSON (in %s): %s' % (source, exc)) from None
-    if not isinstance(meta, dict):
-        raise argparse.ArgumentTypeError(
-            'must be a JSON object {...} (in %s), not %s'
-            % (source, type(meta).__name__))
-    return meta
-
-
-def _read_meta(path):
-    """The text of the file of ``--meta @FILE`` (``-``: stdin)."""
-    if path == '-':
-        return sys.stdin.read()
-    try:
-        with open(path, encoding='utf-8') as meta_file:
-            return meta_file.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise argparse.ArgumentTypeError(
-            'cannot read %s: %s' % (path, exc)) from None
-
-
-def global_request_id(text):
-    """An argparse type: a global request id, ``req-`` and a UUID, as
-    oslo.middleware accepts it from another service."""
-    if not (text.startswith('req-') and uuidutils.is_uuid_like(text[4:])):
-        raise argparse.ArgumentTypeError(
-            'must be req- followed by a UUID, not %r' % text)
-    return text
-
-
-def start_time(text):
-    """An argparse type: ``text`` as an aware ``datetime``, an ISO 8601
-    time with its zone (``2026-12-01T09:00:00Z``, ``...+01:00``): a time
-    to come must not depend on the zone of the host it is typed on."""
-    value = _parse_time(text, '2026-12-01T09:00:00Z')
-    if value.tzinfo is None:
-        raise argparse.ArgumentTypeError(
-            'must say its time zone (Z for UTC, or an offset such as '
-            '+01:00), not %r' % text)
-    return value
-
-
 class _OneOrder:
     """Mixin: the ``order_id`` argument."""
 
@@ -191,8 +89,8 @@ class CreateOrders(base.Lister):
                             help='Order type (see "order type list").')
         parser.add_argument('--count', type=int, default=1,
                             help='How many orders to create (default 1).')
-        parser.add_argument('--meta', default={}, type=meta_json,
-                            metavar='JSON|@FILE',
+        parser.add_argument('--meta', default={},
+                            type=arguments.meta_json, metavar='JSON|@FILE',
                             help='Order metadata as a JSON object, e.g. '
                                  '\'{"unavailable_attempts": 2}\', or '
                                  '@FILE to read it from FILE (@- from '
@@ -208,11 +106,11 @@ class CreateOrders(base.Lister):
                                  'first time; a different one with this '
                                  'key is refused. Only with --count 1.')
         parser.add_argument('--global-request-id', metavar='req-UUID',
-                            type=global_request_id,
+                            type=arguments.global_request_id,
                             help='The request id of the request this '
                                  'comes from, kept with the orders and '
                                  'logged with every line about them.')
-        parser.add_argument('--priority', type=priority, default=0,
+        parser.add_argument('--priority', default=0, type=arguments.priority,
                             help='%d to %d, higher sooner (default 0): when '
                                  'more retries are due than a pass of the '
                                  'retry daemon casts, those of orders of '
@@ -226,7 +124,7 @@ class CreateOrders(base.Lister):
                                  'repeated). Its host must be in '
                                  '[notifications] allowed_hosts.')
         parser.add_argument('--not-before', metavar='TIME',
-                            type=start_time,
+                            type=arguments.start_time,
                             help='Start the orders at this time, an ISO '
                                  '8601 time with its zone such as '
                                  '2026-12-01T09:00:00Z or '
@@ -270,7 +168,8 @@ class ShowOrder(_OneOrder, base.ShowOne):
                                          all_projects=True)
         columns = ORDER_COLUMNS + ('steps',)
         return columns, display.row(order, ORDER_COLUMNS) + (
-            StepsColumn(describe_steps(order.steps)),)
+            order_columns.StepsColumn(
+                order_columns.describe_steps(order.steps)),)
 
 
 class OrderHistory(_OneOrder, base.Lister):
@@ -304,46 +203,12 @@ class ListOrderTypes(base.Lister):
     def take_action(self, parsed_args):
         rows = []
         for info in api.order_type_infos():
-            rows.append((info.name, StepsOfType(
+            rows.append((info.name, order_columns.StepsOfType(
                 [{'name': step, 'after': list(after)}
                  for step, after in info.steps]),
-                info.compensation, MetaSchemaOfType(info.meta_schema)))
+                info.compensation,
+                order_columns.MetaSchemaOfType(info.meta_schema)))
         return ('name', 'steps', 'compensation', 'meta_schema'), rows
-
-
-class StepsOfType(cliff_columns.FormattableColumn):
-    """A type's declared steps: ``a, b <- a`` in a table, a list in JSON."""
-
-    def human_readable(self):
-        """The steps in declaration order, each with what it comes after.
-        """
-        return ', '.join(
-            '%s <- %s' % (step['name'], '+'.join(step['after']))
-            if step['after'] else step['name'] for step in self._value)
-
-    def machine_readable(self):
-        """The list of steps, each with ``name`` and ``after``."""
-        return self._value
-
-
-class MetaSchemaOfType(cliff_columns.FormattableColumn):
-    """A type's ``meta_schema``: its keys in a table, the schema in JSON."""
-
-    def human_readable(self):
-        """The top-level keys it declares, ``...`` if it allows others.
-
-        ``-`` for a type with no schema.
-        """
-        if self._value is None:
-            return '-'
-        keys = list(self._value.get('properties', {}))
-        if self._value.get('additionalProperties', True) is not False:
-            keys.append('...')
-        return ', '.join(keys)
-
-    def machine_readable(self):
-        """The JSON Schema as declared, or None."""
-        return self._value
 
 
 #: How many orders ``order list`` shows without ``--limit`` or ``--all``.
@@ -351,20 +216,6 @@ DEFAULT_LIST_LIMIT = 100
 
 #: The columns of ``order list``: no ``meta``, which may be large.
 LIST_COLUMNS = ('id', 'type', 'status', 'project_id', 'error_reason')
-
-
-def list_limit(text):
-    """An argparse type: how many orders ``order list`` shows, 1 or
-    more."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 1:
-        raise argparse.ArgumentTypeError(
-            'must be an integer of 1 or more (--all lists every order), '
-            'not %r' % text)
-    return value
 
 
 class ListOrders(base.Lister):
@@ -383,7 +234,7 @@ class ListOrders(base.Lister):
         parser.add_argument('--type', dest='order_type',
                             help='Only the orders of this type.')
         how_many = parser.add_mutually_exclusive_group()
-        how_many.add_argument('--limit', type=list_limit,
+        how_many.add_argument('--limit', type=arguments.list_limit,
                               help='At most this many orders (1 or more; '
                                    'default %d).' % DEFAULT_LIST_LIMIT)
         how_many.add_argument('--all', action='store_true',
@@ -458,49 +309,6 @@ class CancelOrder(_OneOrder, base.Command):
             if cancelled.status == api.CANCELLING else 'cancelled'))
 
 
-def error_status(text):
-    """An argparse type: the status of ``order resume --status``, which
-    only ERROR orders have."""
-    if text != api.ERROR:
-        raise argparse.ArgumentTypeError(
-            'only ERROR orders can be resumed, not %s orders' % text)
-    return text
-
-
-def _parse_time(text, example):
-    """``text`` as a ``datetime`` (aware if it has a zone); a usage error
-    shows ``example``."""
-    try:
-        return datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            'must be an ISO 8601 time such as %s, not %r'
-            % (example, text)) from None
-
-
-def iso_time(text):
-    """An argparse type: an ISO 8601 time, as naive UTC (a time without
-    a zone is UTC)."""
-    moment = _parse_time(text, '2026-11-26T08:00:00Z')
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(
-            tzinfo=None)
-    return moment
-
-
-def resume_limit(text):
-    """An argparse type: how many orders one ``order resume`` resumes."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not 1 <= value <= api.MAX_LIMIT:
-        raise argparse.ArgumentTypeError(
-            'must be an integer from 1 to %d, not %r' % (api.MAX_LIMIT,
-                                                         text))
-    return value
-
-
 class ResumeOrders(base.Lister):
     """Resume an ERROR order, or the ERROR orders that match (--status
     ERROR, --project or both).
@@ -523,19 +331,21 @@ class ResumeOrders(base.Lister):
         which = parser.add_mutually_exclusive_group()
         which.add_argument('order_id', nargs='?',
                            help='Order id, or a unique prefix of one.')
-        which.add_argument('--status', type=error_status,
+        which.add_argument('--status', type=arguments.error_status,
                            help='Resume the orders in this status, those '
                                 'changed least recently first: ERROR only '
                                 '(what --project alone resumes too).')
         parser.add_argument('--type', dest='order_type',
                             help='With --status or --project: only the '
                                  'orders of this type.')
-        parser.add_argument('--since', type=iso_time, metavar='TIME',
+        parser.add_argument('--since', type=arguments.iso_time,
+                            metavar='TIME',
                             help='With --status or --project: only the '
                                  'orders that went to ERROR at or after '
                                  'TIME (ISO 8601, UTC unless it says '
                                  'otherwise).')
-        parser.add_argument('--limit', type=resume_limit, default=None,
+        parser.add_argument('--limit', type=arguments.resume_limit,
+                            default=None,
                             help='With --status or --project: at most this '
                                  'many orders (1 to %d, default 100).'
                                  % api.MAX_LIMIT)

@@ -8,6 +8,7 @@ would.
 
 import argparse
 
+from scheduler.manage import arguments
 from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
@@ -59,7 +60,7 @@ class CreateSchedule(base.ShowOne):
         parser = super().get_parser(prog_name)
         parser.add_argument('--type', required=True,
                             help='Order type (see "order type list").')
-        parser.add_argument('--meta', default={}, type=orders.meta_json,
+        parser.add_argument('--meta', default={}, type=arguments.meta_json,
                             metavar='JSON|@FILE',
                             help='Each order\'s metadata as a JSON object, '
                                  'or @FILE to read it from FILE (@- from '
@@ -78,7 +79,7 @@ class CreateSchedule(base.ShowOne):
         parser.add_argument('--project', default=api.DEFAULT_PROJECT,
                             help='The project that owns the orders '
                                  '(default %r).' % api.DEFAULT_PROJECT)
-        parser.add_argument('--priority', type=orders.priority, default=0,
+        parser.add_argument('--priority', type=arguments.priority, default=0,
                             help='The orders\' priority, %d to %d (default '
                                  '0).' % (api.MIN_PRIORITY,
                                           api.MAX_PRIORITY))

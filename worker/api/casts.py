@@ -78,6 +78,6 @@ class Outbox:
 
     def cast(self, steps, request):
         """``cast_steps`` of ``steps`` for the request whose
-        ``worker.context.RequestIds`` are ``request``."""
+        ``worker.values.RequestIds`` are ``request``."""
         return cast_steps(self._worker_api, steps, self._rows_per_cast,
                           context=context_module.for_ids(request))

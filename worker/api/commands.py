@@ -149,7 +149,7 @@ def cancel(database, workflow, order_id, reason, now, request=None):
     order is CANCELLED at once, or CANCELLING until its compensation step
     ends.
 
-    :param request: the order's ``worker.context.RequestIds``, which the
+    :param request: the order's ``worker.values.RequestIds``, which the
         casts carry.
     :returns: a ``Cancelled``, or None if the order is not PENDING.
     """
@@ -235,7 +235,7 @@ def resume(database, workflow, order_id, now, request=None):
     step keeps its idempotency key, which depends on the order and the
     step only.
 
-    :param request: the order's ``worker.context.RequestIds``, which the
+    :param request: the order's ``worker.values.RequestIds``, which the
         casts carry.
     :returns: a ``Resumed``, or None if the order is not ERROR (another
         request resumed it first).

@@ -64,7 +64,7 @@ class Claimer:
 
         :returns: per step, ``(Run, OrderView)``, or None if it was not
             claimed. A delivery's view is what it will send
-            (``delivery.Pending``).
+            (``posting.Pending``).
         """
         claimed = self._claim_in_a_transaction(steps)
         if self._isolation is not None:
@@ -165,7 +165,7 @@ class Claimer:
 
     def _read_pending(self, session, steps, wanted, claimed):
         """What the deliveries claimed will send: their URLs and events,
-        read for all of them at once (``delivery.read_pending``), so that
+        read for all of them at once (``posting.read_pending``), so that
         a run reads nothing of its own."""
         deliveries = [
             (steps[index].order_id, steps[index].step,
@@ -266,36 +266,16 @@ class Claimer:
 
     def _claimed(self, step, now, facts, pending):
         """The ``(Run, OrderView)`` of a step just claimed at ``now``; a
-        delivery's view is its ``pending`` (``delivery.Pending``)."""
-        order, rows, kind, workflow = (facts.order, facts.rows, facts.kind,
-                                       facts.workflow)
-        row = rows[step.step]
-        run = runs.Run(
-            order_id=order.id, step=step.step, token=step.generation + 1,
-            kind=kind, failures=row.failures, polls=row.polls,
-            started_at=row.started_at or now, last_error=row.last_error,
-            # An order that started later has its deadline counted from
-            # its start, not from its creation.
-            order_created_at=(order.not_before or order.created_at),
-            order_meta=order.meta,
-            order_priority=order.priority, workflow=workflow,
-            policy=facts.policy, steps=rows,
-            subscribed=any(map(models.is_delivery, rows)),
-            step_events=workflow is not None and
-            self._kinds.workflow_step.step_events(workflow),
-            claimed_at=now, attempt=row.attempt + 1, worker=self._owner,
-            project_id=order.project_id,
-            request=values.request_ids_of(order), crashes=row.crashes,
-            resources=(tuple(key.name for key in facts.need.keys)
-                       if facts.need is not None else ()),
-            resource_error=facts.need.error if facts.need else None,
-            trace=(tracing.carrier(order.trace_context) if tracing.ENABLED
-                   else None))
-        if not kind.runs_workflow:
+        delivery's view is its ``pending`` (``posting.Pending``)."""
+        workflow = facts.workflow
+        run = _run(step, now, facts, self._owner,
+                   workflow is not None and
+                   self._kinds.workflow_step.step_events(workflow))
+        if not facts.kind.runs_workflow:
             return run, pending
         if not workflow.has_step(step.step):
             return run, None
-        return run, _view(order, workflow, rows, run,
+        return run, _view(facts.order, workflow, facts.rows, run,
                           self._leases.extender(run))
 
 
@@ -325,6 +305,33 @@ class _Wanted(typing.NamedTuple):
     #: What it took of them in this transaction (``flow.Taken``): none or
     #: one.
     taken: list[flow.Taken]
+
+
+def _run(step, now, facts, owner, step_events):
+    """The ``runs.Run`` of ``step`` claimed at ``now`` by ``owner``, from
+    what the claim read of it (``facts``, a ``_Wanted``)."""
+    order, rows, kind = facts.order, facts.rows, facts.kind
+    row = rows[step.step]
+    return runs.Run(
+        order_id=order.id, step=step.step, token=step.generation + 1,
+        kind=kind, failures=row.failures, polls=row.polls,
+        started_at=row.started_at or now, last_error=row.last_error,
+        # An order that started later has its deadline counted from
+        # its start, not from its creation.
+        order_created_at=(order.not_before or order.created_at),
+        order_meta=order.meta,
+        order_priority=order.priority, workflow=facts.workflow,
+        policy=facts.policy, steps=rows,
+        subscribed=any(map(models.is_delivery, rows)),
+        step_events=step_events,
+        claimed_at=now, attempt=row.attempt + 1, worker=owner,
+        project_id=order.project_id,
+        request=values.request_ids_of(order), crashes=row.crashes,
+        resources=(tuple(key.name for key in facts.need.keys)
+                   if facts.need is not None else ()),
+        resource_error=facts.need.error if facts.need else None,
+        trace=(tracing.carrier(order.trace_context) if tracing.ENABLED
+               else None))
 
 
 def _view(order, workflow, steps, run, lease_extender):

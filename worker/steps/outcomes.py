@@ -163,12 +163,22 @@ class _Decider:
                 runs.ACTIVE, 'step %s done, ACTIVE' % run.step,
                 finished + (writes.CompleteOrder(run.order_id, meta),) +
                 self._events(models.STEP_DONE, models.ACTIVE) + recorded)
+        return self._start_ready(
+            steps, done, float(result.then_after_seconds or 0),
+            finished + self._events(models.STEP_DONE), recorded)
+
+    def _start_ready(self, steps: dict[str, typing.Any], done: set[str],
+                     delay: float, finished: tuple[typing.Any, ...],
+                     recorded: tuple[typing.Any, ...]) -> runs.Decision:
+        """The decision of a step done, its order not: start the steps it
+        made ready (``steps`` as they are now, ``done`` those done), now
+        or after ``delay`` seconds (through retry rows)."""
+        run = self._run
+        workflow = _workflow(run)
         started = {name for name, step in steps.items()
                    if step.status != models.STEP_WAITING}
         ready = tuple(workflow.ready(done, started))
-        delay = float(result.then_after_seconds or 0)
-        finished += self._events(models.STEP_DONE) + (
-            writes.StartSteps(run.order_id, ready, delay <= 0),)
+        finished += (writes.StartSteps(run.order_id, ready, delay <= 0),)
         if delay > 0:
             retry_at = self._now + datetime.timedelta(seconds=delay)
             return runs.Decision(

@@ -1,3 +1,6 @@
+# Whole on purpose (over 400 lines): every write a result can make, beside
+# the order a batch executes their kinds in (_BATCH_ORDER), which must
+# list each batched kind; a new write is one edit here, not two modules.
 """A result's writes as values, and the writer that executes them.
 
 Deciding a result (``worker.steps.outcomes``, a delivery's

@@ -460,8 +460,8 @@ def test_a_process_claims_one_step_that_crashed_at_a_time(
     # second is claimed and runs.
     run, view = claimed[0]
     with worker.manager._isolation.held():
-        worker.manager._go_on(worker.manager._run_apply(steps[first], run,
-                                                        view, None))
+        runner = worker.manager._runner
+        runner._go_on(runner._run_apply(steps[first], run, view, None))
     worker.run(REQUEST, second, tokens[second])
     assert [view.id for view in plugin.views] == [first, second]
     assert worker.observed == ['waiting'] * 2 + ['retry'] * 2

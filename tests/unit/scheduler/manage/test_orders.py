@@ -9,6 +9,7 @@ from cliff.formatters import json_format
 from cliff.formatters import table as table_format
 import pytest
 
+from scheduler.manage import order_columns
 from scheduler.manage import orders
 from worker import order_types
 
@@ -67,7 +68,7 @@ def test_order_type_list_shows_each_types_meta_schema_in_json():
      'polls'),
 ])
 def test_a_meta_schema_in_a_table_is_its_keys(schema, shown):
-    assert orders.MetaSchemaOfType(schema).human_readable() == shown
+    assert order_columns.MetaSchemaOfType(schema).human_readable() == shown
 
 
 def test_order_type_list_has_a_meta_schema_column_in_a_table():
