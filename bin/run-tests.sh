@@ -43,19 +43,27 @@ INSTALL_EXTRAS=postgresql,mysql,tracing \
     install_project "$VENV" tests test-requirements.txt
 
 # The linters, configured in tox.ini [flake8] and setup.cfg [mypy]; the
-# same commands as tox -e pep8 and tox -e mypy.
+# same commands as tox -e pep8 and tox -e mypy. They run while the
+# servers start (up to a minute on a loaded machine), and the tests wait
+# for them: a lint failure is printed as soon as it is found, and ends
+# the run once the servers are up.
+lint_pid=
 if [ "${BARBICAN_RETRY_SKIP_LINT:-0}" != 1 ]; then
     lint_failed() {
         echo "run-tests.sh: $1 failed (BARBICAN_RETRY_SKIP_LINT=1 skips the" \
              "linters while you iterate)" >&2
         exit 1
     }
-    lint_start=$SECONDS
-    echo "run-tests.sh: lint: flake8, bandit, mypy" >&2
-    "$VENV/bin/flake8" || lint_failed flake8
-    "$VENV/bin/bandit" -q -r worker scheduler || lint_failed bandit
-    "$VENV/bin/mypy" || lint_failed mypy
-    echo "run-tests.sh: lint passed in $((SECONDS - lint_start))s" >&2
+    lint() {
+        local lint_start=$SECONDS
+        echo "run-tests.sh: lint: flake8, bandit, mypy" >&2
+        "$VENV/bin/flake8" || lint_failed flake8
+        "$VENV/bin/bandit" -q -r worker scheduler || lint_failed bandit
+        "$VENV/bin/mypy" || lint_failed mypy
+        echo "run-tests.sh: lint passed in $((SECONDS - lint_start))s" >&2
+    }
+    lint &
+    lint_pid=$!
 fi
 
 # galera_variant DIR: start the clusters in DIR; MariaDB's and RabbitMQ's
@@ -145,6 +153,10 @@ if [ "${BARBICAN_RETRY_TEST_NO_SERVICES:-0}" != 1 ]; then
     if [ "${BARBICAN_RETRY_TEST_GALERA:-0}" = 1 ]; then
         galera_variant "$CLUSTER_DIR"
     fi
+fi
+
+if [ -n "$lint_pid" ]; then
+    wait "$lint_pid" || exit 1
 fi
 
 # Run the whole tests/ tree unless a test path was given
