@@ -184,8 +184,9 @@ pytest_round() {
 # exclusive_round DIR ARGS...: the exclusive tests on servers (and, for
 # the Galera variant, clusters) of their own started in DIR, which no
 # other test uses: they may stop and kill them while the other round
-# runs. They spend most of their time waiting on their faults (about a
-# fifth of a CPU over their 12 minutes), so the other round loses little.
+# runs. They spend most of their time waiting on their faults: about 400
+# CPU-seconds in all, their servers and clusters included, over the 12
+# minutes they took alone (a quarter of a 2-CPU machine).
 exclusive_round() {
     local dir=$1
     shift
