@@ -13,7 +13,12 @@
 #   BARBICAN_RETRY_TEST_PROCESSES=N     run the tests in N processes side by
 #                                       side (pytest-xdist; default 3; 0: in
 #                                       this one); the tests marked
-#                                       exclusive run after, one at a time
+#                                       exclusive run one at a time, beside
+#                                       them on servers of their own
+#   BARBICAN_RETRY_TEST_EXCLUSIVE_AFTER=1
+#                                       run the exclusive tests after the
+#                                       others instead, on the same servers
+#                                       (always so with NO_SERVICES=1)
 #   BARBICAN_RETRY_TEST_GALERA=1        the Galera variant: MariaDB is a 3-node
 #                                       Galera cluster and RabbitMQ a 3-node
 #                                       cluster (tests/functional/cluster.sh);
@@ -38,19 +43,27 @@ INSTALL_EXTRAS=postgresql,mysql,tracing \
     install_project "$VENV" tests test-requirements.txt
 
 # The linters, configured in tox.ini [flake8] and setup.cfg [mypy]; the
-# same commands as tox -e pep8 and tox -e mypy.
+# same commands as tox -e pep8 and tox -e mypy. They run while the
+# servers start (up to a minute on a loaded machine), and the tests wait
+# for them: a lint failure is printed as soon as it is found, and ends
+# the run once the servers are up.
+lint_pid=
 if [ "${BARBICAN_RETRY_SKIP_LINT:-0}" != 1 ]; then
     lint_failed() {
         echo "run-tests.sh: $1 failed (BARBICAN_RETRY_SKIP_LINT=1 skips the" \
              "linters while you iterate)" >&2
         exit 1
     }
-    lint_start=$SECONDS
-    echo "run-tests.sh: lint: flake8, bandit, mypy" >&2
-    "$VENV/bin/flake8" || lint_failed flake8
-    "$VENV/bin/bandit" -q -r worker scheduler || lint_failed bandit
-    "$VENV/bin/mypy" || lint_failed mypy
-    echo "run-tests.sh: lint passed in $((SECONDS - lint_start))s" >&2
+    lint() {
+        local lint_start=$SECONDS
+        echo "run-tests.sh: lint: flake8, bandit, mypy" >&2
+        "$VENV/bin/flake8" || lint_failed flake8
+        "$VENV/bin/bandit" -q -r worker scheduler || lint_failed bandit
+        "$VENV/bin/mypy" || lint_failed mypy
+        echo "run-tests.sh: lint passed in $((SECONDS - lint_start))s" >&2
+    }
+    lint &
+    lint_pid=$!
 fi
 
 # galera_variant DIR: start the clusters in DIR; MariaDB's and RabbitMQ's
@@ -89,10 +102,35 @@ galera_variant() {
     done
 }
 
+# The exclusive round (below) beside the other, on servers of its own in
+# EXCLUSIVE_DIR: its pid while it runs.
+EXCLUSIVE_DIR=
+exclusive_pid=
 if [ "${BARBICAN_RETRY_TEST_NO_SERVICES:-0}" != 1 ]; then
     SERVICES_DIR=$(mktemp -d /tmp/barbican-retry-tests.XXXXXX)
     CLUSTER_DIR=$SERVICES_DIR/cluster
+    if [ "${BARBICAN_RETRY_TEST_EXCLUSIVE_AFTER:-0}" != 1 ]; then
+        EXCLUSIVE_DIR=$SERVICES_DIR/exclusive
+    fi
     cleanup() {
+        local status=$?
+        # The exclusive round still running: SIGINT makes its pytest tear
+        # its fixtures down (the clusters it started) and end the round.
+        # A Ctrl-C has already reached them (one process group); a second
+        # one would cut that teardown short.
+        if [ -n "$exclusive_pid" ] && kill -0 "$exclusive_pid" 2>/dev/null; then
+            if [ "$status" != 130 ]; then
+                kill -INT "$exclusive_pid" 2>/dev/null || true
+                pkill -INT -P "$exclusive_pid" || true
+            fi
+            wait "$exclusive_pid" || true
+        fi
+        if [ -n "$EXCLUSIVE_DIR" ]; then
+            if [ -d "$EXCLUSIVE_DIR/cluster" ]; then
+                tests/functional/cluster.sh stop "$EXCLUSIVE_DIR/cluster" || true
+            fi
+            if [ -d "$EXCLUSIVE_DIR" ]; then "$SERVICES" stop "$EXCLUSIVE_DIR" || true; fi
+        fi
         if [ -d "$CLUSTER_DIR" ]; then tests/functional/cluster.sh stop "$CLUSTER_DIR" || true; fi
         "$SERVICES" stop "$SERVICES_DIR" || true
         if [ "${BARBICAN_RETRY_KEEP_SERVICES:-0}" = 1 ]; then
@@ -117,6 +155,10 @@ if [ "${BARBICAN_RETRY_TEST_NO_SERVICES:-0}" != 1 ]; then
     fi
 fi
 
+if [ -n "$lint_pid" ]; then
+    wait "$lint_pid" || exit 1
+fi
+
 # Run the whole tests/ tree unless a test path was given
 # (bin/run-tests.sh tests/unit -x runs only tests/unit).
 paths=(tests)
@@ -128,9 +170,9 @@ for arg in "$@"; do
 done
 
 # Two rounds: the tests side by side (most wait on timers, not on the
-# CPU), then those that restart or kill a server the others share (marked
-# exclusive), one at a time. A round that selects no test (status 5) is no
-# failure.
+# CPU), and those that restart or kill a server the others share, or run
+# clusters of their own (marked exclusive), one at a time. A round that
+# selects no test (status 5) is no failure.
 pytest_round() {
     local status=0
     "$VENV/bin/python" -m pytest -p no:cacheprovider -q -ra --durations=15 \
@@ -138,8 +180,48 @@ pytest_round() {
     if [ "$status" = 5 ]; then status=0; fi
     return "$status"
 }
+
+# exclusive_round DIR ARGS...: the exclusive tests on servers (and, for
+# the Galera variant, clusters) of their own started in DIR, which no
+# other test uses: they may stop and kill them while the other round
+# runs. They spend most of their time waiting on their faults: about 400
+# CPU-seconds in all, their servers and clusters included, over the 12
+# minutes they took alone (a quarter of a 2-CPU machine).
+exclusive_round() {
+    local dir=$1
+    shift
+    # Run on once the command under way has ended (cleanup above).
+    trap 'exit 130' INT
+    "$SERVICES" start "$dir"
+    # shellcheck source=/dev/null
+    . "$dir/env"
+    if [ "${BARBICAN_RETRY_TEST_GALERA:-0}" = 1 ]; then
+        galera_variant "$dir/cluster"
+    fi
+    pytest_round -m exclusive "$@"
+}
+
 rc=0
+if [ -n "$EXCLUSIVE_DIR" ]; then
+    # Its output after the other round's, whole.
+    exclusive_round "$EXCLUSIVE_DIR" "${paths[@]}" "$@" \
+        >"$SERVICES_DIR/exclusive.log" 2>&1 &
+    exclusive_pid=$!
+fi
+round_start=$SECONDS
 pytest_round -n "${BARBICAN_RETRY_TEST_PROCESSES:-3}" -m 'not exclusive' \
     "${paths[@]}" "$@" || rc=$?
-pytest_round -m exclusive "${paths[@]}" "$@" || rc=$?
+echo "run-tests.sh: the tests not marked exclusive ran in" \
+     "$((SECONDS - round_start))s" >&2
+if [ -n "$exclusive_pid" ]; then
+    status=0
+    wait "$exclusive_pid" || status=$?
+    exclusive_pid=
+    echo "run-tests.sh: the exclusive tests, run beside them on servers" \
+         "of their own (done after $((SECONDS - round_start))s):" >&2
+    cat "$SERVICES_DIR/exclusive.log"
+    if [ "$status" != 0 ]; then rc=$status; fi
+else
+    pytest_round -m exclusive "${paths[@]}" "$@" || rc=$?
+fi
 exit $rc

@@ -34,9 +34,7 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize('backend', databases.BACKENDS)
 
 
-@pytest.fixture
-def database_url(backend, tmp_path):
-    """URL of an empty database of its own on ``backend``."""
+def _new_database(backend, tmp_path):
     if backend != 'sqlite' and not databases.server_url(backend):
         _missing('%s server' % backend)
     url = databases.create(backend, tmp_path)
@@ -45,12 +43,39 @@ def database_url(backend, tmp_path):
 
 
 @pytest.fixture
-def database(database_url):
-    """A migrated ``worker.db.session.Database``."""
+def database_url(backend, tmp_path):
+    """URL of an empty database of its own on ``backend``."""
+    yield from _new_database(backend, tmp_path)
+
+
+@pytest.fixture(scope='session')
+def templates():
+    """Each backend's database migrated once, for ``database`` to copy."""
+    made = databases.Templates()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def database(backend, database_url, templates):
+    """A ``worker.db.session.Database`` at the head of the migrations (a
+    copy of a migrated one: ``databases.Templates``)."""
+    templates.fill(backend, database_url)
     db = db_session.Database.from_url(database_url)
-    migration.upgrade(db.engine)
     yield db
     db.dispose()
+
+
+@pytest.fixture
+def migrated_database(backend, tmp_path):
+    """A ``worker.db.session.Database`` migrated by the migrations
+    themselves (in a database of its own, not ``database_url``'s), for
+    the tests of the migrations."""
+    for url in _new_database(backend, tmp_path):
+        db = db_session.Database.from_url(url)
+        migration.upgrade(db.engine)
+        yield db
+        db.dispose()
 
 
 @pytest.fixture

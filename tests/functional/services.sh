@@ -402,15 +402,18 @@ mysql_admin() { mariadb-admin --no-defaults -uroot --socket="$DIR/mysqlsock/mysq
 
 mysql_init() {
     [ -d "$DIR/mysql/mysql" ] && return 0
-    mkdir -p "$DIR/mysql" "$DIR/mysqlsock"
+    mkdir -p "$DIR/mysql" "$DIR/mysqlsock" "$DIR/mysqltmp"
     touch "$DIR/mysql.log"
-    chown "$MYSQL_USER" "$DIR/mysql" "$DIR/mysqlsock" "$DIR/mysql.log"
+    chown "$MYSQL_USER" "$DIR/mysql" "$DIR/mysqlsock" "$DIR/mysqltmp" "$DIR/mysql.log"
     local user_opt=()
     [ "$(id -u)" = 0 ] && user_opt=(--user="$MYSQL_USER")
     # root@localhost without password (normal auth, not unix_socket) so the
     # socket works whoever we are; it is reachable on the private socket only
-    # (TCP logins go through 'barbican'@'127.0.0.1').
+    # (TCP logins go through 'barbican'@'127.0.0.1'). Temporary tables in
+    # DIR, not the /tmp that other servers share: an install beside
+    # another server's once failed on a temporary table gone from /tmp.
     mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$DIR/mysql" \
+        --tmpdir="$DIR/mysqltmp" \
         --auth-root-authentication-method=normal --skip-test-db >>"$DIR/mysql.log" 2>&1 ||
         fail "$DIR/mysql.log" "mariadb-install-db failed"
 }
@@ -438,11 +441,13 @@ mysql_start() {
     local user_opt=()
     # mariadbd refuses root unless told which user to switch to.
     [ "$(id -u)" = 0 ] && user_opt=(--user="$MYSQL_USER")
+    # A DIR made before mysql_init made it.
+    mkdir -p "$DIR/mysqltmp" && chown "$MYSQL_USER" "$DIR/mysqltmp"
     # --no-defaults: ignore /etc/mysql entirely. Durability settings off.
     setsid mariadbd --no-defaults "${user_opt[@]}" \
         --datadir="$DIR/mysql" --socket="$DIR/mysqlsock/mysqld.sock" \
         --pid-file="$DIR/mysqlsock/mysqld.pid" --log-error="$DIR/mysql.log" \
-        --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+        --tmpdir="$DIR/mysqltmp" --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
         --max-connections=300 --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
         >>"$DIR/mysql.log" 2>&1 </dev/null &
