@@ -97,18 +97,10 @@ class Orders(typing.Protocol):
                           limit: int = 2) -> list[str]:
         """Up to ``limit`` ids of orders that start with ``prefix``."""
 
-    def with_steps(self, session: Any, order_id: str
-                   ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
-        """``(order, {name: step})``; ``(None, {})`` if there is none."""
-
     def with_steps_many(
             self, session: Any, order_ids: abc.Collection[str]
     ) -> dict[str, tuple[rows.Order, dict[str, rows.Step]]]:
         """``{order_id: (order, {name: step})}`` of those that exist."""
-
-    def priorities(self, session: Any,
-                   order_ids: abc.Collection[str]) -> dict[str, int]:
-        """``{id: priority}`` of those of ``order_ids`` that exist."""
 
     def retry_origins(self, session: Any, order_ids: abc.Collection[str]
                       ) -> dict[str, orders.RetryOrigin]:
@@ -138,10 +130,6 @@ class Orders(typing.Protocol):
 
     def lock_live(self, session: Any, order_id: str, now: Moment) -> bool:
         """Lock a PENDING or CANCELLING order; False if it is not live."""
-
-    def complete(self, session: Any, order_id: str, now: Moment,
-                 meta: abc.Mapping[str, Any] | None) -> bool:
-        """Move a PENDING order to ACTIVE with ``meta``."""
 
     def complete_many(
             self, session: Any,
@@ -191,27 +179,13 @@ class Steps(typing.Protocol):
         """Insert the steps ``names``; the ``roots`` PENDING (dispatched
         at ``now`` unless ``dispatched`` is False)."""
 
-    def for_orders(self, session: Any, order_ids: abc.Collection[str]
-                   ) -> dict[str, dict[str, rows.Step]]:
-        """``{order_id: {name: step}}`` of these orders."""
-
     def for_order(self, session: Any,
                   order_id: str) -> dict[str, rows.Step]:
         """``{name: step}`` of one order."""
 
-    def claim(self, session: Any, order_id: str, step: str,
-              generation: int, now: Moment, owner: str,
-              lease_until: Moment) -> bool:
-        """Take the step for one run by moving its generation forward."""
-
     def claim_many(self, session: Any, claims: abc.Collection[Claim],
                    now: Moment, owner: str) -> set[StepKey]:
         """Claim several steps; the ``(order_id, step)`` claimed."""
-
-    def retry(self, session: Any, order_id: str, step: str, token: int,
-              now: Moment, failures: int, polls: int,
-              last_error: str | None = None) -> bool:
-        """Release the step for a later run."""
 
     def retry_many(self, session: Any, retries: abc.Iterable[Retry],
                    now: Moment) -> int:
@@ -221,19 +195,9 @@ class Steps(typing.Protocol):
                      now: Moment) -> int:
         """Give back steps claimed and never run; how many were."""
 
-    def finish(self, session: Any, order_id: str, step: str, token: int,
-               now: Moment, status: str, output: rows.JSON | None = None,
-               last_error: str | None = None) -> bool:
-        """End the step DONE (with its ``output``) or FAILED."""
-
     def finish_many(self, session: Any, finishes: abc.Iterable[Finish],
                     now: Moment) -> int:
         """End several steps; how many were."""
-
-    def start(self, session: Any, order_id: str,
-              names: abc.Iterable[str] | None, now: Moment,
-              dispatched: bool) -> None:
-        """Make WAITING steps PENDING."""
 
     def start_many(self, session: Any, starts: abc.Iterable[Start],
                    now: Moment) -> None:
@@ -249,13 +213,6 @@ class Steps(typing.Protocol):
         """Steps of a resumed order run again from scratch, ``start``
         PENDING and dispatched, ``wait`` WAITING; their new generations.
         """
-
-    def record_delivery(self, session: Any, order_id: str, step: str,
-                        token: int, now: Moment, status: str,
-                        delivered: int, failures: int,
-                        last_error: str | None = None,
-                        dispatched: bool = False) -> bool:
-        """Write a delivery's run."""
 
     def record_delivery_many(self, session: Any,
                              deliveries: abc.Iterable[Delivery],
@@ -299,16 +256,10 @@ class Steps(typing.Protocol):
 class RetryTasks(typing.Protocol):
     """``worker.db.retry_tasks``: retry rows and the scheduler's reads."""
 
-    def add(self, session: Any, order_id: str, retry_task: str,
-            retry_at: Moment, args: abc.Iterable[Any] = (),
-            kwargs: abc.Mapping[str, Any] | None = None,
-            retry_count: int = 0, now: Moment | None = None,
-            priority: int = 0, waiting_for: str | None = None) -> int:
-        """Insert a retry row; its id."""
-
     def add_many(self, session: Any,
                  rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
-        """Insert several retry rows (dicts of ``add``'s arguments)."""
+        """Insert retry rows (dicts of ``retry_tasks._row``'s arguments).
+        """
 
     def due(self, session: Any, now: Moment, limit: int,
             after: tuple[int, Moment, int] | None = None,
@@ -471,9 +422,6 @@ class Notifications(typing.Protocol):
     def add_url(self, session: Any, url: str, now: Moment) -> rows.Url:
         """Insert ``url``, available; its row."""
 
-    def get_url(self, session: Any, url_id: int) -> rows.Url | None:
-        """The URL with this id, or None."""
-
     def get_urls(self, session: Any,
                  url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
         """``{id: row}`` of those of ``url_ids`` that exist."""
@@ -501,12 +449,10 @@ class Notifications(typing.Protocol):
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""
 
-    def url_succeeded(self, session: Any, url_id: int) -> None:
-        """A request was acknowledged: its failures start again."""
-
     def url_succeeded_many(self, session: Any,
                            url_ids: abc.Collection[int]) -> None:
-        """``url_succeeded`` of several URLs at once."""
+        """Requests to these URLs were acknowledged: their failures
+        start again."""
 
     def hold_url(self, session: Any, url_id: int, now: Moment) -> bool:
         """Write the URL's row; True if it is available."""
@@ -517,16 +463,9 @@ class Notifications(typing.Protocol):
     def count_unavailable_urls(self, session: Any) -> int:
         """How many URLs are unavailable."""
 
-    def lock_order(self, session: Any, order_id: str, now: Moment) -> None:
-        """Hold the order's row for this transaction."""
-
     def lock_orders(self, session: Any, order_ids: abc.Collection[str],
                     now: Moment) -> None:
         """Hold the orders' rows for this transaction."""
-
-    def deliveries(self, session: Any,
-                   order_id: str) -> dict[str, tuple[str, int]]:
-        """``{name: (status, generation)}`` of the order's deliveries."""
 
     def deliveries_of_orders(self, session: Any,
                              order_ids: abc.Collection[str]
@@ -534,36 +473,20 @@ class Notifications(typing.Protocol):
         """``{order_id: {name: (status, generation, waiting)}}`` in one
         read; ``waiting``: its first run waits."""
 
-    def add_events(self, session: Any, order_id: str,
-                   events: abc.Iterable[events_module.Event],
-                   now: Moment) -> list[int]:
-        """Append ``events`` to the order's; their sequences."""
-
     def add_events_many(self, session: Any,
                         events: abc.Mapping[str, abc.Sequence[
                             events_module.Event]],
                         now: Moment) -> dict[str, list[int]]:
         """Append each order's events at once; their sequences."""
 
-    def last_sequence(self, session: Any, order_id: str) -> int:
-        """The sequence of the order's last event; 0 if none."""
-
     def last_sequences(self, session: Any,
                        order_ids: abc.Collection[str]) -> dict[str, int]:
         """``{order_id: last sequence}`` of the orders with events."""
-
-    def events_after(self, session: Any, order_id: str, sequence: int,
-                     limit: int | None) -> list[rows.Event]:
-        """The order's events after ``sequence``, up to ``limit``."""
 
     def events_after_many(self, session: Any, after: abc.Mapping[str, int],
                           limit: int) -> dict[str, list[rows.Event]]:
         """Each order's events after ``after[order_id]``, up to ``limit``.
         """
-
-    def wake(self, session: Any, order_id: str,
-             names: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the order's finished deliveries ``names`` PENDING."""
 
     def wake_many(self, session: Any, order_ids: abc.Collection[str],
                   now: Moment) -> None:

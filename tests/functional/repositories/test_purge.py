@@ -10,6 +10,7 @@ from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import rows
 from worker.notifications import events
@@ -49,8 +50,8 @@ def _ends(db):
     """``{name: end(order_id, at)}``: each way an order ends, or not."""
     orders = db.repositories.orders
     return {
-        models.ACTIVE: lambda session, order_id, at: orders.complete(
-            session, order_id, at, {}),
+        models.ACTIVE: lambda session, order_id, at: singular.complete(
+            orders, session, order_id, at, {}),
         models.ERROR: lambda session, order_id, at: orders.fail(
             session, order_id, at, 'failed'),
         models.CANCELLED: lambda session, order_id, at: orders.cancel(

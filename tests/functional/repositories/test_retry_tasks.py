@@ -13,6 +13,7 @@ from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
@@ -22,9 +23,10 @@ from worker import order_types
 def _tasks(db, *specs):
     """Add one retry row per (order_id, retry_at); returns their ids."""
     with db.session() as session, session.begin():
-        return [db.repositories.retry_tasks.add(
-            session, order_id, CHECK, retry_at, args=[order_id],
-            kwargs={'generation': 1}) for order_id, retry_at in specs]
+        return [singular.add_retry(db.repositories.retry_tasks, session,
+                                   order_id, CHECK, retry_at, args=[order_id],
+                                   kwargs={'generation': 1})
+                for order_id, retry_at in specs]
 
 
 @contract
@@ -101,7 +103,7 @@ def test_a_due_row_tells_whether_its_order_has_its_step(db):
     with db.session() as session, session.begin():
         for name, at in ((REQUEST, 1), ('format_hard_disk', 2),
                          ('check_domains', 3)):
-            tasks.add(session, order_id, name, plus(at))
+            singular.add_retry(tasks, session, order_id, name, plus(at))
 
     assert [(row.retry_task, row.step_exists)
             for row in read(db, tasks.due, plus(5), 10)] == [
@@ -116,9 +118,9 @@ def test_a_due_row_tells_its_orders_type(db):
     certificate = new_order(db)
     fanout = new_order(db, type_name='fanout')
     with db.session() as session, session.begin():
-        tasks.add(session, certificate, CHECK, plus(1))
-        tasks.add(session, fanout, 'check_caa', plus(2))
-        tasks.add(session, fanout, 'notify:1', plus(3))
+        singular.add_retry(tasks, session, certificate, CHECK, plus(1))
+        singular.add_retry(tasks, session, fanout, 'check_caa', plus(2))
+        singular.add_retry(tasks, session, fanout, 'notify:1', plus(3))
 
     assert [(row.order_id, row.order_type)
             for row in read(db, tasks.due, plus(5), 10)] == [
@@ -138,8 +140,8 @@ def test_a_due_row_has_its_orders_trace_context_only_when_asked(db):
                    origin=orders.Origin(trace_context=carrier)).id
     untraced = new_order(db)
     with db.session() as session, session.begin():
-        tasks.add(session, traced, CHECK, plus(1))
-        tasks.add(session, untraced, CHECK, plus(2))
+        singular.add_retry(tasks, session, traced, CHECK, plus(1))
+        singular.add_retry(tasks, session, untraced, CHECK, plus(2))
 
     assert [row.trace_context for row in read(
         db, tasks.due, plus(5), 10, traces=True)] == [carrier, None]
@@ -159,7 +161,7 @@ def test_delete_as_read_deletes_by_id_and_ids_are_never_reused(db):
     # and an operator requeues b's.
     with db.session() as session, session.begin():
         tasks.delete_for_order(session, d)
-        new = tasks.add(session, c, REQUEST, plus(8))
+        new = singular.add_retry(tasks, session, c, REQUEST, plus(8))
         assert tasks.requeue(session, rows[1].id, plus(6))
 
     assert new > max(ids)
@@ -269,9 +271,9 @@ def _ranked(db, *specs):
             order = db.repositories.orders.create(
                 session, order_types.get('certificate'), {}, NOW,
                 priority=priority)
-            ids.append(db.repositories.retry_tasks.add(
-                session, order.id, CHECK, plus(at), args=[order.id],
-                priority=priority))
+            ids.append(singular.add_retry(db.repositories.retry_tasks, session,
+                                          order.id, CHECK, plus(at),
+                                          args=[order.id], priority=priority))
         return ids
 
 
@@ -291,9 +293,9 @@ def test_orders_and_retry_rows_have_a_priority_from_0_to_9(db):
     assert urgent.priority == 9
     assert read(db, repos.orders.get, urgent.id).priority == 9
     assert read(db, repos.orders.get, plain).priority == 0
-    assert read(db, repos.orders.priorities,
-                [urgent.id, plain, 'missing']) == {urgent.id: 9, plain: 0}
-    assert read(db, repos.orders.priorities, []) == {}
+    assert {order_id: origin.priority for order_id, origin in read(
+        db, repos.orders.retry_origins,
+        [urgent.id, plain, 'missing']).items()} == {urgent.id: 9, plain: 0}
     for wrong in (-1, 10, '5', None, True):
         with pytest.raises(ValueError):
             write(db, repos.orders.create, certificate, {}, NOW,

@@ -10,6 +10,7 @@ import pytest
 from scheduler import purge
 from scheduler import retention
 from tests import config
+from tests import singular
 from worker.db import memory
 from worker.db import models
 from worker import order_types
@@ -36,7 +37,8 @@ def _finished(database, count, at, status=models.ACTIVE):
             for _ in range(count)]
         for order_id in created:
             if status == models.ACTIVE:
-                repositories.orders.complete(session, order_id, at, {})
+                singular.complete(repositories.orders, session, order_id, at,
+                                  {})
             elif status == models.ERROR:
                 repositories.orders.fail(session, order_id, at, 'failed')
     return created

@@ -15,6 +15,7 @@ import pytest
 
 from tests import config
 from tests import fakes
+from tests import singular
 from worker.common import order_actions
 from worker import context
 from worker.db import memory
@@ -363,8 +364,9 @@ def _crash(database, order_id, times):
     generation = 0
     for _ in range(times):
         with database.session() as session, session.begin():
-            assert repos.steps.claim(session, order_id, REQUEST, generation,
-                                     NOW, 'dead@host', NOW + _seconds(60))
+            assert singular.claim(repos.steps, session, order_id, REQUEST,
+                                  generation, NOW, 'dead@host',
+                                  NOW + _seconds(60))
             assert repos.steps.take_back(session, order_id, REQUEST,
                                          generation + 1, NOW, crashed=True)
         generation += 2
@@ -679,7 +681,7 @@ def test_claims_and_results_that_lose_a_race_are_run_again(
     use_plugin(ScriptedPlugin(base.Completed()))
     worker = _worker(database)
     repos = database.repositories
-    for name in ('claim_many', 'finish'):
+    for name in ('claim_many', 'finish_many'):
         fakes.lose_races(monkeypatch, repos.steps, name, 1)
 
     worker.run(REQUEST, order_id, 0)

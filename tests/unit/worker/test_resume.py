@@ -8,6 +8,7 @@ from oslo_context import context as context_module
 import pytest
 
 from tests import fakes
+from tests import singular
 from worker import api
 from worker.common import order_actions
 from worker.db import models
@@ -50,18 +51,18 @@ def _run(database, order_id, step, now, status, output=None):
     steps = database.repositories.steps
     with database.session() as session, session.begin():
         generation = steps.for_order(session, order_id)[step].generation
-        assert steps.claim(session, order_id, step, generation, now, 'w@h',
-                           now + datetime.timedelta(seconds=60))
-        assert steps.finish(session, order_id, step, generation + 1, now,
-                            status, output=output,
-                            last_error=None if status == DONE else 'no')
+        assert singular.claim(steps, session, order_id, step, generation, now,
+                              'w@h', now + datetime.timedelta(seconds=60))
+        assert singular.finish(steps, session, order_id, step, generation + 1,
+                               now, status, output=output,
+                               last_error=None if status == DONE else 'no')
         if status == DONE:
-            steps.start(session, order_id,
-                        order_types.get('fanout').ready(
-                            {name for name, step in steps.for_order(
-                                session, order_id).items()
-                             if step.status == DONE}, set(CHECKS)),
-                        now, True)
+            singular.start(steps, session, order_id,
+                           order_types.get('fanout').ready(
+                               {name for name, step in steps.for_order(
+                                   session, order_id).items()
+                                if step.status == DONE}, set(CHECKS)),
+                           now, True)
 
 
 def _fail_order(database, order_id, now, step):
@@ -70,8 +71,9 @@ def _fail_order(database, order_id, now, step):
     _run(database, order_id, step, now, FAILED)
     repositories = database.repositories
     with database.session() as session, session.begin():
-        repositories.retry_tasks.add(session, order_id, 'check_caa', now,
-                                     [], {}, 0)
+        singular.add_retry(repositories.retry_tasks, session, order_id,
+                           'check_caa', now, args=[], kwargs={},
+                           retry_count=0)
         assert repositories.orders.fail(session, order_id, now,
                                         'step %s failed' % step)
         repositories.steps.revoke_open(session, order_id, now, 'failed')
@@ -254,10 +256,11 @@ def test_resume_sends_order_resumed_to_the_callback_urls(
     with database.session() as session, session.begin():
         steps = database.repositories.steps
         generation = steps.for_order(session, order.id)[delivery].generation
-        steps.claim(session, order.id, delivery, generation, clock.now,
-                    'w@h', clock.now + datetime.timedelta(seconds=9))
-        steps.record_delivery(session, order.id, delivery, generation + 1,
-                              clock.now, DONE, 4, 0)
+        singular.claim(steps, session, order.id, delivery, generation,
+                       clock.now, 'w@h',
+                       clock.now + datetime.timedelta(seconds=9))
+        singular.record_delivery(steps, session, order.id, delivery,
+                                 generation + 1, clock.now, DONE, 4, 0)
     client.casts.clear()
 
     orders.resume(order.id, all_projects=True)
@@ -281,9 +284,9 @@ def test_an_order_with_every_step_done_is_not_resumed(
                 session, order.id).items():
             database.repositories.steps.restart(session, order.id, [name],
                                                 [], clock.now)
-            database.repositories.steps.finish(
-                session, order.id, name, step.generation + 1, clock.now,
-                DONE, output={})
+            singular.finish(database.repositories.steps, session, order.id,
+                            name, step.generation + 1, clock.now, DONE,
+                            output={})
     with pytest.raises(api.OrderNotResumable, match='every step'):
         orders.resume(order.id, all_projects=True)
     assert orders.get(order.id, all_projects=True).status == api.ERROR
@@ -388,8 +391,8 @@ def test_resume_many_since_takes_the_failure_not_a_delivery_after_it(
     # early's events are delivered after late failed: the delivery holds
     # early's row (its updated_at) as it writes its result.
     with database.session() as session, session.begin():
-        database.repositories.notifications.lock_order(session, early.id,
-                                                       clock.now)
+        singular.lock_order(database.repositories.notifications, session,
+                            early.id, clock.now)
 
     done = orders.resume_many(since=since, project_id=PROJECT)
 

@@ -90,12 +90,6 @@ class InMemoryOrders(base.Repository):
             if order.id.startswith(prefix) and
             project_id in (None, order.project_id))[:limit]
 
-    def with_steps(self, session: Session, order_id: str
-                   ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
-        """Return ``(order, {name: step})``; ``(None, {})`` if none."""
-        found = self.with_steps_many(session, [order_id])
-        return found[order_id] if order_id in found else (None, {})
-
     @base.reads
     def with_steps_many(self, session: Session,
                         order_ids: abc.Collection[str]
@@ -109,15 +103,6 @@ class InMemoryOrders(base.Repository):
             if step.order_id in found:
                 found[step.order_id][1][step.name] = copy.deepcopy(step)
         return found
-
-    @base.reads
-    def priorities(self, session: Session,
-                   order_ids: abc.Collection[str]) -> dict[str, int]:
-        """Return ``{id: priority}`` of those of ``order_ids`` that exist.
-        """
-        return {order_id: self._store.orders[order_id].priority
-                for order_id in order_ids or ()
-                if order_id in self._store.orders}
 
     @base.reads
     def retry_origins(self, session: Session,
@@ -211,8 +196,8 @@ class InMemoryOrders(base.Repository):
         return True
 
     @base.writes
-    def complete(self, session: Session, order_id: str, now: Moment,
-                 meta: abc.Mapping[str, Any] | None) -> bool:
+    def _complete(self, session: Session, order_id: str, now: Moment,
+                  meta: abc.Mapping[str, Any] | None) -> bool:
         """Move a PENDING order to ACTIVE with ``meta`` as its meta."""
         return self._move(order_id, now, models.PENDING,
                           status=models.ACTIVE,
@@ -224,7 +209,7 @@ class InMemoryOrders(base.Repository):
                 tuple[str, abc.Mapping[str, Any] | None]],
             now: Moment) -> int:
         """Complete several orders; how many moved to ACTIVE."""
-        return sum(self.complete(session, order_id, now, meta)
+        return sum(self._complete(session, order_id, now, meta)
                    for order_id, meta in completions)
 
     @base.writes

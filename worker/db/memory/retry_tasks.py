@@ -25,11 +25,11 @@ class InMemoryRetryTasks(base.Repository):
     """``worker.db.retry_tasks`` on the in-memory store."""
 
     @base.writes
-    def add(self, session: Session, order_id: str, retry_task: str,
-            retry_at: Moment, args: abc.Iterable[Any] = (),
-            kwargs: abc.Mapping[str, Any] | None = None,
-            retry_count: int = 0, now: Moment | None = None,
-            priority: int = 0, waiting_for: str | None = None) -> int:
+    def _add(self, session: Session, order_id: str, retry_task: str,
+             retry_at: Moment, args: abc.Iterable[Any] = (),
+             kwargs: abc.Mapping[str, Any] | None = None,
+             retry_count: int = 0, now: Moment | None = None,
+             priority: int = 0, waiting_for: str | None = None) -> int:
         """Insert a retry row for ``order_id``; returns its id."""
         models.check_priority(priority)
         if order_id not in self._store.orders:
@@ -47,9 +47,9 @@ class InMemoryRetryTasks(base.Repository):
 
     def add_many(self, session: Session,
                  rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
-        """Insert several retry rows (dicts of ``add``'s arguments)."""
+        """Insert several retry rows (dicts of ``_add``'s arguments)."""
         for arguments in rows:
-            self.add(session, **arguments)
+            self._add(session, **arguments)
 
     def _unparked(self) -> list[rows.RetryTask]:
         return [task for task in self._store.tasks.values()

@@ -28,20 +28,12 @@ class InMemorySteps(base.Repository):
                           dispatched)
 
     @base.reads
-    def for_orders(self, session: Session, order_ids: abc.Collection[str]
-                   ) -> dict[str, dict[str, rows.Step]]:
-        """Return ``{order_id: {name: step}}`` of these orders."""
-        found: dict[str, dict[str, rows.Step]] = {
-            order_id: {} for order_id in order_ids}
-        for step in sorted(self._store.steps.values(), key=base.step_key):
-            if step.order_id in found:
-                found[step.order_id][step.name] = copy.deepcopy(step)
-        return found
-
     def for_order(self, session: Session,
                   order_id: str) -> dict[str, rows.Step]:
-        """Return ``{name: step}`` of one order."""
-        return self.for_orders(session, [order_id])[order_id]
+        """Return ``{name: step}`` of one order (``{}`` if it has none)."""
+        return {step.name: copy.deepcopy(step) for step in sorted(
+            self._store.steps.values(), key=base.step_key)
+            if step.order_id == order_id}
 
     def _fenced_update(self, order_id: str, step: str, token: int,
                        now: Moment, **values: Any) -> bool:
@@ -52,14 +44,6 @@ class InMemorySteps(base.Repository):
         self._store.steps[order_id, step] = base.replace(
             row, updated_at=now, **values)
         return True
-
-    @base.writes
-    def claim(self, session: Session, order_id: str, step: str,
-              generation: int, now: Moment, owner: str,
-              lease_until: Moment) -> bool:
-        """Take the step for one run by moving its generation forward."""
-        return self._claim(order_id, step, generation, now, owner,
-                           lease_until)
 
     def _claim(self, order_id: str, step: str, generation: int, now: Moment,
                owner: str, lease_until: Moment) -> bool:
@@ -83,9 +67,9 @@ class InMemorySteps(base.Repository):
         return claimed
 
     @base.writes
-    def retry(self, session: Session, order_id: str, step: str, token: int,
-              now: Moment, failures: int, polls: int,
-              last_error: str | None = None) -> bool:
+    def _retry(self, session: Session, order_id: str, step: str, token: int,
+               now: Moment, failures: int, polls: int,
+               last_error: str | None = None) -> bool:
         """Release the step for a later run (its retry row is the caller's).
         """
         return self._fenced_update(order_id, step, token, now,
@@ -95,15 +79,15 @@ class InMemorySteps(base.Repository):
     def retry_many(self, session: Session,
                    retries: abc.Iterable[steps.Retry], now: Moment) -> int:
         """Release several steps; how many were."""
-        return sum(self.retry(session, order_id, step, token, now, failures,
-                              polls, last_error)
+        return sum(self._retry(session, order_id, step, token, now, failures,
+                               polls, last_error)
                    for order_id, step, token, failures, polls, last_error
                    in retries)
 
     @base.writes
-    def finish(self, session: Session, order_id: str, step: str, token: int,
-               now: Moment, status: str, output: rows.JSON | None = None,
-               last_error: str | None = None) -> bool:
+    def _finish(self, session: Session, order_id: str, step: str, token: int,
+                now: Moment, status: str, output: rows.JSON | None = None,
+                last_error: str | None = None) -> bool:
         """End the step DONE (with its ``output``) or FAILED."""
         values: dict[str, Any] = dict(
             status=status, finished_at=now,
@@ -118,8 +102,8 @@ class InMemorySteps(base.Repository):
                     finishes: abc.Iterable[steps.Finish],
                     now: Moment) -> int:
         """End several steps; how many were."""
-        return sum(self.finish(session, order_id, step, token, now, status,
-                               output, last_error)
+        return sum(self._finish(session, order_id, step, token, now, status,
+                                output, last_error)
                    for order_id, step, token, status, output, last_error
                    in finishes)
 
@@ -137,9 +121,9 @@ class InMemorySteps(base.Repository):
         return released
 
     @base.writes
-    def start(self, session: Session, order_id: str,
-              names: abc.Iterable[str] | None, now: Moment,
-              dispatched: bool) -> None:
+    def _start(self, session: Session, order_id: str,
+               names: abc.Iterable[str] | None, now: Moment,
+               dispatched: bool) -> None:
         """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
         for step in names or ():
             row = self._store.steps.get((order_id, step))
@@ -152,7 +136,7 @@ class InMemorySteps(base.Repository):
                    starts: abc.Iterable[steps.Start], now: Moment) -> None:
         """Start the steps of several orders."""
         for order_id, names, dispatched in starts:
-            self.start(session, order_id, names, now, dispatched)
+            self._start(session, order_id, names, now, dispatched)
 
     @base.writes
     def revoke_open(self, session: Session, order_id: str, now: Moment,
@@ -194,11 +178,11 @@ class InMemorySteps(base.Repository):
         return restarted
 
     @base.writes
-    def record_delivery(self, session: Session, order_id: str, step: str,
-                        token: int, now: Moment, status: str,
-                        delivered: int, failures: int,
-                        last_error: str | None = None,
-                        dispatched: bool = False) -> bool:
+    def _record_delivery(self, session: Session, order_id: str, step: str,
+                         token: int, now: Moment, status: str,
+                         delivered: int, failures: int,
+                         last_error: str | None = None,
+                         dispatched: bool = False) -> bool:
         """Write a delivery's run."""
         values: dict[str, Any] = dict(
             status=status, failures=failures, last_error=last_error,
@@ -213,9 +197,9 @@ class InMemorySteps(base.Repository):
                              deliveries: abc.Iterable[steps.Delivery],
                              now: Moment) -> int:
         """Write several deliveries' runs; how many were."""
-        return sum(self.record_delivery(session, order_id, step, token, now,
-                                        status, delivered, failures,
-                                        last_error, dispatched)
+        return sum(self._record_delivery(session, order_id, step, token, now,
+                                         status, delivered, failures,
+                                         last_error, dispatched)
                    for (order_id, step, token, status, delivered, failures,
                         last_error, dispatched) in deliveries)
 

@@ -7,6 +7,7 @@ import types
 
 from scheduler.manage import notifications
 from tests import config
+from tests import singular
 from tests.unit.worker.notifications import test_deliveries as deliveries
 from worker.db import memory
 from worker.notifications import subscriptions
@@ -41,7 +42,7 @@ def test_enable_writes_the_url_at_the_time_of_its_transaction():
         argparse.Namespace(url=URL))
 
     with database.reader() as session:
-        url = store.get_url(session, url_id)
+        url = singular.get_url(store, session, url_id)
     assert (url.available, url.updated_at) == (True, change_time)
 
 

@@ -7,6 +7,7 @@ from scheduler.manage import explain
 from scheduler.manage import overview
 from scheduler.manage import status
 from tests import config
+from tests import singular
 from worker.db import memory
 from worker.db import models
 from worker import order_types
@@ -37,10 +38,11 @@ def _deployment():
         oldest = repos.orders.create(session, workflow, {}, _at(-3600))
         newer = repos.orders.create(session, workflow, {}, _at(-60))
         done = repos.orders.create(session, workflow, {}, _at(-7200))
-        repos.orders.complete(session, done.id, _at(-7000), {})
-        repos.retry_tasks.add(session, oldest.id, 'x', _at(-1))
-        repos.retry_tasks.add(session, newer.id, 'x', _at(30))
-        parked = repos.retry_tasks.add(session, newer.id, 'y', _at(-9))
+        singular.complete(repos.orders, session, done.id, _at(-7000), {})
+        singular.add_retry(repos.retry_tasks, session, oldest.id, 'x', _at(-1))
+        singular.add_retry(repos.retry_tasks, session, newer.id, 'x', _at(30))
+        parked = singular.add_retry(repos.retry_tasks, session, newer.id, 'y',
+                                    _at(-9))
     with database.session() as session, session.begin():
         [row] = [row for row in repos.retry_tasks.due(session, NOW, 10)
                  if row.id == parked]

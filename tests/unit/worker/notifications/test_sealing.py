@@ -6,6 +6,7 @@ from cryptography import fernet
 import pytest
 
 from tests import config
+from tests import singular
 from tests.unit.worker.notifications import test_deliveries as deliveries
 from worker.db import memory
 from worker.notifications import sealing
@@ -117,7 +118,7 @@ def test_a_previous_secret_needs_its_key_too(tmp_path):
                   database)
     # The previous secret the only one stored.
     with database.session() as session, session.begin():
-        url = store.get_url(session, url_id)
+        url = singular.get_url(store, session, url_id)
         assert store.replace_secrets(
             session, url_id, (url.secret, url.previous_secret),
             (None, url.previous_secret))
