@@ -61,9 +61,6 @@ class Locks(typing.Protocol):
     def release(self, session: Any, entity: str, owner_token: str) -> bool:
         """Delete our own lock; False if we no longer held it."""
 
-    def force_release(self, session: Any, entity: str) -> bool:
-        """Delete the lock whoever holds it; True if there was one."""
-
     def hold(self, session: Any, entity: str, now: Moment) -> bool:
         """Lock the row of ``entity`` until the transaction ends; False if
         there is no such row."""
@@ -81,9 +78,6 @@ class Orders(typing.Protocol):
         (its first ones not dispatched if it starts ``not_before``);
         ``DBDuplicateEntry`` if its project has its idempotency key."""
 
-    def get(self, session: Any, order_id: str) -> rows.Order | None:
-        """The order with this id, or None."""
-
     def find_by_key(self, session: Any, project_id: str,
                     idempotency_key: str) -> rows.Order | None:
         """The project's order created with ``idempotency_key``, or None.
@@ -91,11 +85,6 @@ class Orders(typing.Protocol):
 
     def status_of(self, session: Any, order_id: str) -> str | None:
         """The order's status, or None if there is no such order."""
-
-    def ids_starting_with(self, session: Any, prefix: str,
-                          project_id: str | None = None,
-                          limit: int = 2) -> list[str]:
-        """Up to ``limit`` ids of orders that start with ``prefix``."""
 
     def with_steps_many(
             self, session: Any, order_ids: abc.Collection[str]
@@ -107,26 +96,11 @@ class Orders(typing.Protocol):
         """``{id: RetryOrigin}`` (priority, request ids) of those of
         ``order_ids`` that exist."""
 
-    def list_orders(self, session: Any, status: str | None = None,
-                    limit: int | None = None, *,
-                    project_id: str | None = None,
-                    order_type: str | None = None,
-                    after: tuple[Moment, str] | None = None,
-                    with_meta: bool = True) -> list[rows.Order]:
-        """Orders, oldest first, filtered; those ``after`` a page's last
-        ``(created_at, id)``; without their meta if not ``with_meta``."""
-
-    def count_by_status(self, session: Any) -> dict[str, int]:
-        """``{status: count}`` over every order."""
-
     def count_pending(self, session: Any, order_type: str) -> int:
         """How many orders of ``order_type`` are PENDING."""
 
     def count_unfinished_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` of the orders not in a terminal status."""
-
-    def count_unfinished_by_type(self, session: Any) -> dict[str, int]:
-        """``{type: count}`` of the orders not in a terminal status."""
 
     def lock_live(self, session: Any, order_id: str, now: Moment) -> bool:
         """Lock a PENDING or CANCELLING order; False if it is not live."""
@@ -141,20 +115,6 @@ class Orders(typing.Protocol):
     def fail(self, session: Any, order_id: str, now: Moment,
              reason: str) -> bool:
         """Move a PENDING order to ERROR with ``reason``."""
-
-    def resume(self, session: Any, order_id: str, now: Moment) -> bool:
-        """Move an ERROR order back to PENDING, its reason cleared."""
-
-    def ids_by_update(self, session: Any, status: str, limit: int, *,
-                      since: Moment | None = None,
-                      project_id: str | None = None,
-                      order_type: str | None = None) -> list[str]:
-        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``,
-        changed at or after ``since``."""
-
-    def cancel(self, session: Any, order_id: str, now: Moment, reason: str,
-               compensating: bool) -> bool:
-        """Move a PENDING order to CANCELLING or CANCELLED."""
 
     def end_cancel(self, session: Any, order_id: str, now: Moment,
                    failure: str | None = None) -> bool:
@@ -207,21 +167,10 @@ class Steps(typing.Protocol):
                     reason: str) -> list[str]:
         """Cancel the open steps of the workflow; their names."""
 
-    def restart(self, session: Any, order_id: str,
-                start: abc.Collection[str], wait: abc.Collection[str],
-                now: Moment) -> dict[str, int]:
-        """Steps of a resumed order run again from scratch, ``start``
-        PENDING and dispatched, ``wait`` WAITING; their new generations.
-        """
-
     def record_delivery_many(self, session: Any,
                              deliveries: abc.Iterable[Delivery],
                              now: Moment) -> int:
         """Write several deliveries' runs; how many were."""
-
-    def add(self, session: Any, order_id: str, step: str,
-            now: Moment) -> None:
-        """Insert one more step, PENDING and dispatched at ``now``."""
 
     def mark_dispatched(self, session: Any, keys: abc.Collection[StepKey],
                         now: Moment) -> None:
@@ -277,14 +226,8 @@ class RetryTasks(typing.Protocol):
     def count_due(self, session: Any, now: Moment) -> int:
         """Count the unparked rows due at ``now``."""
 
-    def count_later(self, session: Any, now: Moment) -> int:
-        """Count the unparked rows due after ``now``."""
-
     def count_parked(self, session: Any) -> int:
         """Count the parked rows."""
-
-    def delete(self, session: Any, task_ids: abc.Collection[int]) -> int:
-        """Delete the rows with these ids; how many were."""
 
     def delete_for_order(self, session: Any, order_id: str,
                          step: str | None = None) -> None:
@@ -302,17 +245,6 @@ class RetryTasks(typing.Protocol):
     def park(self, session: Any, row: retry_tasks.DueTask,
              reason: str) -> None:
         """Set a row (as read, by id) aside."""
-
-    def get(self, session: Any, task_id: int) -> rows.RetryTask | None:
-        """The retry row with this id, or None."""
-
-    def requeue(self, session: Any, task_id: int, now: Moment) -> bool:
-        """Make a row due at ``now``, unparked; False if there is none."""
-
-    def list_tasks(self, session: Any, parked: bool | None = None,
-                   order_id: str | None = None) -> list[rows.RetryTask]:
-        """Retry rows by retry_at, filtered on the arguments."""
-
 
 class Resources(typing.Protocol):
     """``worker.db.resources``: resource slots, rate starts, waits."""
@@ -375,10 +307,6 @@ class History(typing.Protocol):
                  runs: abc.Collection[rows.StepRun]) -> None:
         """Add a row for each run, its error cut short."""
 
-    def for_order(self, session: Any, order_id: str) -> list[rows.StepRun]:
-        """The order's runs, oldest first."""
-
-
 class Services(typing.Protocol):
     """``worker.db.services``: service heartbeats."""
 
@@ -429,22 +357,6 @@ class Notifications(typing.Protocol):
     def list_urls(self, session: Any) -> list[rows.Url]:
         """Every URL, by id."""
 
-    def set_secret(self, session: Any, url_id: int, secret: str,
-                   previous_until: Moment | None, now: Moment) -> None:
-        """Give the URL a new secret; with ``previous_until``, the one it
-        had also signs until then."""
-
-    def replace_secrets(self, session: Any, url_id: int,
-                        old: tuple[str | None, str | None],
-                        new: tuple[str | None, str | None]) -> bool:
-        """Write ``new`` (secret, previous secret) if the URL's are still
-        ``old``; False if they changed meanwhile."""
-
-    def set_owner(self, session: Any, url_id: int, project_id: str | None,
-                  now: Moment) -> None:
-        """Make ``project_id`` the only project whose orders may name the
-        URL; None: any project's."""
-
     def url_failed(self, session: Any, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""
@@ -456,9 +368,6 @@ class Notifications(typing.Protocol):
 
     def hold_url(self, session: Any, url_id: int, now: Moment) -> bool:
         """Write the URL's row; True if it is available."""
-
-    def enable_url(self, session: Any, url_id: int, now: Moment) -> None:
-        """Make the URL available again."""
 
     def count_unavailable_urls(self, session: Any) -> int:
         """How many URLs are unavailable."""
@@ -493,21 +402,8 @@ class Notifications(typing.Protocol):
         """Make every finished delivery of ``order_ids``, and every one
         whose first run waits, PENDING."""
 
-    def paused(self, session: Any, url_id: int,
-               limit: int) -> list[tuple[str, int]]:
-        """``[(order_id, generation)]`` waiting for the URL."""
-
-    def resume(self, session: Any, url_id: int,
-               order_ids: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
-
     def count_open_deliveries(self, session: Any) -> dict[str, int]:
         """``{status: count}`` of the deliveries PENDING and WAITING."""
-
-    def events_of_order(self, session: Any,
-                        order_id: str) -> list[rows.Event]:
-        """Every event of the order, in sequence."""
-
 
 class Purge(typing.Protocol):
     """``worker.db.purge``: finished orders and their rows, by age."""
@@ -530,22 +426,6 @@ class Purge(typing.Protocol):
 
 class Schedules(typing.Protocol):
     """``worker.db.schedules``: orders created on a schedule."""
-
-    def create(self, session: Any, project_id: str, order_type: str,
-               meta: abc.Mapping[str, Any], priority: int,
-               every_seconds: int | None, cron: str | None,
-               next_tick_at: Moment, now: Moment) -> rows.Schedule:
-        """Insert a schedule whose first tick is ``next_tick_at``."""
-
-    def get(self, session: Any, schedule_id: str) -> rows.Schedule | None:
-        """The schedule with this id, or None."""
-
-    def list_schedules(self, session: Any, project_id: str | None = None
-                       ) -> list[rows.Schedule]:
-        """Every schedule (of ``project_id`` only), oldest first."""
-
-    def delete(self, session: Any, schedule_id: str) -> bool:
-        """Delete the schedule; False if there was none."""
 
     def due(self, session: Any, now: Moment,
             limit: int) -> list[rows.Schedule]:

@@ -12,6 +12,7 @@ from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import ROOTS
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import orders
 from worker import order_types
@@ -88,7 +89,7 @@ def test_order_status_moves_start_from_their_status(db):
     assert read(db, orders.get, locked).updated_at == plus(1)
 
     # The caller merges: the metadata given is the order's.
-    assert write(db, orders.complete, done, plus(2),
+    assert write(db, singular.on(orders).complete, done, plus(2),
                  {'a': 1, 'b': 9, 'c': [3]})
     order = read(db, orders.get, done)
     assert (order.status, order.meta, order.updated_at) == (
@@ -99,13 +100,14 @@ def test_order_status_moves_start_from_their_status(db):
 
     # A finished order takes no further move.
     for order_id in (done, failed):
-        assert not write(db, orders.complete, order_id, plus(3), {})
+        assert not write(db, singular.on(orders).complete, order_id, plus(3),
+                         {})
         assert not write(db, orders.fail, order_id, plus(3), 'late')
         assert not write(db, orders.cancel, order_id, plus(3), 'late',
                          False)
         assert not write(db, orders.end_cancel, order_id, plus(3))
         assert not write(db, orders.lock_live, order_id, plus(3))
-    assert not write(db, orders.complete, 'missing', plus(3), {})
+    assert not write(db, singular.on(orders).complete, 'missing', plus(3), {})
     assert not write(db, orders.fail, 'missing', plus(3), 'late')
     assert read(db, orders.get, done).status == models.ACTIVE
     assert read(db, orders.get, failed).updated_at == plus(2)
@@ -128,7 +130,8 @@ def test_cancel_and_end_cancel(db):
     assert read(db, orders.get, compensated).status == models.CANCELLING
     # Live until its compensation ends, but not for the workflow.
     assert write(db, orders.lock_live, compensated, plus(2))
-    assert not write(db, orders.complete, compensated, plus(2), {})
+    assert not write(db, singular.on(orders).complete, compensated, plus(2),
+                     {})
     assert not write(db, orders.fail, compensated, plus(2), 'no')
     assert write(db, orders.end_cancel, compensated, plus(3))
     order = read(db, orders.get, compensated)
@@ -256,7 +259,7 @@ def test_resume_moves_an_error_order_back_to_pending_once(db):
     orders = db.repositories.orders
     failed, active = new_order(db), new_order(db)
     assert write(db, orders.fail, failed, plus(1), 'broken')
-    assert write(db, orders.complete, active, plus(1), {})
+    assert write(db, singular.on(orders).complete, active, plus(1), {})
 
     assert write(db, orders.resume, failed, plus(2))
     order = read(db, orders.get, failed)
@@ -278,7 +281,7 @@ def _failed(db, seconds):
     as a worker's result fails them."""
     repos = db.repositories
     order_id = claimed_order(db, 'w@h', at=plus(seconds))
-    assert write(db, repos.steps.finish, order_id, REQUEST, 1,
+    assert write(db, singular.on(repos.steps).finish, order_id, REQUEST, 1,
                  plus(seconds), models.STEP_FAILED, last_error='no')
     assert write(db, repos.orders.fail, order_id, plus(seconds), 'no')
     return order_id
@@ -289,7 +292,8 @@ def test_ids_by_update_since_takes_the_failure_not_a_later_delivery(db):
     orders = db.repositories.orders
     early, late = _failed(db, 1), _failed(db, 3)
     # The delivery of early's events holds its row, after it failed.
-    write(db, db.repositories.notifications.lock_order, early, plus(5))
+    write(db, singular.on(db.repositories.notifications).lock_order, early,
+          plus(5))
 
     assert read(db, orders.ids_by_update, models.ERROR, 10,
                 since=plus(2)) == [late]
@@ -299,10 +303,10 @@ def test_ids_by_update_since_takes_the_failure_not_a_later_delivery(db):
     assert write(db, orders.resume, early, plus(6))
     assert write(db, db.repositories.steps.restart, early, [REQUEST], [],
                  plus(6))
-    assert write(db, db.repositories.steps.claim, early, REQUEST, 2,
-                 plus(7), 'w@h', plus(60))
-    assert write(db, db.repositories.steps.finish, early, REQUEST, 3,
-                 plus(7), models.STEP_FAILED, last_error='again')
+    assert write(db, singular.on(db.repositories.steps).claim, early, REQUEST,
+                 2, plus(7), 'w@h', plus(60))
+    assert write(db, singular.on(db.repositories.steps).finish, early, REQUEST,
+                 3, plus(7), models.STEP_FAILED, last_error='again')
     assert write(db, orders.fail, early, plus(7), 'again')
     assert read(db, orders.ids_by_update, models.ERROR, 10,
                 since=plus(4)) == [early]

@@ -36,9 +36,10 @@ def _order(db, end, at):
     delivery = models.delivery_name(1)
     write(db, repositories.steps.create, order_id, [delivery], {delivery},
           NOW)
-    write(db, repositories.retry_tasks.add, order_id, delivery, plus(5))
+    write(db, singular.on(repositories.retry_tasks).add_retry, order_id,
+          delivery, plus(5))
     # Two: the order's own, then order.end.
-    write(db, repositories.notifications.add_events, order_id,
+    write(db, singular.on(repositories.notifications).add_events, order_id,
           events.status_changed(models.ACTIVE), NOW)
     _add_run(db, order_id)
     if end is not None:

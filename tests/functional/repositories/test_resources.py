@@ -12,6 +12,7 @@ from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import resources
 
 
@@ -71,9 +72,9 @@ def test_the_sweep_frees_slots_whose_holder_no_longer_runs(db):
 
 
 def _waiting_row(db, order_id, key, retry_at=NOW):
-    return write(db, db.repositories.retry_tasks.add, order_id, REQUEST,
-                 retry_at, args=[order_id], kwargs={'generation': 0},
-                 waiting_for=key)
+    return write(db, singular.on(db.repositories.retry_tasks).add_retry,
+                 order_id, REQUEST, retry_at, args=[order_id],
+                 kwargs={'generation': 0}, waiting_for=key)
 
 
 @contract

@@ -33,9 +33,11 @@ def _tasks(db, *specs):
 def test_add_and_get_retry_rows(db):
     tasks = db.repositories.retry_tasks
     order_id = new_order(db)
-    task = write(db, tasks.add, order_id, CHECK, plus(5), args=('x', 1),
-                 kwargs={'generation': 2}, retry_count=3, priority=7)
-    bare = write(db, tasks.add, order_id, CHECK, plus(6), now=plus(1))
+    task = write(db, singular.on(tasks).add_retry, order_id, CHECK, plus(5),
+                 args=('x', 1), kwargs={'generation': 2}, retry_count=3,
+                 priority=7)
+    bare = write(db, singular.on(tasks).add_retry, order_id, CHECK, plus(6),
+                 now=plus(1))
 
     assert bare > task
     got = read(db, tasks.get, task)
@@ -53,7 +55,8 @@ def test_add_and_get_retry_rows(db):
 @contract
 def test_a_retry_row_needs_its_order(db):
     with pytest.raises(db_exc.DBReferenceError):
-        write(db, db.repositories.retry_tasks.add, 'missing', CHECK, NOW)
+        write(db, singular.on(db.repositories.retry_tasks).add_retry,
+              'missing', CHECK, NOW)
     assert read(db, db.repositories.retry_tasks.list_tasks) == []
 
 
@@ -216,7 +219,7 @@ def test_delete_retry_rows(db):
     a, b = new_order(db), new_order(db)
     first, second, third, fourth = _tasks(db, (a, plus(1)), (a, plus(2)),
                                           (b, plus(3)), (b, plus(4)))
-    of_step = write(db, tasks.add, a, REQUEST, plus(5))
+    of_step = write(db, singular.on(tasks).add_retry, a, REQUEST, plus(5))
 
     assert write(db, tasks.delete, [first, fourth + 1000]) == 1
     assert write(db, tasks.delete, []) == 0
@@ -301,8 +304,8 @@ def test_orders_and_retry_rows_have_a_priority_from_0_to_9(db):
             write(db, repos.orders.create, certificate, {}, NOW,
                   priority=wrong)
         with pytest.raises(ValueError):
-            write(db, repos.retry_tasks.add, plain, CHECK, NOW,
-                  priority=wrong)
+            write(db, singular.on(repos.retry_tasks).add_retry, plain, CHECK,
+                  NOW, priority=wrong)
     assert len(read(db, repos.orders.list_orders)) == 2
     assert read(db, repos.retry_tasks.list_tasks) == []
 

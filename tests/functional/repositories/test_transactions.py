@@ -83,8 +83,8 @@ def test_a_write_transaction_reads_what_was_committed_since_it_began(
         assert singular.finish(repos.steps, session, first, REQUEST, 1, NOW,
                                models.STEP_DONE)
         assert repos.steps.for_order(session, second)[REQUEST].owner is None
-        write(database, repos.steps.claim, second, REQUEST, 0, NOW,
-              'w2@h', plus(60))
+        write(database, singular.on(repos.steps).claim, second, REQUEST, 0,
+              NOW, 'w2@h', plus(60))
         assert repos.steps.for_order(session, second)[REQUEST].owner == \
             'w2@h'
 
