@@ -712,7 +712,7 @@ class OrderAPI:
         whose id is or starts with ``order_id``; raises as ``find``
         does."""
         checked(inputs.check_order_id, order_id)
-        found = self._database.repositories.orders.ids_starting_with(
+        found = self._database.queries.orders.ids_starting_with(
             session, order_id, scope)
         if order_id in found or len(found) == 1:
             return order_id if order_id in found else found[0]
@@ -771,7 +771,7 @@ class OrderAPI:
                     raise InvalidRequest('marker %s is not an order' % (
                         marker,))
                 after = (last.created_at, last.id)
-            rows = repositories.orders.list_orders(
+            rows = self._database.queries.orders.list_orders(
                 session, status, limit, project_id=scope,
                 order_type=order_type, after=after, with_meta=with_meta)
         return [_order(row, (), with_meta) for row in rows]
@@ -898,7 +898,7 @@ class OrderAPI:
             _check_text(order_type, 'order_type', MAX_ORDER_TYPE_LENGTH)
         since = _naive_utc(since, 'since')
         with self._database.reader() as session:
-            ids = self._database.repositories.orders.ids_by_update(
+            ids = self._database.queries.orders.ids_by_update(
                 session, ERROR, limit, since=since, project_id=scope,
                 order_type=order_type)
         resumed, failed = [], {}

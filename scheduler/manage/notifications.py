@@ -280,7 +280,8 @@ def _reseal(database, sealer, url_id):
             url = _get_url(session, store, url_id)
             old = (url.secret, url.previous_secret)
             new = tuple(sealer.reseal(value) for value in old)
-            if store.replace_secrets(session, url_id, old, new):
+            if database.queries.notifications.replace_secrets(
+                    session, url_id, old, new):
                 return any(value is not None and sealing.is_clear(value)
                            for value in old)
 
@@ -316,15 +317,16 @@ class EnableUrl(_OneUrl, base.Lister):
         # holds its row, so every one that stopped is found below.
         url = _change_url(self.app, parsed_args.url,
                           lambda store, session, url_id, at:
-                          store.enable_url(session, url_id, at))
+                          database.queries.notifications.enable_url(
+                              session, url_id, at))
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0
         while True:
             with database.session() as session, session.begin():
                 found = store.paused(session, url.id, rows_per_cast)
-                store.resume(session, url.id,
-                             [order_id for order_id, _ in found], now)
+                database.queries.notifications.resume(
+                    session, url.id, [order_id for order_id, _ in found], now)
             failed += order_actions.cast_steps(api, [
                 rpcapi.Step(models.delivery_name(url.id), order_id,
                             generation)

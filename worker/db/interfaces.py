@@ -65,6 +65,9 @@ class Locks(typing.Protocol):
         """Lock the row of ``entity`` until the transaction ends; False if
         there is no such row."""
 
+    def force_release(self, session: Any, entity: str) -> bool:
+        """Delete the lock whoever holds it; True if there was one."""
+
 
 class Orders(typing.Protocol):
     """``worker.db.orders``: orders and their status moves."""
@@ -119,6 +122,9 @@ class Orders(typing.Protocol):
     def end_cancel(self, session: Any, order_id: str, now: Moment,
                    failure: str | None = None) -> bool:
         """Move a CANCELLING order to CANCELLED."""
+
+    def get(self, session: Any, order_id: str) -> rows.Order | None:
+        """The order with this id, or None."""
 
 
 #: The tuples of the batch calls, as ``worker.db.steps`` declares them.
@@ -246,6 +252,11 @@ class RetryTasks(typing.Protocol):
              reason: str) -> None:
         """Set a row (as read, by id) aside."""
 
+    def list_tasks(self, session: Any, parked: bool | None = None,
+                   order_id: str | None = None) -> list[rows.RetryTask]:
+        """Retry rows by retry_at, filtered on the arguments."""
+
+
 class Resources(typing.Protocol):
     """``worker.db.resources``: resource slots, rate starts, waits."""
 
@@ -306,6 +317,10 @@ class History(typing.Protocol):
     def add_many(self, session: Any,
                  runs: abc.Collection[rows.StepRun]) -> None:
         """Add a row for each run, its error cut short."""
+
+    def for_order(self, session: Any, order_id: str) -> list[rows.StepRun]:
+        """The order's runs, oldest first."""
+
 
 class Services(typing.Protocol):
     """``worker.db.services``: service heartbeats."""
@@ -405,6 +420,25 @@ class Notifications(typing.Protocol):
     def count_open_deliveries(self, session: Any) -> dict[str, int]:
         """``{status: count}`` of the deliveries PENDING and WAITING."""
 
+    def set_secret(self, session: Any, url_id: int, secret: str,
+                   previous_until: Moment | None, now: Moment) -> None:
+        """Give the URL a new secret; with ``previous_until``, the one it
+        had also signs until then."""
+
+    def set_owner(self, session: Any, url_id: int, project_id: str | None,
+                  now: Moment) -> None:
+        """Make ``project_id`` the only project whose orders may name the
+        URL; None: any project's."""
+
+    def paused(self, session: Any, url_id: int,
+               limit: int) -> list[tuple[str, int]]:
+        """``[(order_id, generation)]`` waiting for the URL."""
+
+    def events_of_order(self, session: Any,
+                        order_id: str) -> list[rows.Event]:
+        """Every event of the order, in sequence."""
+
+
 class Purge(typing.Protocol):
     """``worker.db.purge``: finished orders and their rows, by age."""
 
@@ -426,6 +460,12 @@ class Purge(typing.Protocol):
 
 class Schedules(typing.Protocol):
     """``worker.db.schedules``: orders created on a schedule."""
+
+    def create(self, session: Any, project_id: str, order_type: str,
+               meta: abc.Mapping[str, Any], priority: int,
+               every_seconds: int | None, cron: str | None,
+               next_tick_at: Moment, now: Moment) -> rows.Schedule:
+        """Insert a schedule whose first tick is ``next_tick_at``."""
 
     def due(self, session: Any, now: Moment,
             limit: int) -> list[rows.Schedule]:

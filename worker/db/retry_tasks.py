@@ -249,15 +249,6 @@ def count_parked(session: orm.Session) -> int:
         .where(task.parked == sa.true())).scalar_one()
 
 
-def delete(session: orm.Session, task_ids: abc.Collection[int]) -> int:
-    """Delete the rows with these ids; returns how many were deleted."""
-    if not task_ids:
-        return 0
-    return statements.execute(
-        session,
-        sa.delete(_TABLE).where(_TABLE.c.id.in_(list(task_ids)))).rowcount
-
-
 def delete_for_order(session: orm.Session, order_id: str,
                      step: str | None = None) -> None:
     """Delete the retry rows of one order's workflow, or of one step.

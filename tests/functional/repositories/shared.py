@@ -24,6 +24,9 @@ JOIN = 'issue'
 
 contract = pytest.mark.parametrize('backend',
                                    ('memory',) + databases.BACKENDS)
+#: The queries of the API and the operator commands
+#: (``worker.db.queries``): SQL only, the fake does not have them.
+sql_contract = pytest.mark.parametrize('backend', databases.BACKENDS)
 
 
 def plus(seconds):

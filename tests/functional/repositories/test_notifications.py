@@ -11,6 +11,7 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
 from tests import singular
@@ -29,7 +30,7 @@ def _subscribed(db, *url_ids):
     return order_id
 
 
-@contract
+@sql_contract
 def test_notification_urls(db):
     store = db.repositories.notifications
     added = write(db, store.add_url, HOOK, NOW)
@@ -53,7 +54,7 @@ def test_notification_urls(db):
     assert not write(db, store.hold_url, added.id, plus(4))
     assert read(db, singular.on(store).get_url, added.id).updated_at == plus(4)
 
-    write(db, store.enable_url, added.id, plus(5))
+    write(db, db.queries.notifications.enable_url, added.id, plus(5))
     write(db, singular.on(store).url_succeeded, other.id)
     url = read(db, singular.on(store).get_url, added.id)
     assert (url.available, url.failures, url.disabled_at,
@@ -165,7 +166,7 @@ def test_events_and_deliveries_of_many_orders_at_once(db):
     assert step_of(db, b, name).dispatched_at == NOW
 
 
-@contract
+@sql_contract
 def test_deliveries_wake_pause_and_resume(db):
     store, steps_repo = db.repositories.notifications, db.repositories.steps
     order_id = _subscribed(db, 1, 2)
@@ -204,7 +205,7 @@ def test_deliveries_wake_pause_and_resume(db):
 
     assert read(db, store.paused, 2, 10) == [(order_id, 1)]
     assert read(db, store.paused, 1, 10) == []
-    write(db, store.resume, 2, [order_id], plus(3))
+    write(db, db.queries.notifications.resume, 2, [order_id], plus(3))
     resumed = step_of(db, order_id, second)
     assert (resumed.status, resumed.dispatched_at, resumed.failures) == (
         models.STEP_PENDING, plus(3), 0)
@@ -243,20 +244,20 @@ def test_a_url_s_owner(db):
     assert read(db, singular.on(store).get_url, added.id).project_id is None
 
 
-@contract
+@sql_contract
 def test_secrets_are_replaced_only_if_unchanged(db):
     store = db.repositories.notifications
     added = write(db, store.add_url, HOOK, NOW)
     write(db, store.set_secret, added.id, 'token-1', None, plus(1))
-    assert write(db, store.replace_secrets, added.id, ('token-1', None),
-                 ('token-2', None))
+    assert write(db, db.queries.notifications.replace_secrets, added.id,
+                 ('token-1', None), ('token-2', None))
     url = read(db, singular.on(store).get_url, added.id)
     assert (url.secret, url.previous_secret) == ('token-2', None)
     # A set-secret came between the read and the write: nothing written.
-    assert not write(db, store.replace_secrets, added.id, ('token-1', None),
-                     ('token-3', None))
+    assert not write(db, db.queries.notifications.replace_secrets, added.id,
+                     ('token-1', None), ('token-3', None))
     write(db, store.set_secret, added.id, 'token-4', plus(60), plus(2))
-    assert write(db, store.replace_secrets, added.id,
+    assert write(db, db.queries.notifications.replace_secrets, added.id,
                  ('token-4', 'token-2'), ('token-5', 'token-6'))
     url = read(db, singular.on(store).get_url, added.id)
     assert (url.secret, url.previous_secret) == ('token-5', 'token-6')

@@ -10,6 +10,7 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
 from tests import singular
@@ -77,7 +78,7 @@ def _waiting_row(db, order_id, key, retry_at=NOW):
                  kwargs={'generation': 0}, waiting_for=key)
 
 
-@contract
+@sql_contract
 def test_waiting_rows_oldest_first_and_made_due(db):
     store = db.repositories.resources
     orders = [new_order(db) for _ in range(3)]
@@ -93,7 +94,7 @@ def test_waiting_rows_oldest_first_and_made_due(db):
     tasks = db.repositories.retry_tasks
     due = read(db, tasks.due, plus(1), 10)
     assert [row.id for row in due] == ids[:2]
-    assert [read(db, tasks.get, task_id).waiting_for
+    assert [read(db, db.queries.retry_tasks.get, task_id).waiting_for
             for task_id in ids] == [None, None, 'ca:x']
 
 

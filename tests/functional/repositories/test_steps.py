@@ -13,6 +13,7 @@ from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import ROOTS
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
 from tests import singular
@@ -194,20 +195,20 @@ def test_revoke_open_cancels_waiting_and_pending_steps(db):
     assert write(db, steps_repo.revoke_open, 'missing', plus(3), 'x') == []
 
 
-@contract
+@sql_contract
 def test_add_inserts_one_dispatched_step(db):
     steps_repo = db.repositories.steps
     order_id = new_order(db, type_name='fanout')
 
-    write(db, steps_repo.add, order_id, 'revoke', plus(4))
+    write(db, db.queries.steps.add, order_id, 'revoke', plus(4))
 
     step = step_of(db, order_id, 'revoke')
     assert (step.status, step.generation, step.dispatched_at,
             step.updated_at) == (models.STEP_PENDING, 0, plus(4), plus(4))
     with pytest.raises(db_exc.DBDuplicateEntry):
-        write(db, steps_repo.add, order_id, 'revoke', plus(5))
+        write(db, db.queries.steps.add, order_id, 'revoke', plus(5))
     with pytest.raises(db_exc.DBReferenceError):
-        write(db, steps_repo.add, 'missing', 'revoke', plus(5))
+        write(db, db.queries.steps.add, 'missing', 'revoke', plus(5))
     with pytest.raises(db_exc.DBReferenceError):
         write(db, steps_repo.create, 'missing', ['a', 'b'], {'a'}, plus(5))
     assert step_of(db, order_id, 'revoke').dispatched_at == plus(4)
@@ -454,7 +455,7 @@ def _columns(step):
                  for column in models.OrderStep.__table__.columns)
 
 
-@contract
+@sql_contract
 def test_restart_runs_steps_again_from_scratch_under_a_new_generation(db):
     steps_repo = db.repositories.steps
     order_id = _fanout_running_and_done(db)
@@ -463,7 +464,7 @@ def test_restart_runs_steps_again_from_scratch_under_a_new_generation(db):
     write(db, steps_repo.revoke_open, order_id, plus(2), 'order failed')
     before = read(db, steps_repo.for_order, order_id)
 
-    restarted = write(db, steps_repo.restart, order_id,
+    restarted = write(db, db.queries.steps.restart, order_id,
                       [ROOTS[0], ROOTS[2], ROOTS[1]], [JOIN, 'poll'],
                       plus(3))
 
@@ -494,4 +495,4 @@ def test_restart_runs_steps_again_from_scratch_under_a_new_generation(db):
                  plus(4), 'w2@h', plus(60))
     claimed = step_of(db, order_id, ROOTS[0])
     assert (claimed.attempt, claimed.started_at) == (1, plus(4))
-    assert write(db, steps_repo.restart, order_id, [], [], plus(5)) == {}
+    assert write(db, db.queries.steps.restart, order_id, [], [], plus(5)) == {}

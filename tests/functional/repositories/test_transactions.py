@@ -13,6 +13,7 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
 from tests import singular
@@ -21,7 +22,7 @@ from worker.db import models
 from worker import order_types
 
 
-@contract
+@sql_contract
 def test_an_exception_in_a_transaction_writes_nothing(db):
     repos = db.repositories
     order_id = new_order(db)
@@ -44,7 +45,7 @@ def test_an_exception_in_a_transaction_writes_nothing(db):
             repos.locks.insert(session, 'held', 'r2@h', 'token-2', NOW)
 
     with db.reader() as session, session.begin():
-        assert [o.id for o in repos.orders.list_orders(session)] == [
+        assert [o.id for o in db.queries.orders.list_orders(session)] == [
             order_id]
         assert repos.orders.get(session, order_id).status == models.PENDING
         assert repos.steps.for_order(
@@ -115,8 +116,8 @@ def test_fake_refuses_writes_outside_a_write_transaction():
             db.repositories.orders.create(session, certificate, {}, NOW)
     with db.session() as session, session.begin():
         with pytest.raises(RuntimeError, match='wait for itself'):
-            read(db, db.repositories.orders.list_orders)
-    assert read(db, db.repositories.orders.list_orders) == []
+            read(db, db.queries.orders.list_orders)
+    assert read(db, db.queries.orders.list_orders) == []
 
 
 def test_fake_fails_the_rest_of_a_transaction_after_a_database_error():
@@ -132,6 +133,6 @@ def test_fake_fails_the_rest_of_a_transaction_after_a_database_error():
 def test_fake_sessions_are_not_mixed():
     one, other = memory.InMemoryDatabase(), memory.InMemoryDatabase()
     with pytest.raises(TypeError):
-        read(one, other.repositories.orders.list_orders)
+        read(one, other.queries.orders.list_orders)
     with pytest.raises(TypeError):
         read(one, other.repositories.steps.for_order, 'missing')

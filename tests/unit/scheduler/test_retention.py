@@ -11,7 +11,6 @@ from scheduler import purge
 from scheduler import retention
 from tests import config
 from tests import singular
-from worker.db import memory
 from worker.db import models
 from worker import order_types
 
@@ -24,8 +23,10 @@ def _at(seconds):
 
 
 @pytest.fixture
-def database():
-    return memory.InMemoryDatabase()
+def database(sqlite_database):
+    """SQLite, not the fake: the counts by status are an operator's
+    query (``worker.db.queries``), SQL only."""
+    return sqlite_database
 
 
 def _finished(database, count, at, status=models.ACTIVE):

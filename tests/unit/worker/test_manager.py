@@ -744,7 +744,9 @@ def test_parallel_steps_claim_separately_and_the_join_waits_for_all(
 
 
 def test_a_result_after_the_order_was_cancelled_is_discarded(
-        database, monkeypatch):
+        sqlite_database, monkeypatch):
+    # SQLite: cancelling is the API's write (``worker.db.queries``).
+    database = sqlite_database
     order_id = _order(database, 'fanout')
     worker = _worker(database)
 

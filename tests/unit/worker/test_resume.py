@@ -16,6 +16,14 @@ from worker.notifications import events
 from worker import order_types
 from worker import rpcapi
 
+
+@pytest.fixture
+def database(sqlite_database):
+    """SQLite, not the fake: the API's queries (``worker.db.queries``)
+    are SQL only."""
+    return sqlite_database
+
+
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
 PROJECT = 'p1'
 CHECKS = ('check_domains', 'check_caa', 'check_key')
@@ -94,6 +102,12 @@ def _steps(database, order_id):
         return database.repositories.steps.for_order(session, order_id)
 
 
+def _columns(step):
+    """A step row's values, column by column."""
+    return tuple(getattr(step, column.name)
+                 for column in models.OrderStep.__table__.columns)
+
+
 def test_the_plan_restarts_every_step_not_done_the_runnable_ones_first():
     fanout = order_types.get('fanout')
     plan = order_actions.restart_plan(fanout, dict(
@@ -133,7 +147,7 @@ def test_resume_runs_the_failed_step_again_and_keeps_the_done_ones(
     assert (resumed.status, resumed.error_reason) == (api.PENDING, None)
     steps = _steps(database, order.id)
     for name in CHECKS:
-        assert steps[name] == before[name]
+        assert _columns(steps[name]) == _columns(before[name])
     issue = steps['issue']
     assert (issue.status, issue.generation, issue.attempt, issue.failures,
             issue.polls, issue.crashes, issue.last_error, issue.started_at,

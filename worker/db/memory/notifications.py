@@ -86,18 +86,6 @@ class InMemoryNotifications(base.Repository):
                          updated_at=now)
 
     @base.writes
-    def replace_secrets(self, session: Session, url_id: int,
-                        old: tuple[str | None, str | None],
-                        new: tuple[str | None, str | None]) -> bool:
-        """Write ``new`` (secret, previous secret) if the URL's are still
-        ``old``; False if they changed meanwhile."""
-        row = self._store.urls.get(url_id)
-        if row is None or (row.secret, row.previous_secret) != old:
-            return False
-        self._update_url(url_id, secret=new[0], previous_secret=new[1])
-        return True
-
-    @base.writes
     def set_owner(self, session: Session, url_id: int,
                   project_id: str | None, now: Moment) -> None:
         """Make ``project_id`` the URL's only project; None: global."""
@@ -136,12 +124,6 @@ class InMemoryNotifications(base.Repository):
         """Touch the URL's row; True if it is available."""
         row = self._update_url(url_id, updated_at=now)
         return bool(row and row.available)
-
-    @base.writes
-    def enable_url(self, session: Session, url_id: int, now: Moment) -> None:
-        """Make the URL available again."""
-        self._update_url(url_id, available=True, failures=0,
-                         disabled_at=None, updated_at=now)
 
     @base.reads
     def count_unavailable_urls(self, session: Session) -> int:
@@ -261,18 +243,6 @@ class InMemoryNotifications(base.Repository):
                       for step in self._store.steps.values()
                       if step.name == name and
                       step.status == models.STEP_WAITING)[:limit]
-
-    @base.writes
-    def resume(self, session: Session, url_id: int,
-               order_ids: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
-        name = models.delivery_name(url_id)
-        for order_id in order_ids or ():
-            step = self._store.steps.get((order_id, name))
-            if step is not None and step.status == models.STEP_WAITING:
-                self._store.steps[order_id, name] = base.replace(
-                    step, status=models.STEP_PENDING, dispatched_at=now,
-                    failures=0, updated_at=now)
 
     @base.reads
     def count_open_deliveries(self, session: Session) -> dict[str, int]:

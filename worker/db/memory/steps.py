@@ -155,29 +155,6 @@ class InMemorySteps(base.Repository):
         return [step.name for step in open_steps]
 
     @base.writes
-    def restart(self, session: Session, order_id: str,
-                start: abc.Collection[str], wait: abc.Collection[str],
-                now: Moment) -> dict[str, int]:
-        """Make steps of a resumed order run again from scratch; their new
-        generations."""
-        restarted = {}
-        for name in sorted(set(start) | set(wait)):
-            row = self._store.steps.get((order_id, name))
-            if row is None or row.status == models.STEP_DONE:
-                continue
-            runnable = name in start
-            self._store.steps[order_id, name] = base.replace(
-                row, generation=row.generation + 1,
-                status=(models.STEP_PENDING if runnable
-                        else models.STEP_WAITING),
-                dispatched_at=now if runnable else None, updated_at=now,
-                attempt=0, failures=0, polls=0, crashes=0, last_error=None,
-                started_at=None, finished_at=None, output=None,
-                owner=None, claimed_at=None, lease_expires_at=None)
-            restarted[name] = row.generation + 1
-        return restarted
-
-    @base.writes
     def _record_delivery(self, session: Session, order_id: str, step: str,
                          token: int, now: Moment, status: str,
                          delivered: int, failures: int,
@@ -202,12 +179,6 @@ class InMemorySteps(base.Repository):
                                          last_error, dispatched)
                    for (order_id, step, token, status, delivered, failures,
                         last_error, dispatched) in deliveries)
-
-    @base.writes
-    def add(self, session: Session, order_id: str, step: str,
-            now: Moment) -> None:
-        """Insert one more step, PENDING and dispatched at ``now``."""
-        base.insert_steps(self._store, order_id, [step], {step}, now)
 
     @base.writes
     def mark_dispatched(self, session: Session,
