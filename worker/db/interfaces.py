@@ -13,6 +13,17 @@ One module for the seven, not one per aggregate: a protocol is the list
 of a repository's signatures, and the repository module itself (next to
 it in ``worker/db``) says what each call does; the seven together are
 the contract that ``tests/functional/repositories`` holds the fake to.
+That is also why it may pass 400 lines: the contract read in one place.
+
+The contract is the size of its users: what the worker and the retry
+daemon call (with the order creation the daemon's ticks reach through
+``worker.schedule_api``), and the few reads (``orders.get``,
+``retry_tasks.list_tasks``, ``history.for_order``,
+``notifications.events_of_order``, ``paused``) and set-ups
+(``set_secret``, ``set_owner``, ``locks.force_release``) through which
+the contract tests and the daemons' unit tests see what the fake wrote.
+What only the API and the operator commands call is in
+``worker.db.queries``, not faked.
 
 The session is ``typing.Any`` here: the SQL functions take a SQLAlchemy
 ``orm.Session`` and the fake's an in-memory session, and a protocol's

@@ -6,6 +6,7 @@ import datetime
 import typing
 
 from worker.db.memory import base
+from worker.db.memory import recovery
 from worker.db import models
 from worker.db import rows
 from worker.db import steps
@@ -15,8 +16,9 @@ Session = base.InMemorySession
 Moment = datetime.datetime
 
 
-class InMemorySteps(base.Repository):
-    """``worker.db.steps`` on the in-memory store."""
+class InMemorySteps(recovery.StepRecovery):
+    """``worker.db.steps`` on the in-memory store; the recovery's reads
+    are ``recovery.StepRecovery``'s."""
 
     @base.writes
     def create(self, session: Session, order_id: str,
@@ -191,57 +193,6 @@ class InMemorySteps(base.Repository):
                     row.status == models.STEP_PENDING):
                 self._store.steps[order_id, step] = base.replace(
                     row, dispatched_at=now)
-
-    def _without_retry_row(self) -> list[rows.Step]:
-        waiting = {(task.order_id, task.retry_task)
-                   for task in self._store.tasks.values()}
-        return [step for step in self._store.steps.values()
-                if base.step_key(step) not in waiting]
-
-    @staticmethod
-    def _recovery(step: rows.Step) -> steps.RecoveryRow:
-        return steps.RecoveryRow(step.order_id, step.name, step.generation,
-                                 step.failures, step.owner, step.crashes,
-                                 step.claimed_at, step.attempt)
-
-    @base.reads
-    def lost_dispatches(self, session: Session, dispatched_before: Moment,
-                        limit: int) -> list[steps.RecoveryRow]:
-        """Steps cast before ``dispatched_before`` no worker took up."""
-        found = sorted((step for step in self._without_retry_row()
-                        if step.dispatched_at is not None and
-                        step.dispatched_at < dispatched_before),
-                       key=lambda step: (step.dispatched_at,
-                                         base.step_key(step)))
-        # As in SQL: the limit applies before claimed steps are dropped.
-        return [self._recovery(step) for step in found[:limit]
-                if step.owner is None]
-
-    @base.reads
-    def owners(self, session: Session) -> set[str]:
-        """Return the distinct owners of claimed steps."""
-        return {step.owner for step in self._store.steps.values()
-                if step.owner is not None}
-
-    @base.reads
-    def owned_by(self, session: Session, dead_owners: abc.Collection[str],
-                 limit: int) -> list[steps.RecoveryRow]:
-        """Steps claimed by one of ``dead_owners``."""
-        dead = set(dead_owners or ())
-        found = sorted((step for step in self._without_retry_row()
-                        if step.owner in dead), key=base.step_key)
-        return [self._recovery(step) for step in found[:limit]]
-
-    @base.reads
-    def expired_leases(self, session: Session, ended_before: Moment,
-                       limit: int) -> list[steps.RecoveryRow]:
-        """Claimed steps whose lease ended before ``ended_before``."""
-        found = sorted((step for step in self._store.steps.values()
-                        if step.lease_expires_at is not None and
-                        step.lease_expires_at < ended_before),
-                       key=lambda step: (step.lease_expires_at,
-                                         base.step_key(step)))
-        return [self._recovery(step) for step in found[:limit]]
 
     @base.writes
     def extend_lease(self, session: Session, order_id: str, step: str,
