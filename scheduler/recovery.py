@@ -210,11 +210,11 @@ class Recovery:
         failures = row.failures + (1 if lease_ended else 0)
         args, kwargs = rpcapi.retry_arguments(values.StepRef(
             row.step, row.order_id, row.generation + 1, ids))
-        self._repositories.retry_tasks.add(
-            session, row.order_id, row.step,
-            now + self._spread(row.crashes + 1 if crashed else 0),
+        self._repositories.retry_tasks.add_many(session, [dict(
+            order_id=row.order_id, retry_task=row.step,
+            retry_at=now + self._spread(row.crashes + 1 if crashed else 0),
             args=args, kwargs=kwargs, retry_count=failures, now=now,
-            priority=priority)
+            priority=priority)])
         if crashed:
             return ('its owner %s stopped heartbeating while running it '
                     '(crash %d of this step)' % (row.owner, row.crashes + 1))

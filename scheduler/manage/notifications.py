@@ -46,11 +46,16 @@ EVENT_COLUMNS = ('sequence', 'event_id', 'event', 'status', 'step', 'time')
 _STATES = {models.STEP_DONE: 'DELIVERED', models.STEP_WAITING: 'PAUSED'}
 
 
+def _get_url(session, store, url_id):
+    """The URL row with this id, or None."""
+    return store.get_urls(session, [url_id]).get(url_id)
+
+
 def _url(session, store, text):
     """The URL row named by its text or its id."""
     row = store.find_url(session, text)
     if row is None and text.isdigit():
-        row = store.get_url(session, int(text))
+        row = _get_url(session, store, int(text))
     if row is None:
         row = store.find_url(session, _canonical_or_same(text))
     if row is None:
@@ -85,7 +90,7 @@ def _change_url(app, text, change):
     with database.session() as session, session.begin():
         url_id = _url(session, store, text).id
         change(store, session, url_id, now)
-        return store.get_url(session, url_id)
+        return _get_url(session, store, url_id)
 
 
 class _OneUrl:
@@ -189,14 +194,14 @@ class SetSecret(_OneUrl, base.ShowOne):
         given, project_id = _owner(parsed_args)
         stored = sealing.required(self.app.conf).seal(secret)
         with database.session() as session, session.begin():
-            if not given and store.get_url(session, url_id).secret is None:
+            if not given and _get_url(session, store, url_id).secret is None:
                 raise ValueError(
                     'a URL\'s first secret needs --project PROJECT (only '
                     'its orders may name the URL) or --global')
             store.set_secret(session, url_id, stored, until, now)
             if given:
                 store.set_owner(session, url_id, project_id, now)
-            url = store.get_url(session, url_id)
+            url = _get_url(session, store, url_id)
         return (('url', 'generated_secret', 'previous_secret_until',
                  'project_id'),
                 (url.url, None if parsed_args.secret else secret,
@@ -273,10 +278,11 @@ def _reseal(database, sealer, url_id):
     store = database.repositories.notifications
     while True:
         with database.session() as session, session.begin():
-            url = store.get_url(session, url_id)
+            url = _get_url(session, store, url_id)
             old = (url.secret, url.previous_secret)
             new = tuple(sealer.reseal(value) for value in old)
-            if store.replace_secrets(session, url_id, old, new):
+            if database.queries.notifications.replace_secrets(
+                    session, url_id, old, new):
                 return any(value is not None and sealing.is_clear(value)
                            for value in old)
 
@@ -312,15 +318,16 @@ class EnableUrl(_OneUrl, base.Lister):
         # holds its row, so every one that stopped is found below.
         url = _change_url(self.app, parsed_args.url,
                           lambda store, session, url_id, at:
-                          store.enable_url(session, url_id, at))
+                          database.queries.notifications.enable_url(
+                              session, url_id, at))
         rows_per_cast = self.app.conf.scheduler.rows_per_cast
         api = orders.worker_api_or_none(self.app)
         resumed, failed = set(), 0
         while True:
             with database.session() as session, session.begin():
                 found = store.paused(session, url.id, rows_per_cast)
-                store.resume(session, url.id,
-                             [order_id for order_id, _ in found], now)
+                database.queries.notifications.resume(
+                    session, url.id, [order_id for order_id, _ in found], now)
             failed += casts.cast_steps(api, [
                 values.StepRef(models.delivery_name(url.id), order_id,
                                generation)
@@ -360,7 +367,7 @@ class ShowNotifications(base.Lister):
             retries = order_values.retry_rows_by_step(
                 repositories.retry_tasks.list_tasks(session,
                                                     order_id=order_id))
-            urls = {name: store.get_url(session, models.url_id_of(name))
+            urls = {name: _get_url(session, store, models.url_id_of(name))
                     for name in steps if models.url_id_of(name) is not None}
         if parsed_args.events:
             return EVENT_COLUMNS, [

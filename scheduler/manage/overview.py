@@ -83,10 +83,10 @@ def take(database, conf, now):
         lock = pass_lock.judge(session, repositories, cutoffs)
         retry_rows = RetryRows(
             due_now=repositories.retry_tasks.count_due(session, now),
-            later=repositories.retry_tasks.count_later(session, now),
+            later=database.queries.retry_tasks.count_later(session, now),
             parked=repositories.retry_tasks.count_parked(session))
-        counts = repositories.orders.count_by_status(session)
-        oldest = repositories.orders.list_orders(
+        counts = database.queries.orders.count_by_status(session)
+        oldest = database.queries.orders.list_orders(
             session, status=models.PENDING, limit=1)
     processes = [Process(
         name=row.name, kind=row.kind, host=row.host, pid=row.pid,

@@ -20,8 +20,7 @@ class _OneTask:
         return parser
 
     def _get(self, session, task_id):
-        task = self.app.database.repositories.retry_tasks.get(session,
-                                                              task_id)
+        task = self.app.database.queries.retry_tasks.get(session, task_id)
         if task is None:
             raise LookupError('no retry task %d' % task_id)
         return task
@@ -64,7 +63,7 @@ class RequeueRetry(_OneTask, base.Command):
         database = self.app.database
         with database.session() as session, session.begin():
             self._get(session, parsed_args.task_id)
-            database.repositories.retry_tasks.requeue(
+            database.queries.retry_tasks.requeue(
                 session, parsed_args.task_id, self.app.now())
         self.write('retry task %d is due now; the next pass '
                    'casts it\n' % parsed_args.task_id)

@@ -89,7 +89,7 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(Code.FAILURE, str(exc))
         database = self._db()
         with database.session() as session:
-            counts = database.repositories.orders.count_unfinished_by_type(
+            counts = database.queries.orders.count_unfinished_by_type(
                 session)
         missing = {name: count for name, count in counts.items()
                    if name not in installed}

@@ -38,6 +38,7 @@ from tests.benchmarks import procs
 from tests.benchmarks import worker_pool
 from tests.chaos import services as chaos_services
 from tests.functional import databases
+from tests import singular
 from worker.db import migration
 from worker.db import session as db_session
 from worker import order_types
@@ -94,10 +95,10 @@ def _load_due(database, count, due):
     with database.session() as session, session.begin():
         for message in messages:
             for step in message:
-                retry_tasks.add(session, step.order_id, step.step, due,
-                                args=[step.order_id],
-                                kwargs={'generation': step.generation},
-                                now=now)
+                singular.add_retry(retry_tasks, session, step.order_id,
+                                   step.step, due, args=[step.order_id],
+                                   kwargs={'generation': step.generation},
+                                   now=now)
 
 
 def _drain(workdir, name, server, nodes, options, count, log):

@@ -8,6 +8,7 @@ import threading
 from oslo_config import cfg
 import oslo_messaging as messaging
 
+from tests import singular
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
@@ -68,16 +69,16 @@ def waiting_order(session, now, retry_at=None):
     """
     order = orders.create(session, order_types.get('certificate'), {}, now)
     first = 'process_type_order'
-    assert order_steps.claim(session, order.id, first, 0, now, 'test@host',
-                             now)
-    assert order_steps.finish(session, order.id, first, 1, now,
-                              models.STEP_DONE, output={})
-    order_steps.start(session, order.id, ['check_certificate_status'], now,
-                      dispatched=False)
+    assert singular.claim(order_steps, session, order.id, first, 0, now,
+                          'test@host', now)
+    assert singular.finish(order_steps, session, order.id, first, 1, now,
+                           models.STEP_DONE, output={})
+    singular.start(order_steps, session, order.id,
+                   ['check_certificate_status'], now, dispatched=False)
     if retry_at is not None:
-        retry_tasks.add(session, order.id, 'check_certificate_status',
-                        retry_at, args=[order.id], kwargs={'generation': 0},
-                        now=now)
+        singular.add_retry(retry_tasks, session, order.id,
+                           'check_certificate_status', retry_at,
+                           args=[order.id], kwargs={'generation': 0}, now=now)
     return order.id
 
 

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from tests import config
 from tests.functional import processes
 from tests.functional import workflows
+from tests import singular
 from worker import api
 from worker.db import models
 
@@ -76,8 +77,8 @@ def test_max_pending_refuses_past_the_bound_writes_nothing_and_recovers(
     with pytest.raises(api.TooManyPendingOrders):
         orders.create('certificate', {}, project_id='p')
     with database.session() as session, session.begin():
-        database.repositories.orders.complete(session, second.id,
-                                              orders.now(), {})
+        singular.complete(database.repositories.orders, session, second.id,
+                          orders.now(), {})
     orders.create('certificate', {}, project_id='p')
     assert _pending(database) == 2
 

@@ -21,6 +21,7 @@ from sqlalchemy import orm as sa_orm
 from tests.functional import processes
 from tests.functional import workflows
 from tests import plugin as test_plugin
+from tests import singular
 from worker.db import migration
 from worker.db import models
 from worker.db import orders
@@ -298,14 +299,16 @@ def test_0004_keeps_every_retry_row_and_id_and_ids_are_never_reused(
             assert _retry_rows(connection) == before
         _check_0004_schema(database.engine, backend)
         with database.session() as session, session.begin():
-            assert orders.priorities(session, order_ids) == {
+            assert {order_id: origin.priority for order_id, origin in
+                    orders.retry_origins(session, order_ids).items()} == {
                 order_id: 0 for order_id in order_ids}
             assert {task.priority for task in
                     retry_tasks.list_tasks(session)} == {0}
             highest = before[-1][0]
-            assert retry_tasks.delete(session, [highest]) == 1
-            new = retry_tasks.add(session, order_ids[0], CHECK, before[0][3],
-                                  priority=9)
+            session.execute(sa.delete(models.OrderRetryTask).where(
+                models.OrderRetryTask.id == highest))
+            new = singular.add_retry(retry_tasks, session, order_ids[0], CHECK,
+                                     before[0][3], priority=9)
         assert new > highest
         with database.session() as session, session.begin():
             assert retry_tasks.get(session, new).priority == 9

@@ -11,6 +11,7 @@ from scheduler import manager as scheduler_manager
 from tests import config
 from tests import fakes
 from tests.functional import counting
+from tests import singular
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
@@ -65,8 +66,8 @@ def _claim(database, order_id, owner, now=NOW,
            lease=datetime.timedelta(days=7)):
     """Claim the order's first step for ``owner``, leased ``lease`` long."""
     with database.session() as session, session.begin():
-        assert steps.claim(session, order_id, REQUEST, 0, now, owner,
-                           now + lease)
+        assert singular.claim(steps, session, order_id, REQUEST, 0, now, owner,
+                              now + lease)
 
 
 def _beat(database, name, now):
@@ -118,9 +119,9 @@ def test_crashes_add_up_over_takeovers(database):
     now = NOW
     for crash in (1, 2, 3):
         with database.session() as session, session.begin():
-            assert steps.claim(session, order_id, REQUEST, 2 * crash - 2,
-                               now, 'dead-%d@host' % crash,
-                               now + datetime.timedelta(days=7))
+            assert singular.claim(steps, session, order_id, REQUEST,
+                                  2 * crash - 2, now, 'dead-%d@host' % crash,
+                                  now + datetime.timedelta(days=7))
         now += _seconds(DOWN + 1)
         result, casts = _pass(database, now)
         assert result.recovered == 1

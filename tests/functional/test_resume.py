@@ -21,6 +21,7 @@ from tests import fakes
 from tests.functional import processes
 from tests.functional import receiver as receivers
 from tests.functional import workflows
+from tests import singular
 from worker import api
 from worker.api import commands
 from worker.db import models
@@ -241,10 +242,10 @@ def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
     repositories = database.repositories
     now = orders.now()
     with database.session() as session, session.begin():
-        assert repositories.steps.claim(session, order.id, REQUEST, 0, now,
-                                        'w@h', now)
-        assert repositories.steps.finish(session, order.id, REQUEST, 1, now,
-                                         models.STEP_FAILED, last_error='no')
+        assert singular.claim(repositories.steps, session, order.id, REQUEST,
+                              0, now, 'w@h', now)
+        assert singular.finish(repositories.steps, session, order.id, REQUEST,
+                               1, now, models.STEP_FAILED, last_error='no')
         assert repositories.orders.fail(session, order.id, now, 'failed')
         repositories.steps.revoke_open(session, order.id, now, 'failed')
     # Every racer has read the order ERROR before any of them writes.

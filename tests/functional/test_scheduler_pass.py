@@ -13,6 +13,7 @@ from scheduler import manager
 from tests import config
 from tests import fakes
 from tests.functional import counting
+from tests import singular
 from worker.db import locks
 from worker.db import models
 from worker.db import retry_tasks
@@ -253,10 +254,11 @@ class _FastWorkerClient(fakes.RecordingRPCClient):
         with self._database.session() as session, session.begin():
             [row] = retry_tasks.list_tasks(session, order_id=self._moved)
             retry_tasks.delete_for_order(session, self._moved)
-            new_id = retry_tasks.add(
-                session, self._moved, 'check_certificate_status',
-                NOW + datetime.timedelta(seconds=30), args=[self._moved],
-                kwargs={'generation': 1}, now=NOW)
+            new_id = singular.add_retry(retry_tasks, session, self._moved,
+                                        'check_certificate_status',
+                                        NOW + datetime.timedelta(seconds=30),
+                                        args=[self._moved],
+                                        kwargs={'generation': 1}, now=NOW)
         self.replaced = (row.id, new_id)
 
 

@@ -17,6 +17,7 @@ import pytest
 from tests.functional import processes
 from tests.functional import workflows
 from tests import plugin as test_plugin
+from tests import singular
 from worker.db import models
 from worker.db import session as db_session
 from worker import order_types
@@ -139,8 +140,7 @@ def test_a_database_server_gone_is_an_outage(database, database_url):
     for _ in range(2):
         with pytest.raises(Exception) as raised:
             with relayed.session() as session, session.begin():
-                relayed.repositories.steps.claim(
-                    session, order_id, 'process_type_order', 0, now, 'w@h',
-                    now)
+                singular.claim(relayed.repositories.steps, session, order_id,
+                               'process_type_order', 0, now, 'w@h', now)
         assert transactions.is_outage(raised.value), raised.value
     relayed.dispose()

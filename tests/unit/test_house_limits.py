@@ -1,7 +1,7 @@
 """The house's own limits on ``worker/`` and ``scheduler/``: no class over
 250 lines, no function over 50 (metric declarations excepted), no module
-over 400 lines unless its first lines say, in a comment, why it stays
-whole.
+over 400 lines unless its first lines (a comment) or its docstring (a
+paragraph naming the 400 lines) say why it stays whole.
 
 The lines counted are a definition's own, from its ``def`` or ``class``
 line to its last, docstring and comments included.
@@ -18,9 +18,9 @@ MAX_CLASS = 250
 MAX_FUNCTION = 50
 MAX_MODULE = 400
 
-#: Being redrawn as these limits were set (the repository contract
-#: shrinking): held to them once done.
-NOT_YET = ('worker/db/',)
+#: Places not yet held to the limits: none; kept so that a redrawing
+#: under way can be named here, and must be emptied again.
+NOT_YET: tuple[str, ...] = ()
 
 #: Metric declarations: a list of what is exported, one metric after the
 #: other, longer than a function should be and no harder to read.
@@ -41,11 +41,10 @@ def offenders(sources):
     found = []
     for name, text in sources:
         lines = text.count('\n')
-        head = text.splitlines()[:3]
-        if lines > MAX_MODULE and not any(
-                line.startswith('# ') for line in head):
+        tree = ast.parse(text)
+        if lines > MAX_MODULE and not _says_why(text, tree):
             found.append((name, 'module', lines))
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(tree):
             if not isinstance(node, (ast.ClassDef, ast.FunctionDef,
                                      ast.AsyncFunctionDef)):
                 continue
@@ -62,6 +61,14 @@ def offenders(sources):
     return found
 
 
+def _says_why(text, tree):
+    """Whether a long module says why it stays whole: a comment in its
+    first lines, or a paragraph of its docstring that names the limit."""
+    if any(line.startswith('# ') for line in text.splitlines()[:3]):
+        return True
+    return '400 lines' in (ast.get_docstring(tree) or '')
+
+
 def test_worker_and_scheduler_keep_within_the_house_limits():
     sources = list(_sources())
     assert len(sources) > 100, 'the sources were not found'
@@ -74,6 +81,7 @@ def test_worker_and_scheduler_keep_within_the_house_limits():
     ('def short():\n' + '    x = 1\n' * 49, []),
     ('"""Doc."""\n' + 'x = 1\n' * 400, [('m.py', 'module', 401)]),
     ('# Whole: one table.\n"""Doc."""\n' + 'x = 1\n' * 400, []),
+    ('"""Doc.\n\nOver 400 lines: one table."""\n' + 'x = 1\n' * 400, []),
 ])
 def test_the_limits_find_what_is_over_them(text, found):
     assert offenders([('m.py', text)]) == found

@@ -153,17 +153,17 @@ def cancel(database, workflow, order_id, reason, now, request=None):
         casts carry.
     :returns: a ``Cancelled``, or None if the order is not PENDING.
     """
-    repositories = database.repositories
+    repositories, queries = database.repositories, database.queries
     compensation = workflow.compensation
     with database.session() as session, session.begin():
-        if not repositories.orders.cancel(session, order_id, now, reason,
-                                          compensating=bool(compensation)):
+        if not queries.orders.cancel(session, order_id, now, reason,
+                                     compensating=bool(compensation)):
             return None
         revoked = repositories.steps.revoke_open(session, order_id, now,
                                                  'order cancelled')
         repositories.retry_tasks.delete_for_order(session, order_id)
         if compensation:
-            repositories.steps.add(session, order_id, compensation.name, now)
+            queries.steps.add(session, order_id, compensation.name, now)
         woken = events.record(
             session, repositories, order_id, events.status_changed(
                 models.CANCELLING if compensation else models.CANCELLED,
@@ -260,9 +260,9 @@ def _resume_in_a_transaction(database, workflow, order_id, now, request):
     the order is not ERROR. Run again whole when it lost a race (a
     deadlock; on Galera, another node's resume or delivery certified
     first): the second time, it finds the order PENDING."""
-    repositories = database.repositories
+    repositories, queries = database.repositories, database.queries
     with database.session() as session, session.begin():
-        if not repositories.orders.resume(session, order_id, now):
+        if not queries.orders.resume(session, order_id, now):
             return None
         steps = repositories.steps.for_order(session, order_id)
         plan = restart_plan(workflow, {name: step.status
@@ -271,7 +271,7 @@ def _resume_in_a_transaction(database, workflow, order_id, now, request):
             # Raised inside the transaction: the move above rolls back.
             raise NothingToResume('every step of order %s is DONE'
                                   % order_id)
-        generations = repositories.steps.restart(
+        generations = queries.steps.restart(
             session, order_id, plan.start, plan.wait, now)
         repositories.retry_tasks.delete_for_order(session, order_id)
         woken = events.record(session, repositories, order_id,

@@ -220,7 +220,7 @@ class OrderAPI(creating.OrderCreation):
         checks.check_context(context)
         since = checks.naive_utc(since, 'since')
         with self._database.reader() as session:
-            ids = self._database.repositories.orders.ids_by_update(
+            ids = self._database.queries.orders.ids_by_update(
                 session, values.ERROR, limit, since=since, project_id=scope,
                 order_type=order_type)
         resumed, failed = [], {}

@@ -81,7 +81,7 @@ class OrderQueries:
         whose id is or starts with ``order_id``; raises as ``find``
         does."""
         checks.check_order_id(order_id)
-        found = self._database.repositories.orders.ids_starting_with(
+        found = self._database.queries.orders.ids_starting_with(
             session, order_id, scope)
         if order_id in found or len(found) == 1:
             return order_id if order_id in found else found[0]
@@ -163,7 +163,7 @@ class OrderQueries:
                     raise errors.InvalidRequest('marker %s is not an order'
                                                 % (marker,))
                 after = (last.created_at, last.id)
-            rows = repositories.orders.list_orders(
+            rows = self._database.queries.orders.list_orders(
                 session, status, limit, project_id=scope,
                 order_type=order_type, after=after, with_meta=with_meta)
         return [values.order_of(row, (), with_meta) for row in rows]

@@ -156,8 +156,8 @@ class ScheduleAPI:
     def _get(self, schedule_id, scope):
         checks.check_order_id(schedule_id, 'schedule_id')
         with self._database.reader() as session:
-            row = self._database.repositories.schedules.get(session,
-                                                            schedule_id)
+            row = self._database.queries.schedules.get(session,
+                                                       schedule_id)
         if row is None or scope not in (None, row.project_id):
             raise ScheduleNotFound('no schedule %s' % schedule_id)
         return _schedule(row)
@@ -171,7 +171,7 @@ class ScheduleAPI:
         scope = checks.scope(project_id, all_projects)
         with self._database.reader() as session:
             return [_schedule(row) for row in
-                    self._database.repositories.schedules.list_schedules(
+                    self._database.queries.schedules.list_schedules(
                         session, scope)]
 
     def delete(self, schedule_id, *, project_id=None, all_projects=False):
@@ -183,7 +183,7 @@ class ScheduleAPI:
         """
         self._get(schedule_id, checks.scope(project_id, all_projects))
         with self._database.session() as session, session.begin():
-            if not self._database.repositories.schedules.delete(
+            if not self._database.queries.schedules.delete(
                     session, schedule_id):
                 raise ScheduleNotFound('no schedule %s' % schedule_id)
 

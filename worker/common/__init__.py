@@ -4,9 +4,7 @@ Clocks, inputs and ticks, group commit, heartbeats, the metrics
 endpoint, the oslo.service backend selection, the type of jitter's
 randomness, the rules of callback URLs (``targets``) and the Guru
 Meditation Reports: none imports a layer above the ground floor
-(``tests/unit/test_boundaries.py``, ``LAYERS``). ``order_actions``,
-``admission`` and ``coalesce`` belong to the API's layer and are counted
-there until they move into it.
+(``tests/unit/test_boundaries.py``, ``LAYERS``).
 
 The retry scheduler is a satellite of the worker pool: of the ``worker``
 package it may import only this package, the values (``worker.values``)

@@ -13,6 +13,17 @@ One module for the seven, not one per aggregate: a protocol is the list
 of a repository's signatures, and the repository module itself (next to
 it in ``worker/db``) says what each call does; the seven together are
 the contract that ``tests/functional/repositories`` holds the fake to.
+That is also why it may pass 400 lines: the contract read in one place.
+
+The contract is the size of its users: what the worker and the retry
+daemon call (with the order creation the daemon's ticks reach through
+``worker.schedule_api``), and the few reads (``orders.get``,
+``retry_tasks.list_tasks``, ``history.for_order``,
+``notifications.events_of_order``, ``paused``) and set-ups
+(``set_secret``, ``set_owner``, ``locks.force_release``) through which
+the contract tests and the daemons' unit tests see what the fake wrote.
+What only the API and the operator commands call is in
+``worker.db.queries``, not faked.
 
 The session is ``typing.Any`` here: the SQL functions take a SQLAlchemy
 ``orm.Session`` and the fake's an in-memory session, and a protocol's
@@ -61,12 +72,12 @@ class Locks(typing.Protocol):
     def release(self, session: Any, entity: str, owner_token: str) -> bool:
         """Delete our own lock; False if we no longer held it."""
 
-    def force_release(self, session: Any, entity: str) -> bool:
-        """Delete the lock whoever holds it; True if there was one."""
-
     def hold(self, session: Any, entity: str, now: Moment) -> bool:
         """Lock the row of ``entity`` until the transaction ends; False if
         there is no such row."""
+
+    def force_release(self, session: Any, entity: str) -> bool:
+        """Delete the lock whoever holds it; True if there was one."""
 
 
 class Orders(typing.Protocol):
@@ -81,9 +92,6 @@ class Orders(typing.Protocol):
         (its first ones not dispatched if it starts ``not_before``);
         ``DBDuplicateEntry`` if its project has its idempotency key."""
 
-    def get(self, session: Any, order_id: str) -> rows.Order | None:
-        """The order with this id, or None."""
-
     def find_by_key(self, session: Any, project_id: str,
                     idempotency_key: str) -> rows.Order | None:
         """The project's order created with ``idempotency_key``, or None.
@@ -92,40 +100,15 @@ class Orders(typing.Protocol):
     def status_of(self, session: Any, order_id: str) -> str | None:
         """The order's status, or None if there is no such order."""
 
-    def ids_starting_with(self, session: Any, prefix: str,
-                          project_id: str | None = None,
-                          limit: int = 2) -> list[str]:
-        """Up to ``limit`` ids of orders that start with ``prefix``."""
-
-    def with_steps(self, session: Any, order_id: str
-                   ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
-        """``(order, {name: step})``; ``(None, {})`` if there is none."""
-
     def with_steps_many(
             self, session: Any, order_ids: abc.Collection[str]
     ) -> dict[str, tuple[rows.Order, dict[str, rows.Step]]]:
         """``{order_id: (order, {name: step})}`` of those that exist."""
 
-    def priorities(self, session: Any,
-                   order_ids: abc.Collection[str]) -> dict[str, int]:
-        """``{id: priority}`` of those of ``order_ids`` that exist."""
-
     def retry_origins(self, session: Any, order_ids: abc.Collection[str]
                       ) -> dict[str, orders.RetryOrigin]:
         """``{id: RetryOrigin}`` (priority, request ids) of those of
         ``order_ids`` that exist."""
-
-    def list_orders(self, session: Any, status: str | None = None,
-                    limit: int | None = None, *,
-                    project_id: str | None = None,
-                    order_type: str | None = None,
-                    after: tuple[Moment, str] | None = None,
-                    with_meta: bool = True) -> list[rows.Order]:
-        """Orders, oldest first, filtered; those ``after`` a page's last
-        ``(created_at, id)``; without their meta if not ``with_meta``."""
-
-    def count_by_status(self, session: Any) -> dict[str, int]:
-        """``{status: count}`` over every order."""
 
     def count_pending(self, session: Any, order_type: str) -> int:
         """How many orders of ``order_type`` are PENDING."""
@@ -133,15 +116,8 @@ class Orders(typing.Protocol):
     def count_unfinished_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` of the orders not in a terminal status."""
 
-    def count_unfinished_by_type(self, session: Any) -> dict[str, int]:
-        """``{type: count}`` of the orders not in a terminal status."""
-
     def lock_live(self, session: Any, order_id: str, now: Moment) -> bool:
         """Lock a PENDING or CANCELLING order; False if it is not live."""
-
-    def complete(self, session: Any, order_id: str, now: Moment,
-                 meta: abc.Mapping[str, Any] | None) -> bool:
-        """Move a PENDING order to ACTIVE with ``meta``."""
 
     def complete_many(
             self, session: Any,
@@ -154,23 +130,12 @@ class Orders(typing.Protocol):
              reason: str) -> bool:
         """Move a PENDING order to ERROR with ``reason``."""
 
-    def resume(self, session: Any, order_id: str, now: Moment) -> bool:
-        """Move an ERROR order back to PENDING, its reason cleared."""
-
-    def ids_by_update(self, session: Any, status: str, limit: int, *,
-                      since: Moment | None = None,
-                      project_id: str | None = None,
-                      order_type: str | None = None) -> list[str]:
-        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``,
-        changed at or after ``since``."""
-
-    def cancel(self, session: Any, order_id: str, now: Moment, reason: str,
-               compensating: bool) -> bool:
-        """Move a PENDING order to CANCELLING or CANCELLED."""
-
     def end_cancel(self, session: Any, order_id: str, now: Moment,
                    failure: str | None = None) -> bool:
         """Move a CANCELLING order to CANCELLED."""
+
+    def get(self, session: Any, order_id: str) -> rows.Order | None:
+        """The order with this id, or None."""
 
 
 #: The tuples of the batch calls, as ``worker.db.steps`` declares them.
@@ -191,27 +156,13 @@ class Steps(typing.Protocol):
         """Insert the steps ``names``; the ``roots`` PENDING (dispatched
         at ``now`` unless ``dispatched`` is False)."""
 
-    def for_orders(self, session: Any, order_ids: abc.Collection[str]
-                   ) -> dict[str, dict[str, rows.Step]]:
-        """``{order_id: {name: step}}`` of these orders."""
-
     def for_order(self, session: Any,
                   order_id: str) -> dict[str, rows.Step]:
         """``{name: step}`` of one order."""
 
-    def claim(self, session: Any, order_id: str, step: str,
-              generation: int, now: Moment, owner: str,
-              lease_until: Moment) -> bool:
-        """Take the step for one run by moving its generation forward."""
-
     def claim_many(self, session: Any, claims: abc.Collection[Claim],
                    now: Moment, owner: str) -> set[StepKey]:
         """Claim several steps; the ``(order_id, step)`` claimed."""
-
-    def retry(self, session: Any, order_id: str, step: str, token: int,
-              now: Moment, failures: int, polls: int,
-              last_error: str | None = None) -> bool:
-        """Release the step for a later run."""
 
     def retry_many(self, session: Any, retries: abc.Iterable[Retry],
                    now: Moment) -> int:
@@ -221,19 +172,9 @@ class Steps(typing.Protocol):
                      now: Moment) -> int:
         """Give back steps claimed and never run; how many were."""
 
-    def finish(self, session: Any, order_id: str, step: str, token: int,
-               now: Moment, status: str, output: rows.JSON | None = None,
-               last_error: str | None = None) -> bool:
-        """End the step DONE (with its ``output``) or FAILED."""
-
     def finish_many(self, session: Any, finishes: abc.Iterable[Finish],
                     now: Moment) -> int:
         """End several steps; how many were."""
-
-    def start(self, session: Any, order_id: str,
-              names: abc.Iterable[str] | None, now: Moment,
-              dispatched: bool) -> None:
-        """Make WAITING steps PENDING."""
 
     def start_many(self, session: Any, starts: abc.Iterable[Start],
                    now: Moment) -> None:
@@ -243,28 +184,10 @@ class Steps(typing.Protocol):
                     reason: str) -> list[str]:
         """Cancel the open steps of the workflow; their names."""
 
-    def restart(self, session: Any, order_id: str,
-                start: abc.Collection[str], wait: abc.Collection[str],
-                now: Moment) -> dict[str, int]:
-        """Steps of a resumed order run again from scratch, ``start``
-        PENDING and dispatched, ``wait`` WAITING; their new generations.
-        """
-
-    def record_delivery(self, session: Any, order_id: str, step: str,
-                        token: int, now: Moment, status: str,
-                        delivered: int, failures: int,
-                        last_error: str | None = None,
-                        dispatched: bool = False) -> bool:
-        """Write a delivery's run."""
-
     def record_delivery_many(self, session: Any,
                              deliveries: abc.Iterable[Delivery],
                              now: Moment) -> int:
         """Write several deliveries' runs; how many were."""
-
-    def add(self, session: Any, order_id: str, step: str,
-            now: Moment) -> None:
-        """Insert one more step, PENDING and dispatched at ``now``."""
 
     def mark_dispatched(self, session: Any, keys: abc.Collection[StepKey],
                         now: Moment) -> None:
@@ -299,16 +222,10 @@ class Steps(typing.Protocol):
 class RetryTasks(typing.Protocol):
     """``worker.db.retry_tasks``: retry rows and the scheduler's reads."""
 
-    def add(self, session: Any, order_id: str, retry_task: str,
-            retry_at: Moment, args: abc.Iterable[Any] = (),
-            kwargs: abc.Mapping[str, Any] | None = None,
-            retry_count: int = 0, now: Moment | None = None,
-            priority: int = 0, waiting_for: str | None = None) -> int:
-        """Insert a retry row; its id."""
-
     def add_many(self, session: Any,
                  rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
-        """Insert several retry rows (dicts of ``add``'s arguments)."""
+        """Insert retry rows (dicts of ``retry_tasks._row``'s arguments).
+        """
 
     def due(self, session: Any, now: Moment, limit: int,
             after: tuple[int, Moment, int] | None = None,
@@ -326,14 +243,8 @@ class RetryTasks(typing.Protocol):
     def count_due(self, session: Any, now: Moment) -> int:
         """Count the unparked rows due at ``now``."""
 
-    def count_later(self, session: Any, now: Moment) -> int:
-        """Count the unparked rows due after ``now``."""
-
     def count_parked(self, session: Any) -> int:
         """Count the parked rows."""
-
-    def delete(self, session: Any, task_ids: abc.Collection[int]) -> int:
-        """Delete the rows with these ids; how many were."""
 
     def delete_for_order(self, session: Any, order_id: str,
                          step: str | None = None) -> None:
@@ -351,12 +262,6 @@ class RetryTasks(typing.Protocol):
     def park(self, session: Any, row: retry_tasks.DueTask,
              reason: str) -> None:
         """Set a row (as read, by id) aside."""
-
-    def get(self, session: Any, task_id: int) -> rows.RetryTask | None:
-        """The retry row with this id, or None."""
-
-    def requeue(self, session: Any, task_id: int, now: Moment) -> bool:
-        """Make a row due at ``now``, unparked; False if there is none."""
 
     def list_tasks(self, session: Any, parked: bool | None = None,
                    order_id: str | None = None) -> list[rows.RetryTask]:
@@ -471,9 +376,6 @@ class Notifications(typing.Protocol):
     def add_url(self, session: Any, url: str, now: Moment) -> rows.Url:
         """Insert ``url``, available; its row."""
 
-    def get_url(self, session: Any, url_id: int) -> rows.Url | None:
-        """The URL with this id, or None."""
-
     def get_urls(self, session: Any,
                  url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
         """``{id: row}`` of those of ``url_ids`` that exist."""
@@ -481,52 +383,24 @@ class Notifications(typing.Protocol):
     def list_urls(self, session: Any) -> list[rows.Url]:
         """Every URL, by id."""
 
-    def set_secret(self, session: Any, url_id: int, secret: str,
-                   previous_until: Moment | None, now: Moment) -> None:
-        """Give the URL a new secret; with ``previous_until``, the one it
-        had also signs until then."""
-
-    def replace_secrets(self, session: Any, url_id: int,
-                        old: tuple[str | None, str | None],
-                        new: tuple[str | None, str | None]) -> bool:
-        """Write ``new`` (secret, previous secret) if the URL's are still
-        ``old``; False if they changed meanwhile."""
-
-    def set_owner(self, session: Any, url_id: int, project_id: str | None,
-                  now: Moment) -> None:
-        """Make ``project_id`` the only project whose orders may name the
-        URL; None: any project's."""
-
     def url_failed(self, session: Any, url_id: int, now: Moment,
                    error: str, disable: bool) -> None:
         """Count a failed request; ``disable``: make it unavailable."""
 
-    def url_succeeded(self, session: Any, url_id: int) -> None:
-        """A request was acknowledged: its failures start again."""
-
     def url_succeeded_many(self, session: Any,
                            url_ids: abc.Collection[int]) -> None:
-        """``url_succeeded`` of several URLs at once."""
+        """Requests to these URLs were acknowledged: their failures
+        start again."""
 
     def hold_url(self, session: Any, url_id: int, now: Moment) -> bool:
         """Write the URL's row; True if it is available."""
 
-    def enable_url(self, session: Any, url_id: int, now: Moment) -> None:
-        """Make the URL available again."""
-
     def count_unavailable_urls(self, session: Any) -> int:
         """How many URLs are unavailable."""
-
-    def lock_order(self, session: Any, order_id: str, now: Moment) -> None:
-        """Hold the order's row for this transaction."""
 
     def lock_orders(self, session: Any, order_ids: abc.Collection[str],
                     now: Moment) -> None:
         """Hold the orders' rows for this transaction."""
-
-    def deliveries(self, session: Any,
-                   order_id: str) -> dict[str, tuple[str, int]]:
-        """``{name: (status, generation)}`` of the order's deliveries."""
 
     def deliveries_of_orders(self, session: Any,
                              order_ids: abc.Collection[str]
@@ -534,52 +408,42 @@ class Notifications(typing.Protocol):
         """``{order_id: {name: (status, generation, waiting)}}`` in one
         read; ``waiting``: its first run waits."""
 
-    def add_events(self, session: Any, order_id: str,
-                   events: abc.Iterable[values.Event],
-                   now: Moment) -> list[int]:
-        """Append ``events`` to the order's; their sequences."""
-
     def add_events_many(self, session: Any,
                         events: abc.Mapping[str, abc.Sequence[
                             values.Event]],
                         now: Moment) -> dict[str, list[int]]:
         """Append each order's events at once; their sequences."""
 
-    def last_sequence(self, session: Any, order_id: str) -> int:
-        """The sequence of the order's last event; 0 if none."""
-
     def last_sequences(self, session: Any,
                        order_ids: abc.Collection[str]) -> dict[str, int]:
         """``{order_id: last sequence}`` of the orders with events."""
-
-    def events_after(self, session: Any, order_id: str, sequence: int,
-                     limit: int | None) -> list[rows.Event]:
-        """The order's events after ``sequence``, up to ``limit``."""
 
     def events_after_many(self, session: Any, after: abc.Mapping[str, int],
                           limit: int) -> dict[str, list[rows.Event]]:
         """Each order's events after ``after[order_id]``, up to ``limit``.
         """
 
-    def wake(self, session: Any, order_id: str,
-             names: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the order's finished deliveries ``names`` PENDING."""
-
     def wake_many(self, session: Any, order_ids: abc.Collection[str],
                   now: Moment) -> None:
         """Make every finished delivery of ``order_ids``, and every one
         whose first run waits, PENDING."""
 
+    def count_open_deliveries(self, session: Any) -> dict[str, int]:
+        """``{status: count}`` of the deliveries PENDING and WAITING."""
+
+    def set_secret(self, session: Any, url_id: int, secret: str,
+                   previous_until: Moment | None, now: Moment) -> None:
+        """Give the URL a new secret; with ``previous_until``, the one it
+        had also signs until then."""
+
+    def set_owner(self, session: Any, url_id: int, project_id: str | None,
+                  now: Moment) -> None:
+        """Make ``project_id`` the only project whose orders may name the
+        URL; None: any project's."""
+
     def paused(self, session: Any, url_id: int,
                limit: int) -> list[tuple[str, int]]:
         """``[(order_id, generation)]`` waiting for the URL."""
-
-    def resume(self, session: Any, url_id: int,
-               order_ids: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
-
-    def count_open_deliveries(self, session: Any) -> dict[str, int]:
-        """``{status: count}`` of the deliveries PENDING and WAITING."""
 
     def events_of_order(self, session: Any,
                         order_id: str) -> list[rows.Event]:
@@ -613,16 +477,6 @@ class Schedules(typing.Protocol):
                every_seconds: int | None, cron: str | None,
                next_tick_at: Moment, now: Moment) -> rows.Schedule:
         """Insert a schedule whose first tick is ``next_tick_at``."""
-
-    def get(self, session: Any, schedule_id: str) -> rows.Schedule | None:
-        """The schedule with this id, or None."""
-
-    def list_schedules(self, session: Any, project_id: str | None = None
-                       ) -> list[rows.Schedule]:
-        """Every schedule (of ``project_id`` only), oldest first."""
-
-    def delete(self, session: Any, schedule_id: str) -> bool:
-        """Delete the schedule; False if there was none."""
 
     def due(self, session: Any, now: Moment,
             limit: int) -> list[rows.Schedule]:

@@ -17,6 +17,12 @@ One word per thing, in code, logs and docs:
 - **owner**: the process (``pid@host``) that holds a step's claim.
 - **order type** and **workflow**: the declaration of an order's steps
   (``worker.order_types``); **policy**: a step's retry policy.
+
+Over 400 lines, and one module all the same: the declarative base's
+tables, their indexes and constraints are one schema, which the
+migrations and ``tests/functional/test_migrations.py`` compare as a
+whole (``Base.metadata``); a module per table would split that one
+metadata across imports that must all run before it is complete.
 """
 
 import datetime

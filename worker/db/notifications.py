@@ -51,11 +51,6 @@ def add_url(session: orm.Session, url: str, now: Moment) -> rows.Url:
     return row
 
 
-def get_url(session: orm.Session, url_id: int) -> rows.Url | None:
-    """The ``NotificationUrl`` with this id, or None."""
-    return session.get(_Url, url_id)
-
-
 def get_urls(session: orm.Session,
              url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
     """``{id: NotificationUrl}`` of those of ``url_ids`` that exist, in one
@@ -136,15 +131,10 @@ def url_failed(session: orm.Session, url_id: int, now: Moment, error: str,
                        .where(_URLS.c.id == url_id).values(values))
 
 
-def url_succeeded(session: orm.Session, url_id: int) -> None:
-    """A request to the URL was acknowledged: its failures start again.
-    """
-    url_succeeded_many(session, [url_id])
-
-
 def url_succeeded_many(session: orm.Session,
                        url_ids: abc.Collection[int]) -> None:
-    """``url_succeeded`` of several URLs in one UPDATE.
+    """Requests to these URLs were acknowledged: their failures start
+    again, in one UPDATE.
 
     Writes only those that had failures, so the deliveries of many orders
     to one URL do not all write its row.
@@ -184,8 +174,10 @@ def count_unavailable_urls(session: orm.Session) -> int:
                            .where(_Url.available.is_(False))).scalar_one()
 
 
-def lock_order(session: orm.Session, order_id: str, now: Moment) -> None:
-    """Hold the order's row for this transaction, whatever its status.
+def lock_orders(session: orm.Session, order_ids: abc.Collection[str],
+                now: Moment) -> None:
+    """Hold the orders' rows for this transaction, whatever their status,
+    in one UPDATE (the results of the deliveries of a batch, or one).
 
     Every writer of an order's events holds it (a status change updates
     the row, a step event locks it first), so a delivery that holds it
@@ -195,26 +187,11 @@ def lock_order(session: orm.Session, order_id: str, now: Moment) -> None:
     UPDATE`` locks on one node only, while two writes of one row from
     different nodes conflict, and one of them is retried.
     """
-    lock_orders(session, [order_id], now)
-
-
-def lock_orders(session: orm.Session, order_ids: abc.Collection[str],
-                now: Moment) -> None:
-    """``lock_order`` of several orders in one UPDATE (the results of the
-    deliveries of a batch)."""
     if order_ids:
         orders = statements.ORDERS
         statements.execute(session, sa.update(orders)
                            .where(orders.c.id.in_(sorted(set(order_ids))))
                            .values(updated_at=now))
-
-
-def deliveries(session: orm.Session,
-               order_id: str) -> dict[str, tuple[str, int]]:
-    """``{name: (status, generation)}`` of the order's deliveries."""
-    return {name: (status, generation) for name, (status, generation, _)
-            in deliveries_of_orders(session, [order_id]).get(
-                order_id, {}).items()}
 
 
 def deliveries_of_orders(session: orm.Session,
@@ -246,17 +223,6 @@ _DELIVERIES = (sa.select(_STEPS.c.order_id, _STEPS.c.name, _STEPS.c.status,
                    models.delivery_steps(_STEPS.c.name)))
 
 
-def add_events(session: orm.Session, order_id: str,
-               events: abc.Iterable[values.Event],
-               now: Moment) -> list[int]:
-    """Append ``events`` to the order's; returns their sequences.
-
-    :param events: ``worker.values.Event`` values.
-    """
-    return add_events_many(session, {order_id: list(events)},
-                           now).get(order_id, [])
-
-
 def add_events_many(session: orm.Session,
                     events: abc.Mapping[str, abc.Sequence[
                         values.Event]],
@@ -264,7 +230,7 @@ def add_events_many(session: orm.Session,
     """Append ``events[order_id]`` to each order's: one read of their last
     sequences, one INSERT; returns ``{order_id: [sequence, ...]}``.
 
-    The caller holds the orders' rows (``lock_order``, or a status
+    The caller holds the orders' rows (``lock_orders``, or a status
     change), so no other transaction numbers events of these orders
     meanwhile; the unique (order_id, sequence) makes a mistake an error,
     not a gap.
@@ -288,13 +254,6 @@ def add_events_many(session: orm.Session,
     return sequences
 
 
-def last_sequence(session: orm.Session, order_id: str) -> int:
-    """The sequence of the order's last event; 0 if it has none."""
-    return session.scalar(
-        sa.select(sa.func.coalesce(sa.func.max(_Event.sequence), 0))
-        .where(_Event.order_id == order_id)) or 0
-
-
 def last_sequences(session: orm.Session,
                    order_ids: abc.Collection[str]) -> dict[str, int]:
     """``{order_id: sequence of its last event}`` in one read, through
@@ -311,15 +270,6 @@ _LAST_SEQUENCES = (sa.select(_EVENTS.c.order_id,
                    .where(_EVENTS.c.order_id.in_(
                        sa.bindparam('order_ids', expanding=True)))
                    .group_by(_EVENTS.c.order_id))
-
-
-def events_after(session: orm.Session, order_id: str, sequence: int,
-                 limit: int | None) -> list[rows.Event]:
-    """The order's events after ``sequence``, in order, up to ``limit``."""
-    return list(session.scalars(
-        sa.select(_Event).where(_Event.order_id == order_id,
-                                _Event.sequence > sequence)
-        .order_by(_Event.sequence).limit(limit)))
 
 
 def events_after_many(session: orm.Session, after: abc.Mapping[str, int],
@@ -353,24 +303,6 @@ _RANKED = (sa.select(_EVENTS.c.id, sa.func.row_number().over(
 _EVENTS_AFTER = (sa.select(_Event).join(_RANKED, _RANKED.c.id == _Event.id)
                  .where(_RANKED.c.rank <= sa.bindparam('limit'))
                  .order_by(_Event.order_id, _Event.sequence))
-
-
-def wake(session: orm.Session, order_id: str,
-         names: abc.Collection[str] | None, now: Moment) -> None:
-    """Make the order's finished deliveries ``names`` PENDING again,
-    dispatched at ``now``: they have a new event to send."""
-    if names:
-        statements.execute(session, _WAKE, {
-            'where_order_id': order_id, 'names': list(names),
-            'set_dispatched_at': now, 'set_updated_at': now})
-
-
-_WAKE = (sa.update(_STEPS)
-         .where(statements.where(_STEPS.c.order_id),
-                _STEPS.c.name.in_(sa.bindparam('names', expanding=True)),
-                _STEPS.c.status == models.STEP_DONE)
-         .values(statements.setting(_STEPS, ['dispatched_at', 'updated_at']))
-         .values(status=models.STEP_PENDING, finished_at=None))
 
 
 def wake_many(session: orm.Session, order_ids: abc.Collection[str],

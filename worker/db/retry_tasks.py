@@ -55,36 +55,12 @@ class DueTask:
         return (self.priority, self.retry_at, self.id)
 
 
-def add(session: orm.Session, order_id: str, retry_task: str,
-        retry_at: Moment, args: abc.Iterable[Any] = (),
-        kwargs: abc.Mapping[str, Any] | None = None, retry_count: int = 0,
-        now: Moment | None = None, priority: int = 0,
-        waiting_for: str | None = None) -> int:
-    """Insert a retry row for ``order_id``; returns its id.
-
-    :param priority: the order's (``Order.priority``), copied so that the
-        due query orders rows without reading their orders.
-    :param waiting_for: the resource key whose slot the step waits for:
-        a run that frees one casts the row before ``retry_at``
-        (``worker.steps.flow``).
-    :raises ValueError: ``priority`` is not a priority.
-    """
-    # A Core insert: on the worker's hot path, no ORM object to build,
-    # flush and keep in the session.
-    result = statements.execute(session, sa.insert(_TABLE).values(
-        _row(order_id, retry_task, retry_at, args, kwargs, retry_count, now,
-             priority, waiting_for)))
-    # One row inserted: it has a key.
-    key = typing.cast('sa.Row[int]', result.inserted_primary_key)
-    return key[0]
-
-
 def _row(order_id: str, retry_task: str, retry_at: Moment,
          args: abc.Iterable[Any] = (),
          kwargs: abc.Mapping[str, Any] | None = None, retry_count: int = 0,
          now: Moment | None = None, priority: int = 0,
          waiting_for: str | None = None) -> dict[str, Any]:
-    """The columns of a new retry row, from ``add``'s arguments."""
+    """The columns of a new retry row, from ``add_many``'s arguments."""
     return dict(order_id=order_id, retry_task=retry_task, retry_at=retry_at,
                 retry_args=json.dumps(list(args)),
                 retry_kwargs=json.dumps(dict(kwargs or {})),
@@ -95,9 +71,17 @@ def _row(order_id: str, retry_task: str, retry_at: Moment,
 
 def add_many(session: orm.Session,
              rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
-    """Insert several retry rows, as ``add`` inserts one.
+    """Insert retry rows (one or several).
 
-    :param rows: for each, a dict of ``add``'s keyword arguments.
+    :param rows: for each, a dict of ``_row``'s keyword arguments:
+        ``order_id``, ``retry_task``, ``retry_at``, and optionally
+        ``args``, ``kwargs``, ``retry_count``, ``now`` (its creation
+        time, ``retry_at`` if not given), ``priority`` (the order's,
+        copied so that the due query orders rows without reading their
+        orders; ``ValueError`` if it is not a priority) and
+        ``waiting_for`` (the resource key whose slot the step waits for:
+        a run that frees one casts the row before ``retry_at``,
+        ``worker.steps.flow``).
 
     One execution with the parameters of every row: SQLAlchemy sends them
     as one multi-row INSERT on each database.
@@ -263,15 +247,6 @@ def count_parked(session: orm.Session) -> int:
     return session.execute(
         sa.select(sa.func.count()).select_from(task)
         .where(task.parked == sa.true())).scalar_one()
-
-
-def delete(session: orm.Session, task_ids: abc.Collection[int]) -> int:
-    """Delete the rows with these ids; returns how many were deleted."""
-    if not task_ids:
-        return 0
-    return statements.execute(
-        session,
-        sa.delete(_TABLE).where(_TABLE.c.id.in_(list(task_ids)))).rowcount
 
 
 def delete_for_order(session: orm.Session, order_id: str,

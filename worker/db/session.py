@@ -11,6 +11,7 @@ from oslo_db.sqlalchemy import engines
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from worker.db import queries
 from worker.db import repositories
 
 # NOTE: several processes share one SQLite file in the embedded setup.
@@ -161,6 +162,9 @@ class Database:
 
     #: The repositories that work on this database's sessions.
     repositories = repositories.SQL
+    #: The API's and operator commands' queries beyond the repositories'
+    #: contract (``worker.db.queries``): SQL only, never faked.
+    queries = queries.SQL
 
     def __init__(self, engine):
         self.engine = engine

@@ -3,7 +3,7 @@ for every write, fenced on the generation: statements built once with
 their values as parameters, a batch in one execution
 (``statements.execute_many``, ``update_many``), or one UPDATE for a group
 of steps by name and generation (``_in_groups``); the recovery reads as
-column tuples (``RecoveryRow``); the ORM only for ``for_orders``, whose
+column tuples (``RecoveryRow``); the ORM only for ``for_order``, whose
 steps callers read as objects. Every function takes the session first.
 
 Writes made on behalf of a dispatch are conditional on the step's
@@ -99,25 +99,13 @@ def create(session: orm.Session, order_id: str, names: abc.Iterable[str],
 _INSERT = sa.insert(_TABLE)
 
 
-def for_orders(session: orm.Session, order_ids: abc.Collection[str]
-               ) -> dict[str, dict[str, rows.Step]]:
-    """Return ``{order_id: {name: step}}`` of these orders."""
-    found: dict[str, dict[str, rows.Step]] = {
-        order_id: {} for order_id in order_ids}
-    if not order_ids:
-        return found
+def for_order(session: orm.Session, order_id: str) -> dict[str, rows.Step]:
+    """Return ``{name: step}`` of one order (``{}`` if it has none)."""
     # Ordered by name, so that readers list the steps the same way on every
     # database; callers that know the workflow order by its declaration.
-    for step in session.scalars(
-            sa.select(_Step).where(_Step.order_id.in_(list(order_ids)))
-            .order_by(_Step.order_id, _Step.name)):
-        found[step.order_id][step.name] = step
-    return found
-
-
-def for_order(session: orm.Session, order_id: str) -> dict[str, rows.Step]:
-    """Return ``{name: step}`` of one order."""
-    return for_orders(session, [order_id])[order_id]
+    return {step.name: step for step in session.scalars(
+        sa.select(_Step).where(_Step.order_id == order_id)
+        .order_by(_Step.name))}
 
 
 @functools.lru_cache(maxsize=None)
@@ -173,20 +161,6 @@ def _where(order_id: str, step: str, token: int) -> dict[str, Any]:
             'where_generation': token}
 
 
-def claim(session: orm.Session, order_id: str, step: str, generation: int,
-          now: Moment, owner: str, lease_until: Moment) -> bool:
-    """Take the step for one run by moving its generation forward.
-
-    Succeeds for exactly one of any number of concurrent callers holding
-    the same token; the winner's new token is ``generation + 1``, and the
-    step records ``owner`` until its result is written or
-    ``lease_until`` passes.
-    """
-    return statements.execute_many(session, _CLAIM, [
-        _claim_parameters(order_id, step, generation, now, owner,
-                          lease_until)]) == 1
-
-
 def _claimed(now: Moment | sa.BindParameter[Moment],
              owner: str | sa.BindParameter[str],
              lease_until: Moment | sa.BindParameter[Moment]
@@ -199,7 +173,7 @@ def _claimed(now: Moment | sa.BindParameter[Moment],
                 updated_at=now)
 
 
-#: ``claim``'s UPDATE, built once: the claim's values are parameters.
+#: One claim's UPDATE, built once: the claim's values are parameters.
 _CLAIM = (sa.update(_TABLE)
           .where(statements.where(_TABLE.c.order_id),
                  statements.where(_TABLE.c.name),
@@ -222,7 +196,13 @@ def _claim_parameters(order_id: str, step: str, generation: int,
 
 def claim_many(session: orm.Session, claims: abc.Collection[Claim],
                now: Moment, owner: str) -> set[Key]:
-    """Claim several steps at once, as ``claim`` claims one.
+    """Claim steps (one or several) at once, each for one run, by moving
+    its generation forward.
+
+    Each succeeds for exactly one of any number of concurrent callers
+    holding the same token; the winner's new token is ``generation + 1``,
+    and the step records ``owner`` until its result is written or its
+    ``lease_until`` passes.
 
     :param claims: ``[(order_id, step, generation, lease_until), ...]``,
         each step at most once.
@@ -230,7 +210,7 @@ def claim_many(session: orm.Session, claims: abc.Collection[Claim],
         had moved on.
 
     Where the database takes a batch in one execution (PostgreSQL,
-    MariaDB, ``statements.execute_many``), ``claim``'s UPDATE with every
+    MariaDB, ``statements.execute_many``), ``_CLAIM`` with every
     step's parameters. Elsewhere (SQLite) one UPDATE per distinct lease,
     for the steps in ``_in_groups``. When fewer rows moved than asked
     (another process was quicker for some), one read tells which moved
@@ -316,17 +296,9 @@ _RELEASED: dict[str, None] = {'owner': None, 'claimed_at': None,
 _ENDED: dict[str, Any] = dict(_RELEASED, crashes=0)
 
 
-def retry(session: orm.Session, order_id: str, step: str, token: int,
-          now: Moment, failures: int, polls: int,
-          last_error: str | None = None) -> bool:
-    """Release the step for a later run (its retry row is the caller's)."""
-    return retry_many(session, [(order_id, step, token, failures, polls,
-                                 last_error)], now) == 1
-
-
 def retry_many(session: orm.Session, retries: abc.Iterable[Retry],
                now: Moment) -> int:
-    """Release several steps, as ``retry`` releases one.
+    """Release steps for a later run (their retry rows are the caller's).
 
     :param retries: ``[(order_id, step, token, failures, polls,
         last_error), ...]``.
@@ -339,17 +311,9 @@ def retry_many(session: orm.Session, retries: abc.Iterable[Retry],
         now)
 
 
-def finish(session: orm.Session, order_id: str, step: str, token: int,
-           now: Moment, status: str, output: rows.JSON | None = None,
-           last_error: str | None = None) -> bool:
-    """End the step DONE (with its ``output``) or FAILED."""
-    return finish_many(session, [(order_id, step, token, status, output,
-                                  last_error)], now) == 1
-
-
 def finish_many(session: orm.Session, finishes: abc.Iterable[Finish],
                 now: Moment) -> int:
-    """End several steps, as ``finish`` ends one.
+    """End steps DONE (with their ``output``) or FAILED.
 
     :param finishes: ``[(order_id, step, token, status, output,
         last_error), ...]``; ``output`` and ``last_error`` may be None
@@ -389,16 +353,10 @@ def release_many(session: orm.Session, releases: abc.Iterable[Release],
         for order_id, step, token, attempt, started_at in releases], now)
 
 
-def start(session: orm.Session, order_id: str,
-          names: abc.Iterable[str] | None, now: Moment,
-          dispatched: bool) -> None:
-    """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
-    start_many(session, [(order_id, names, dispatched)], now)
-
-
 def start_many(session: orm.Session, starts: abc.Iterable[Start],
                now: Moment) -> None:
-    """Start the steps of several orders, as ``start`` starts those of one.
+    """Make WAITING steps of orders PENDING; ``dispatched``: cast at
+    ``now``.
 
     :param starts: ``[(order_id, names, dispatched), ...]``.
     """
@@ -491,28 +449,19 @@ _RESTARTED: dict[str, Any] = dict(
     claimed_at=None, lease_expires_at=None)
 
 
-def record_delivery(session: orm.Session, order_id: str, step: str,
-                    token: int, now: Moment, status: str, delivered: int,
-                    failures: int, last_error: str | None = None,
-                    dispatched: bool = False) -> bool:
-    """Write a delivery's run (``worker.steps.delivery``).
-
-    :param status: PENDING (more to send: cast again now if
-        ``dispatched``, else at its retry row), DONE (every event sent so
-        far acknowledged) or WAITING (its URL is unavailable).
-    :param delivered: the sequence of the last event acknowledged.
-    """
-    return record_delivery_many(session, [(
-        order_id, step, token, status, delivered, failures, last_error,
-        dispatched)], now) == 1
-
-
 def record_delivery_many(session: orm.Session,
                          deliveries: abc.Iterable[Delivery],
                          now: Moment) -> int:
-    """Write the runs of several deliveries (``record_delivery``'s
-    arguments each), one execution per set of columns; how many were
-    still at their token."""
+    """Write the runs of deliveries (``worker.steps.delivery``), one
+    execution per set of columns; how many were still at their token.
+
+    :param deliveries: ``[(order_id, step, token, status, delivered,
+        failures, last_error, dispatched), ...]``. ``status``: PENDING
+        (more to send: cast again now if ``dispatched``, else at its
+        retry row), DONE (every event sent so far acknowledged) or
+        WAITING (its URL is unavailable); ``delivered``: the sequence of
+        the last event acknowledged.
+    """
     updates = []
     for (order_id, step, token, status, delivered, failures, last_error,
          dispatched) in deliveries:

@@ -162,8 +162,9 @@ class DeliveryKind:
         last = (facts or {}).get(run.order_id)
         if last is None:
             store = repositories.notifications
-            store.lock_order(session, run.order_id, now)
-            last = store.last_sequence(session, run.order_id)
+            store.lock_orders(session, [run.order_id], now)
+            last = store.last_sequences(session, [run.order_id]).get(
+                run.order_id, 0)
         return _Decider(session, repositories, self._conf, run,
                         now).decide(result, last)
 

@@ -11,6 +11,7 @@ import datetime
 import pytest
 
 from tests.functional import databases
+from tests import singular
 from worker import order_types
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, 0)
@@ -23,6 +24,9 @@ JOIN = 'issue'
 
 contract = pytest.mark.parametrize('backend',
                                    ('memory',) + databases.BACKENDS)
+#: The queries of the API and the operator commands
+#: (``worker.db.queries``): SQL only, the fake does not have them.
+sql_contract = pytest.mark.parametrize('backend', databases.BACKENDS)
 
 
 def plus(seconds):
@@ -58,6 +62,6 @@ def claimed_order(db, owner, at=NOW, lease_until=None, step=REQUEST,
     """An order whose step ``step`` ``owner`` claimed at ``at``
     (generation 1)."""
     order_id = new_order(db, at, type_name=type_name)
-    assert write(db, db.repositories.steps.claim, order_id, step, 0, at,
-                 owner, lease_until or plus(3600))
+    assert write(db, singular.on(db.repositories.steps).claim, order_id, step,
+                 0, at, owner, lease_until or plus(3600))
     return order_id

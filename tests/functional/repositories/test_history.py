@@ -13,6 +13,7 @@ from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import rows
 
@@ -92,8 +93,8 @@ def test_the_recovery_reads_when_a_run_was_claimed_and_its_attempt(db):
     dead = claimed_order(db, 'dead@h', at=plus(1), lease_until=plus(5))
     # Claimed a second time: its attempt is 2.
     assert write(db, steps.take_back, dead, REQUEST, 1, plus(6))
-    assert write(db, steps.claim, dead, REQUEST, 2, plus(7), 'dead@h',
-                 plus(8))
+    assert write(db, singular.on(steps).claim, dead, REQUEST, 2, plus(7),
+                 'dead@h', plus(8))
 
     [owned] = read(db, steps.owned_by, ['dead@h'], 10)
     [expired] = read(db, steps.expired_leases, plus(9), 10)

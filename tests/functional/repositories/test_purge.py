@@ -9,7 +9,9 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import rows
 from worker.notifications import events
@@ -35,9 +37,10 @@ def _order(db, end, at):
     delivery = models.delivery_name(1)
     write(db, repositories.steps.create, order_id, [delivery], {delivery},
           NOW)
-    write(db, repositories.retry_tasks.add, order_id, delivery, plus(5))
+    write(db, singular.on(repositories.retry_tasks).add_retry, order_id,
+          delivery, plus(5))
     # Two: the order's own, then order.end.
-    write(db, repositories.notifications.add_events, order_id,
+    write(db, singular.on(repositories.notifications).add_events, order_id,
           events.status_changed(models.ACTIVE), NOW)
     _add_run(db, order_id)
     if end is not None:
@@ -46,16 +49,19 @@ def _order(db, end, at):
 
 
 def _ends(db):
-    """``{name: end(order_id, at)}``: each way an order ends, or not."""
-    orders = db.repositories.orders
+    """``{name: end(order_id, at)}``: each way an order ends, or not.
+
+    Cancelling is the API's write (``worker.db.queries``): SQL only.
+    """
+    orders, queries = db.repositories.orders, db.queries.orders
     return {
-        models.ACTIVE: lambda session, order_id, at: orders.complete(
-            session, order_id, at, {}),
+        models.ACTIVE: lambda session, order_id, at: singular.complete(
+            orders, session, order_id, at, {}),
         models.ERROR: lambda session, order_id, at: orders.fail(
             session, order_id, at, 'failed'),
-        models.CANCELLED: lambda session, order_id, at: orders.cancel(
+        models.CANCELLED: lambda session, order_id, at: queries.cancel(
             session, order_id, at, 'cancelled', compensating=False),
-        models.CANCELLING: lambda session, order_id, at: orders.cancel(
+        models.CANCELLING: lambda session, order_id, at: queries.cancel(
             session, order_id, at, 'cancelled', compensating=True),
     }
 
@@ -87,7 +93,7 @@ def _count_runs(db, order_id):
             .where(runs.c.order_id == order_id)).scalar_one()
 
 
-@contract
+@sql_contract
 def test_only_finished_orders_older_than_the_cutoff_go_with_their_rows(db):
     purge = db.repositories.purge
     ends = _ends(db)
@@ -122,7 +128,7 @@ def test_only_finished_orders_older_than_the_cutoff_go_with_their_rows(db):
         rows.PurgeCounts()
 
 
-@contract
+@sql_contract
 def test_statuses_select_what_is_purged(db):
     purge = db.repositories.purge
     ends = _ends(db)
@@ -150,7 +156,7 @@ def test_unfinished_statuses_are_refused(db, statuses):
         read(db, purge.count, statuses, CUTOFF)
 
 
-@contract
+@sql_contract
 def test_an_order_resumed_after_it_was_chosen_keeps_every_row(db):
     purge = db.repositories.purge
     ends = _ends(db)
@@ -160,7 +166,7 @@ def test_an_order_resumed_after_it_was_chosen_keeps_every_row(db):
     chosen = read(db, purge.select_batch, FINISHED, CUTOFF, 10)
     assert chosen == [resumed, other]
     # Resumed at an old moment still: its status alone keeps it.
-    assert write(db, db.repositories.orders.resume, resumed, plus(12))
+    assert write(db, db.queries.orders.resume, resumed, plus(12))
 
     assert write(db, purge.delete, chosen, FINISHED, CUTOFF) == ONE
     assert _rows_of(db, resumed) == ONE

@@ -10,8 +10,10 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import resources
 
 
@@ -71,12 +73,12 @@ def test_the_sweep_frees_slots_whose_holder_no_longer_runs(db):
 
 
 def _waiting_row(db, order_id, key, retry_at=NOW):
-    return write(db, db.repositories.retry_tasks.add, order_id, REQUEST,
-                 retry_at, args=[order_id], kwargs={'generation': 0},
-                 waiting_for=key)
+    return write(db, singular.on(db.repositories.retry_tasks).add_retry,
+                 order_id, REQUEST, retry_at, args=[order_id],
+                 kwargs={'generation': 0}, waiting_for=key)
 
 
-@contract
+@sql_contract
 def test_waiting_rows_oldest_first_and_made_due(db):
     store = db.repositories.resources
     orders = [new_order(db) for _ in range(3)]
@@ -92,7 +94,7 @@ def test_waiting_rows_oldest_first_and_made_due(db):
     tasks = db.repositories.retry_tasks
     due = read(db, tasks.due, plus(1), 10)
     assert [row.id for row in due] == ids[:2]
-    assert [read(db, tasks.get, task_id).waiting_for
+    assert [read(db, db.queries.retry_tasks.get, task_id).waiting_for
             for task_id in ids] == [None, None, 'ca:x']
 
 

@@ -12,7 +12,9 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import orders
 from worker.db import retry_tasks
@@ -22,40 +24,44 @@ from worker import order_types
 def _tasks(db, *specs):
     """Add one retry row per (order_id, retry_at); returns their ids."""
     with db.session() as session, session.begin():
-        return [db.repositories.retry_tasks.add(
-            session, order_id, CHECK, retry_at, args=[order_id],
-            kwargs={'generation': 1}) for order_id, retry_at in specs]
+        return [singular.add_retry(db.repositories.retry_tasks, session,
+                                   order_id, CHECK, retry_at, args=[order_id],
+                                   kwargs={'generation': 1})
+                for order_id, retry_at in specs]
 
 
-@contract
+@sql_contract
 def test_add_and_get_retry_rows(db):
     tasks = db.repositories.retry_tasks
     order_id = new_order(db)
-    task = write(db, tasks.add, order_id, CHECK, plus(5), args=('x', 1),
-                 kwargs={'generation': 2}, retry_count=3, priority=7)
-    bare = write(db, tasks.add, order_id, CHECK, plus(6), now=plus(1))
+    task = write(db, singular.on(tasks).add_retry, order_id, CHECK, plus(5),
+                 args=('x', 1), kwargs={'generation': 2}, retry_count=3,
+                 priority=7)
+    bare = write(db, singular.on(tasks).add_retry, order_id, CHECK, plus(6),
+                 now=plus(1))
 
     assert bare > task
-    got = read(db, tasks.get, task)
+    got = read(db, db.queries.retry_tasks.get, task)
     assert (got.order_id, got.retry_task, got.retry_at, got.retry_args,
             got.retry_kwargs, got.retry_count, got.priority, got.parked,
             got.park_reason, got.created_at) == (
         order_id, CHECK, plus(5), '["x", 1]', '{"generation": 2}', 3, 7,
         False, None, plus(5))
-    got = read(db, tasks.get, bare)
+    got = read(db, db.queries.retry_tasks.get, bare)
     assert (got.retry_args, got.retry_kwargs, got.priority,
             got.created_at) == ('[]', '{}', 0, plus(1))
-    assert read(db, tasks.get, bare + 1000) is None
+    assert read(db, db.queries.retry_tasks.get, bare + 1000) is None
 
 
 @contract
 def test_a_retry_row_needs_its_order(db):
     with pytest.raises(db_exc.DBReferenceError):
-        write(db, db.repositories.retry_tasks.add, 'missing', CHECK, NOW)
+        write(db, singular.on(db.repositories.retry_tasks).add_retry,
+              'missing', CHECK, NOW)
     assert read(db, db.repositories.retry_tasks.list_tasks) == []
 
 
-@contract
+@sql_contract
 def test_due_rows_in_order_with_keyset_paging(db):
     tasks = db.repositories.retry_tasks
     a, b, c = (new_order(db) for _ in range(3))
@@ -86,8 +92,9 @@ def test_due_rows_in_order_with_keyset_paging(db):
     assert not read(db, tasks.any_due, plus(0))  # only the parked row
     assert read(db, tasks.count_due, plus(5)) == 3
     assert read(db, tasks.count_due, plus(0)) == 0
-    assert read(db, tasks.count_later, plus(5)) == 1      # future
-    assert read(db, tasks.count_later, plus(0)) == 4
+    assert read(db, db.queries.retry_tasks.count_later,
+                plus(5)) == 1      # future
+    assert read(db, db.queries.retry_tasks.count_later, plus(0)) == 4
     assert read(db, tasks.count_parked) == 1
     assert read(db, tasks.next_due_after, plus(-1)) == plus(1)
     assert read(db, tasks.next_due_after, plus(2)) == plus(9)
@@ -101,7 +108,7 @@ def test_a_due_row_tells_whether_its_order_has_its_step(db):
     with db.session() as session, session.begin():
         for name, at in ((REQUEST, 1), ('format_hard_disk', 2),
                          ('check_domains', 3)):
-            tasks.add(session, order_id, name, plus(at))
+            singular.add_retry(tasks, session, order_id, name, plus(at))
 
     assert [(row.retry_task, row.step_exists)
             for row in read(db, tasks.due, plus(5), 10)] == [
@@ -116,9 +123,9 @@ def test_a_due_row_tells_its_orders_type(db):
     certificate = new_order(db)
     fanout = new_order(db, type_name='fanout')
     with db.session() as session, session.begin():
-        tasks.add(session, certificate, CHECK, plus(1))
-        tasks.add(session, fanout, 'check_caa', plus(2))
-        tasks.add(session, fanout, 'notify:1', plus(3))
+        singular.add_retry(tasks, session, certificate, CHECK, plus(1))
+        singular.add_retry(tasks, session, fanout, 'check_caa', plus(2))
+        singular.add_retry(tasks, session, fanout, 'notify:1', plus(3))
 
     assert [(row.order_id, row.order_type)
             for row in read(db, tasks.due, plus(5), 10)] == [
@@ -138,8 +145,8 @@ def test_a_due_row_has_its_orders_trace_context_only_when_asked(db):
                    origin=orders.Origin(trace_context=carrier)).id
     untraced = new_order(db)
     with db.session() as session, session.begin():
-        tasks.add(session, traced, CHECK, plus(1))
-        tasks.add(session, untraced, CHECK, plus(2))
+        singular.add_retry(tasks, session, traced, CHECK, plus(1))
+        singular.add_retry(tasks, session, untraced, CHECK, plus(2))
 
     assert [row.trace_context for row in read(
         db, tasks.due, plus(5), 10, traces=True)] == [carrier, None]
@@ -147,7 +154,7 @@ def test_a_due_row_has_its_orders_trace_context_only_when_asked(db):
         db, tasks.due, plus(5), 10)] == [None, None]
 
 
-@contract
+@sql_contract
 def test_delete_as_read_deletes_by_id_and_ids_are_never_reused(db):
     tasks = db.repositories.retry_tasks
     a, b, c, d = (new_order(db) for _ in range(4))
@@ -159,8 +166,8 @@ def test_delete_as_read_deletes_by_id_and_ids_are_never_reused(db):
     # and an operator requeues b's.
     with db.session() as session, session.begin():
         tasks.delete_for_order(session, d)
-        new = tasks.add(session, c, REQUEST, plus(8))
-        assert tasks.requeue(session, rows[1].id, plus(6))
+        new = singular.add_retry(tasks, session, c, REQUEST, plus(8))
+        assert db.queries.retry_tasks.requeue(session, rows[1].id, plus(6))
 
     assert new > max(ids)
     # b's row is the row that was read and cast, requeued or not.
@@ -173,7 +180,7 @@ def test_delete_as_read_deletes_by_id_and_ids_are_never_reused(db):
         (new, c, REQUEST, plus(8))]
 
 
-@contract
+@sql_contract
 def test_park_requeue_and_list_tasks(db):
     tasks = db.repositories.retry_tasks
     a, b = new_order(db), new_order(db)
@@ -181,13 +188,13 @@ def test_park_requeue_and_list_tasks(db):
     rows = read(db, tasks.due, plus(5), 10)
 
     write(db, tasks.park, rows[0], 'bad arguments')
-    assert write(db, tasks.requeue, second, plus(4))
+    assert write(db, db.queries.retry_tasks.requeue, second, plus(4))
     # By id: a requeue changes nothing of what made the row bad.
     write(db, tasks.park, rows[1], 'read before the requeue')
 
-    got = read(db, tasks.get, first)
+    got = read(db, db.queries.retry_tasks.get, first)
     assert (got.parked, got.park_reason) == (True, 'bad arguments')
-    got = read(db, tasks.get, second)
+    got = read(db, db.queries.retry_tasks.get, second)
     assert (got.parked, got.park_reason, got.retry_at) == (
         True, 'read before the requeue', plus(4))
     assert [t.id for t in read(db, tasks.list_tasks)] == [
@@ -201,11 +208,11 @@ def test_park_requeue_and_list_tasks(db):
     assert [t.id for t in read(db, tasks.list_tasks, parked=False,
                                order_id=a)] == [third]
 
-    assert write(db, tasks.requeue, first, plus(7))
-    got = read(db, tasks.get, first)
+    assert write(db, db.queries.retry_tasks.requeue, first, plus(7))
+    got = read(db, db.queries.retry_tasks.get, first)
     assert (got.parked, got.park_reason, got.retry_at) == (False, None,
                                                            plus(7))
-    assert not write(db, tasks.requeue, third + 1000, plus(7))
+    assert not write(db, db.queries.retry_tasks.requeue, third + 1000, plus(7))
 
 
 @contract
@@ -214,15 +221,14 @@ def test_delete_retry_rows(db):
     a, b = new_order(db), new_order(db)
     first, second, third, fourth = _tasks(db, (a, plus(1)), (a, plus(2)),
                                           (b, plus(3)), (b, plus(4)))
-    of_step = write(db, tasks.add, a, REQUEST, plus(5))
+    of_step = write(db, singular.on(tasks).add_retry, a, REQUEST, plus(5))
 
-    assert write(db, tasks.delete, [first, fourth + 1000]) == 1
-    assert write(db, tasks.delete, []) == 0
     write(db, tasks.delete_for_order, b)
-    assert [t.id for t in read(db, tasks.list_tasks)] == [second, of_step]
+    assert [t.id for t in read(db, tasks.list_tasks)] == [first, second,
+                                                          of_step]
     write(db, tasks.delete_for_order, a, REQUEST)
     write(db, tasks.delete_for_order, a, step='missing')
-    assert [t.id for t in read(db, tasks.list_tasks)] == [second]
+    assert [t.id for t in read(db, tasks.list_tasks)] == [first, second]
     write(db, tasks.delete_for_order, a, step=CHECK)
     assert read(db, tasks.list_tasks) == []
 
@@ -269,9 +275,9 @@ def _ranked(db, *specs):
             order = db.repositories.orders.create(
                 session, order_types.get('certificate'), {}, NOW,
                 priority=priority)
-            ids.append(db.repositories.retry_tasks.add(
-                session, order.id, CHECK, plus(at), args=[order.id],
-                priority=priority))
+            ids.append(singular.add_retry(db.repositories.retry_tasks, session,
+                                          order.id, CHECK, plus(at),
+                                          args=[order.id], priority=priority))
         return ids
 
 
@@ -280,7 +286,7 @@ def _due_ids(db, now, limit, after=None):
                                    now, limit, after)]
 
 
-@contract
+@sql_contract
 def test_orders_and_retry_rows_have_a_priority_from_0_to_9(db):
     repos = db.repositories
     certificate = order_types.get('certificate')
@@ -291,17 +297,17 @@ def test_orders_and_retry_rows_have_a_priority_from_0_to_9(db):
     assert urgent.priority == 9
     assert read(db, repos.orders.get, urgent.id).priority == 9
     assert read(db, repos.orders.get, plain).priority == 0
-    assert read(db, repos.orders.priorities,
-                [urgent.id, plain, 'missing']) == {urgent.id: 9, plain: 0}
-    assert read(db, repos.orders.priorities, []) == {}
+    assert {order_id: origin.priority for order_id, origin in read(
+        db, repos.orders.retry_origins,
+        [urgent.id, plain, 'missing']).items()} == {urgent.id: 9, plain: 0}
     for wrong in (-1, 10, '5', None, True):
         with pytest.raises(ValueError):
             write(db, repos.orders.create, certificate, {}, NOW,
                   priority=wrong)
         with pytest.raises(ValueError):
-            write(db, repos.retry_tasks.add, plain, CHECK, NOW,
-                  priority=wrong)
-    assert len(read(db, repos.orders.list_orders)) == 2
+            write(db, singular.on(repos.retry_tasks).add_retry, plain, CHECK,
+                  NOW, priority=wrong)
+    assert len(read(db, db.queries.orders.list_orders)) == 2
     assert read(db, repos.retry_tasks.list_tasks) == []
 
 

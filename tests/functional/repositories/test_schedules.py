@@ -4,6 +4,7 @@ advance, on every backend."""
 from tests.functional.repositories.shared import contract
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import write
 
 
@@ -13,28 +14,28 @@ def _schedule(db, at, next_tick, project='p1', every=60, cron=None):
                  next_tick, at)
 
 
-@contract
+@sql_contract
 def test_create_get_list_and_delete(db):
-    schedules = db.repositories.schedules
     first = _schedule(db, plus(1), plus(61))
     second = _schedule(db, plus(2), plus(5), project='p2', every=None,
                        cron='*/5 * * * *')
-    got = read(db, schedules.get, first.id)
+    got = read(db, db.queries.schedules.get, first.id)
     assert (got.project_id, got.type, got.meta, got.priority,
             got.every_seconds, got.cron, got.next_tick_at, got.last_tick_at,
             got.last_order_id, got.created_at, got.updated_at) == (
         'p1', 'certificate', {'pair': [1, 2]}, 3, 60, None, plus(61), None,
         None, plus(1), plus(1))
-    assert read(db, schedules.get, 'missing') is None
-    assert read(db, schedules.get, second.id).cron == '*/5 * * * *'
-    assert [s.id for s in read(db, schedules.list_schedules)] == [
+    assert read(db, db.queries.schedules.get, 'missing') is None
+    assert read(db, db.queries.schedules.get, second.id).cron == '*/5 * * * *'
+    assert [s.id for s in read(db, db.queries.schedules.list_schedules)] == [
         first.id, second.id]
-    assert [s.id for s in read(db, schedules.list_schedules,
+    assert [s.id for s in read(db, db.queries.schedules.list_schedules,
                                project_id='p2')] == [second.id]
 
-    assert write(db, schedules.delete, first.id)
-    assert not write(db, schedules.delete, first.id)
-    assert [s.id for s in read(db, schedules.list_schedules)] == [second.id]
+    assert write(db, db.queries.schedules.delete, first.id)
+    assert not write(db, db.queries.schedules.delete, first.id)
+    assert [s.id for s in read(
+        db, db.queries.schedules.list_schedules)] == [second.id]
 
 
 @contract
@@ -51,7 +52,7 @@ def test_due_schedules_most_overdue_first_and_bounded(db):
     assert read(db, schedules.next_tick_at) == plus(10)
 
 
-@contract
+@sql_contract
 def test_advance_is_conditional_on_the_tick_read(db):
     schedules = db.repositories.schedules
     schedule = _schedule(db, plus(0), plus(10))
@@ -63,15 +64,15 @@ def test_advance_is_conditional_on_the_tick_read(db):
     # The second of two daemons that read the same tick.
     assert not write(db, schedules.advance, schedule.id, plus(10), plus(70),
                      plus(12), plus(10), 'order-2')
-    got = read(db, schedules.get, schedule.id)
+    got = read(db, db.queries.schedules.get, schedule.id)
     assert (got.next_tick_at, got.last_tick_at, got.last_order_id,
             got.updated_at) == (plus(70), plus(10), 'order-1', plus(11))
     # A skipped tick moves on and keeps the last order.
     assert write(db, schedules.advance, schedule.id, plus(70), plus(130),
                  plus(71))
-    got = read(db, schedules.get, schedule.id)
+    got = read(db, db.queries.schedules.get, schedule.id)
     assert (got.next_tick_at, got.last_tick_at, got.last_order_id) == (
         plus(130), plus(10), 'order-1')
-    write(db, schedules.delete, schedule.id)
+    write(db, db.queries.schedules.delete, schedule.id)
     assert not write(db, schedules.advance, schedule.id, plus(130),
                      plus(190), plus(131))

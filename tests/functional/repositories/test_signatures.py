@@ -1,13 +1,16 @@
-"""The fake has every function of the SQL repositories, with its
-signature: the same parameters, defaults and annotations, but for the
-session's type (a SQLAlchemy session or an in-memory one).
+"""The fake has every function of the SQL repositories but the API's and
+operator commands' queries (``worker.db.queries``), with its signature:
+the same parameters, defaults and annotations, but for the session's type
+(a SQLAlchemy session or an in-memory one).
 """
 
 import inspect
+import typing
 
 import pytest
 
 from worker.db import memory
+from worker.db import queries
 from worker.db import repositories
 
 
@@ -15,6 +18,14 @@ def _public_functions(module):
     return {name: function for name, function in vars(module).items()
             if inspect.isfunction(function) and not name.startswith('_') and
             function.__module__ == module.__name__}
+
+
+def _queries(aggregate):
+    """The names of the aggregate's queries that the fake does not have.
+    """
+    protocol = typing.get_type_hints(queries.Queries).get(aggregate)
+    return {name for name in vars(protocol) if not name.startswith('_')
+            } if protocol is not None else set()
 
 
 def _but_the_session(function):
@@ -31,6 +42,10 @@ def _but_the_session(function):
                                        'notifications', 'resources'))
 def test_fake_has_every_sql_function_with_its_signature(aggregate):
     sql = _public_functions(getattr(repositories.SQL, aggregate))
+    narrower = _queries(aggregate)
+    assert narrower <= set(sql)
+    sql = {name: function for name, function in sql.items()
+           if name not in narrower}
     fake = getattr(memory.InMemoryDatabase().repositories, aggregate)
     public = {name for name in dir(fake) if not name.startswith('_')}
 

@@ -14,6 +14,7 @@ from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import ROOTS
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 
 
@@ -25,8 +26,8 @@ def test_concurrent_claims_have_one_winner(db):
 
     def claim(owner):
         barrier.wait()
-        won.append(write(db, db.repositories.steps.claim, order_id,
-                         REQUEST, 0, NOW, owner, plus(60)))
+        won.append(write(db, singular.on(db.repositories.steps).claim,
+                         order_id, REQUEST, 0, NOW, owner, plus(60)))
 
     threads = [threading.Thread(target=claim, args=('w%d@h' % i,))
                for i in range(8)]
@@ -43,12 +44,12 @@ def test_concurrent_claims_have_one_winner(db):
 def test_claim_many_claims_the_steps_still_at_their_generation(db):
     steps_repo = db.repositories.steps
     fresh, later, by_other, by_me_before = (new_order(db) for _ in range(4))
-    assert write(db, steps_repo.claim, by_other, REQUEST, 0, NOW,
+    assert write(db, singular.on(steps_repo).claim, by_other, REQUEST, 0, NOW,
                  'other@h', plus(60))
     # Claimed by this owner before: same owner and generation, but not
     # this claim (told apart by its time).
-    assert write(db, steps_repo.claim, by_me_before, REQUEST, 0, plus(-1),
-                 'me@h', plus(60))
+    assert write(db, singular.on(steps_repo).claim, by_me_before, REQUEST, 0,
+                 plus(-1), 'me@h', plus(60))
 
     claimed = write(db, steps_repo.claim_many, [
         (fresh, REQUEST, 0, plus(60)), (by_other, REQUEST, 0, plus(60)),

@@ -13,8 +13,10 @@ from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
 from tests.functional.repositories.shared import ROOTS
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import models
 from worker.db import steps
 from worker import order_types
@@ -24,14 +26,17 @@ from worker import order_types
 def test_with_steps_reads_an_order_and_its_steps_at_once(db):
     order_id = claimed_order(db, 'w-1')
     other = new_order(db)
-    order, steps = read(db, db.repositories.orders.with_steps, order_id)
+    order, steps = read(db, singular.on(db.repositories.orders).with_steps,
+                        order_id)
     assert order.id == order_id and order.type == 'certificate'
     assert sorted(steps) == sorted(order_types.get('certificate').names)
     assert all(step.order_id == order_id for step in steps.values())
     assert (steps[REQUEST].generation, steps[REQUEST].owner) == (1, 'w-1')
-    assert read(db, db.repositories.orders.with_steps, 'missing') == \
+    assert read(db, singular.on(db.repositories.orders).with_steps,
+                'missing') == \
         (None, {})
-    assert read(db, db.repositories.orders.with_steps, other)[0].id == \
+    assert read(db, singular.on(db.repositories.orders).with_steps,
+                other)[0].id == \
         other
 
 
@@ -57,24 +62,24 @@ def test_claim_and_results_are_fenced_by_generation(db):
     steps_repo = db.repositories.steps
     order_id = new_order(db)
 
-    assert write(db, steps_repo.claim, order_id, REQUEST, 0, plus(1),
-                 'w1@h', plus(61))
-    assert not write(db, steps_repo.claim, order_id, REQUEST, 0, plus(1),
-                     'w2@h', plus(61))
-    assert not write(db, steps_repo.claim, order_id, CHECK, 0, plus(1),
-                     'w2@h', plus(61))       # WAITING
-    assert not write(db, steps_repo.claim, 'missing', REQUEST, 0, plus(1),
-                     'w2@h', plus(61))
+    assert write(db, singular.on(steps_repo).claim, order_id, REQUEST, 0,
+                 plus(1), 'w1@h', plus(61))
+    assert not write(db, singular.on(steps_repo).claim, order_id, REQUEST, 0,
+                     plus(1), 'w2@h', plus(61))
+    assert not write(db, singular.on(steps_repo).claim, order_id, CHECK, 0,
+                     plus(1), 'w2@h', plus(61))       # WAITING
+    assert not write(db, singular.on(steps_repo).claim, 'missing', REQUEST, 0,
+                     plus(1), 'w2@h', plus(61))
     step = step_of(db, order_id, REQUEST)
     assert (step.generation, step.attempt, step.owner, step.claimed_at,
             step.lease_expires_at, step.dispatched_at, step.started_at,
             step.updated_at) == (1, 1, 'w1@h', plus(1), plus(61), None,
                                  plus(1), plus(1))
 
-    assert not write(db, steps_repo.retry, order_id, REQUEST, 0, plus(2),
-                     1, 0, 'down')
-    assert write(db, steps_repo.retry, order_id, REQUEST, 1, plus(2),
-                 failures=1, polls=2, last_error='down')
+    assert not write(db, singular.on(steps_repo).retry, order_id, REQUEST, 0,
+                     plus(2), 1, 0, 'down')
+    assert write(db, singular.on(steps_repo).retry, order_id, REQUEST, 1,
+                 plus(2), failures=1, polls=2, last_error='down')
     step = step_of(db, order_id, REQUEST)
     assert (step.status, step.generation, step.failures, step.polls,
             step.last_error, step.owner, step.claimed_at,
@@ -82,33 +87,34 @@ def test_claim_and_results_are_fenced_by_generation(db):
         models.STEP_PENDING, 1, 1, 2, 'down', None, None, None, plus(2))
 
     # The second run keeps when the first started.
-    assert write(db, steps_repo.claim, order_id, REQUEST, 1, plus(3),
-                 'w2@h', plus(63))
+    assert write(db, singular.on(steps_repo).claim, order_id, REQUEST, 1,
+                 plus(3), 'w2@h', plus(63))
     step = step_of(db, order_id, REQUEST)
     assert (step.generation, step.attempt, step.started_at) == (2, 2,
                                                                 plus(1))
     # A poll clears the last error.
-    assert write(db, steps_repo.retry, order_id, REQUEST, 2, plus(4), 0, 3)
+    assert write(db, singular.on(steps_repo).retry, order_id, REQUEST, 2,
+                 plus(4), 0, 3)
     assert step_of(db, order_id, REQUEST).last_error is None
-    assert write(db, steps_repo.claim, order_id, REQUEST, 2, plus(5),
-                 'w2@h', plus(65))
+    assert write(db, singular.on(steps_repo).claim, order_id, REQUEST, 2,
+                 plus(5), 'w2@h', plus(65))
 
-    assert not write(db, steps_repo.finish, order_id, REQUEST, 2, plus(6),
-                     models.STEP_DONE, output={'x': 1})
-    assert write(db, steps_repo.finish, order_id, REQUEST, 3, plus(6),
-                 models.STEP_DONE, output={'pair': (1, 2)})
+    assert not write(db, singular.on(steps_repo).finish, order_id, REQUEST, 2,
+                     plus(6), models.STEP_DONE, output={'x': 1})
+    assert write(db, singular.on(steps_repo).finish, order_id, REQUEST, 3,
+                 plus(6), models.STEP_DONE, output={'pair': (1, 2)})
     step = step_of(db, order_id, REQUEST)
     assert (step.status, step.generation, step.output, step.finished_at,
             step.owner, step.lease_expires_at, step.last_error) == (
         models.STEP_DONE, 3, {'pair': [1, 2]}, plus(6), None, None, None)
 
     # A finished step takes no further write, even with its own token.
-    assert not write(db, steps_repo.claim, order_id, REQUEST, 3, plus(7),
-                     'w1@h', plus(67))
-    assert not write(db, steps_repo.retry, order_id, REQUEST, 3, plus(7),
-                     1, 0)
-    assert not write(db, steps_repo.finish, order_id, REQUEST, 3, plus(7),
-                     models.STEP_FAILED, last_error='late')
+    assert not write(db, singular.on(steps_repo).claim, order_id, REQUEST, 3,
+                     plus(7), 'w1@h', plus(67))
+    assert not write(db, singular.on(steps_repo).retry, order_id, REQUEST, 3,
+                     plus(7), 1, 0)
+    assert not write(db, singular.on(steps_repo).finish, order_id, REQUEST, 3,
+                     plus(7), models.STEP_FAILED, last_error='late')
     assert not write(db, steps_repo.take_back, order_id, REQUEST, 3,
                      plus(7))
     assert step_of(db, order_id, REQUEST).status == models.STEP_DONE
@@ -119,8 +125,8 @@ def test_finish_failed_keeps_the_output_it_had(db):
     steps_repo = db.repositories.steps
     order_id = claimed_order(db, 'w1@h')
 
-    assert write(db, steps_repo.finish, order_id, REQUEST, 1, plus(1),
-                 models.STEP_FAILED, last_error='refused')
+    assert write(db, singular.on(steps_repo).finish, order_id, REQUEST, 1,
+                 plus(1), models.STEP_FAILED, last_error='refused')
     step = step_of(db, order_id, REQUEST)
     assert (step.status, step.last_error, step.output, step.finished_at,
             step.owner) == (models.STEP_FAILED, 'refused', None, plus(1),
@@ -132,10 +138,10 @@ def test_start_makes_waiting_steps_pending(db):
     steps_repo = db.repositories.steps
     cast, delayed = new_order(db, type_name='fanout'), new_order(db)
 
-    write(db, steps_repo.start, cast, [JOIN, ROOTS[0], 'missing'], plus(5),
-          True)
-    write(db, steps_repo.start, delayed, (CHECK,), plus(5), False)
-    write(db, steps_repo.start, delayed, [], plus(6), True)
+    write(db, singular.on(steps_repo).start, cast, [JOIN, ROOTS[0], 'missing'],
+          plus(5), True)
+    write(db, singular.on(steps_repo).start, delayed, (CHECK,), plus(5), False)
+    write(db, singular.on(steps_repo).start, delayed, [], plus(6), True)
 
     found = read(db, steps_repo.for_order, cast)
     assert (found[JOIN].status, found[JOIN].dispatched_at,
@@ -154,10 +160,10 @@ def _fanout_running_and_done(db):
     root is DONE (at generation 1)."""
     steps_repo = db.repositories.steps
     order_id = claimed_order(db, 'w1@h', step=ROOTS[0], type_name='fanout')
-    assert write(db, steps_repo.claim, order_id, ROOTS[1], 0, NOW, 'w1@h',
-                 plus(60))
-    assert write(db, steps_repo.finish, order_id, ROOTS[1], 1, plus(1),
-                 models.STEP_DONE, output={})
+    assert write(db, singular.on(steps_repo).claim, order_id, ROOTS[1], 0, NOW,
+                 'w1@h', plus(60))
+    assert write(db, singular.on(steps_repo).finish, order_id, ROOTS[1], 1,
+                 plus(1), models.STEP_DONE, output={})
     return order_id
 
 
@@ -183,26 +189,26 @@ def test_revoke_open_cancels_waiting_and_pending_steps(db):
     assert (found[ROOTS[1]].status, found[ROOTS[1]].generation) == (
         models.STEP_DONE, 1)
     # The run still going on the old token has no effect.
-    assert not write(db, steps_repo.finish, order_id, ROOTS[0], 1, plus(3),
-                     models.STEP_DONE, output={})
+    assert not write(db, singular.on(steps_repo).finish, order_id, ROOTS[0], 1,
+                     plus(3), models.STEP_DONE, output={})
     assert write(db, steps_repo.revoke_open, order_id, plus(3), 'x') == []
     assert write(db, steps_repo.revoke_open, 'missing', plus(3), 'x') == []
 
 
-@contract
+@sql_contract
 def test_add_inserts_one_dispatched_step(db):
     steps_repo = db.repositories.steps
     order_id = new_order(db, type_name='fanout')
 
-    write(db, steps_repo.add, order_id, 'revoke', plus(4))
+    write(db, db.queries.steps.add, order_id, 'revoke', plus(4))
 
     step = step_of(db, order_id, 'revoke')
     assert (step.status, step.generation, step.dispatched_at,
             step.updated_at) == (models.STEP_PENDING, 0, plus(4), plus(4))
     with pytest.raises(db_exc.DBDuplicateEntry):
-        write(db, steps_repo.add, order_id, 'revoke', plus(5))
+        write(db, db.queries.steps.add, order_id, 'revoke', plus(5))
     with pytest.raises(db_exc.DBReferenceError):
-        write(db, steps_repo.add, 'missing', 'revoke', plus(5))
+        write(db, db.queries.steps.add, 'missing', 'revoke', plus(5))
     with pytest.raises(db_exc.DBReferenceError):
         write(db, steps_repo.create, 'missing', ['a', 'b'], {'a'}, plus(5))
     assert step_of(db, order_id, 'revoke').dispatched_at == plus(4)
@@ -273,10 +279,12 @@ def test_lost_dispatches_exclude_steps_with_a_retry_row(db):
     lost = [new_order(db, at=plus(seconds)) for seconds in (5, 4, 3, 2, 1)]
     claimed_order(db, 'w1@h', at=plus(0))
     waiting = new_order(db, at=plus(0))
-    write(db, repos.retry_tasks.add, waiting, REQUEST, plus(9))
+    write(db, singular.on(repos.retry_tasks).add_retry, waiting, REQUEST,
+          plus(9))
     # A row of another step of the order does not hide this one.
     other_step = new_order(db, at=plus(0.5))
-    write(db, repos.retry_tasks.add, other_step, CHECK, plus(9))
+    write(db, singular.on(repos.retry_tasks).add_retry, other_step, CHECK,
+          plus(9))
     new_order(db, at=plus(10))  # cast at the cutoff
 
     rows = read(db, repos.steps.lost_dispatches, plus(10), 10)
@@ -294,7 +302,7 @@ def test_owners_and_owned_by(db):
     repos = db.repositories
     first, second = claimed_order(db, 'w1@h'), claimed_order(db, 'w2@h')
     retried = claimed_order(db, 'w1@h')
-    write(db, repos.retry_tasks.add, retried, REQUEST, NOW)
+    write(db, singular.on(repos.retry_tasks).add_retry, retried, REQUEST, NOW)
     new_order(db)
 
     assert read(db, repos.steps.owners) == {'w1@h', 'w2@h'}
@@ -314,10 +322,11 @@ def test_expired_leases(db):
     later = claimed_order(db, 'w2@h', lease_until=plus(20))
     claimed_order(db, 'w1@h', lease_until=plus(40))       # at the cutoff
     done = claimed_order(db, 'w1@h', lease_until=plus(10))
-    write(db, repos.steps.finish, done, REQUEST, 1, plus(5),
+    write(db, singular.on(repos.steps).finish, done, REQUEST, 1, plus(5),
           models.STEP_DONE, output={})
     retried = claimed_order(db, 'w1@h', lease_until=plus(10))
-    write(db, repos.steps.retry, retried, REQUEST, 1, plus(5), 1, 0)
+    write(db, singular.on(repos.steps).retry, retried, REQUEST, 1, plus(5), 1,
+          0)
 
     rows = read(db, repos.steps.expired_leases, plus(40), 10)
     assert _rows(rows) == [(later, REQUEST, 1, 0, 'w2@h'),
@@ -331,10 +340,10 @@ def test_expired_leases(db):
 def test_take_back(db):
     steps_repo = db.repositories.steps
     dead, expired = claimed_order(db, 'w1@h'), claimed_order(db, 'w1@h')
-    assert write(db, steps_repo.retry, expired, REQUEST, 1, NOW, 2, 0,
-                 'down')
-    assert write(db, steps_repo.claim, expired, REQUEST, 1, plus(1), 'w2@h',
-                 plus(2))
+    assert write(db, singular.on(steps_repo).retry, expired, REQUEST, 1, NOW,
+                 2, 0, 'down')
+    assert write(db, singular.on(steps_repo).claim, expired, REQUEST, 1,
+                 plus(1), 'w2@h', plus(2))
 
     assert not write(db, steps_repo.take_back, dead, REQUEST, 0, plus(5))
     assert not write(db, steps_repo.take_back, dead, CHECK, 0, plus(5))
@@ -351,8 +360,8 @@ def test_take_back(db):
     assert (step.generation, step.owner, step.failures, step.last_error,
             step.attempt) == (3, None, 3, 'its lease ended on w2@h', 2)
     # The owner's late result has no effect.
-    assert not write(db, steps_repo.finish, expired, REQUEST, 2, plus(6),
-                     models.STEP_DONE, output={})
+    assert not write(db, singular.on(steps_repo).finish, expired, REQUEST, 2,
+                     plus(6), models.STEP_DONE, output={})
 
 
 @contract
@@ -360,9 +369,10 @@ def test_release_many_gives_back_claims_as_if_not_made(db):
     steps_repo = db.repositories.steps
     first, again, moved = (claimed_order(db, 'w1@h') for _ in range(3))
     # A second run of ``again``: its first run's start stays.
-    assert write(db, steps_repo.retry, again, REQUEST, 1, plus(1), 1, 0)
-    assert write(db, steps_repo.claim, again, REQUEST, 1, plus(2), 'w1@h',
-                 plus(60))
+    assert write(db, singular.on(steps_repo).retry, again, REQUEST, 1, plus(1),
+                 1, 0)
+    assert write(db, singular.on(steps_repo).claim, again, REQUEST, 1, plus(2),
+                 'w1@h', plus(60))
     assert write(db, steps_repo.take_back, moved, REQUEST, 1, plus(3),
                  crashed=True)
 
@@ -383,8 +393,8 @@ def test_release_many_gives_back_claims_as_if_not_made(db):
     assert (step.generation, step.crashes, step.dispatched_at) == (
         2, 1, None)
     # A message of the claim's token claims it again.
-    assert write(db, steps_repo.claim, first, REQUEST, 1, plus(6), 'w2@h',
-                 plus(60))
+    assert write(db, singular.on(steps_repo).claim, first, REQUEST, 1, plus(6),
+                 'w2@h', plus(60))
 
 
 @contract
@@ -411,7 +421,8 @@ def test_extend_lease_is_fenced_by_token_and_owner(db):
     assert not write(db, steps_repo.extend_lease, order_id, REQUEST, 2,
                      'w1@h', plus(8), plus(90))
     released = claimed_order(db, 'w1@h')
-    assert write(db, steps_repo.retry, released, REQUEST, 1, plus(5), 1, 0)
+    assert write(db, singular.on(steps_repo).retry, released, REQUEST, 1,
+                 plus(5), 1, 0)
     assert not write(db, steps_repo.extend_lease, released, REQUEST, 1,
                      'w1@h', plus(6), plus(90))
 
@@ -426,14 +437,15 @@ def test_take_back_counts_a_crash(db):
     assert (step.generation, step.crashes, step.failures, step.owner) == (
         2, 1, 0, None)
     # The recovery's rows carry the count, for its log line.
-    assert write(db, steps_repo.claim, order_id, REQUEST, 2, plus(6),
-                 'w2@h', plus(60))
+    assert write(db, singular.on(steps_repo).claim, order_id, REQUEST, 2,
+                 plus(6), 'w2@h', plus(60))
     [row] = read(db, steps_repo.owned_by, ['w2@h'], 10)
     assert row.crashes == 1
     assert step_of(db, new_order(db), REQUEST).crashes == 0
     # A run that writes its result ran to its end: the crashes in a row
     # are over.
-    assert write(db, steps_repo.retry, order_id, REQUEST, 3, plus(7), 0, 1)
+    assert write(db, singular.on(steps_repo).retry, order_id, REQUEST, 3,
+                 plus(7), 0, 1)
     assert step_of(db, order_id, REQUEST).crashes == 0
 
 
@@ -443,16 +455,16 @@ def _columns(step):
                  for column in models.OrderStep.__table__.columns)
 
 
-@contract
+@sql_contract
 def test_restart_runs_steps_again_from_scratch_under_a_new_generation(db):
     steps_repo = db.repositories.steps
     order_id = _fanout_running_and_done(db)
-    assert write(db, steps_repo.finish, order_id, ROOTS[0], 1, plus(1),
-                 models.STEP_FAILED, last_error='refused')
+    assert write(db, singular.on(steps_repo).finish, order_id, ROOTS[0], 1,
+                 plus(1), models.STEP_FAILED, last_error='refused')
     write(db, steps_repo.revoke_open, order_id, plus(2), 'order failed')
     before = read(db, steps_repo.for_order, order_id)
 
-    restarted = write(db, steps_repo.restart, order_id,
+    restarted = write(db, db.queries.steps.restart, order_id,
                       [ROOTS[0], ROOTS[2], ROOTS[1]], [JOIN, 'poll'],
                       plus(3))
 
@@ -477,10 +489,10 @@ def test_restart_runs_steps_again_from_scratch_under_a_new_generation(db):
     # Steps not named are not touched.
     assert _columns(found['store']) == _columns(before['store'])
     # A message of the old generation claims nothing; one of the new does.
-    assert not write(db, steps_repo.claim, order_id, ROOTS[0], 1, plus(4),
-                     'w2@h', plus(60))
-    assert write(db, steps_repo.claim, order_id, ROOTS[0], 2, plus(4),
-                 'w2@h', plus(60))
+    assert not write(db, singular.on(steps_repo).claim, order_id, ROOTS[0], 1,
+                     plus(4), 'w2@h', plus(60))
+    assert write(db, singular.on(steps_repo).claim, order_id, ROOTS[0], 2,
+                 plus(4), 'w2@h', plus(60))
     claimed = step_of(db, order_id, ROOTS[0])
     assert (claimed.attempt, claimed.started_at) == (1, plus(4))
-    assert write(db, steps_repo.restart, order_id, [], [], plus(5)) == {}
+    assert write(db, db.queries.steps.restart, order_id, [], [], plus(5)) == {}

@@ -13,14 +13,16 @@ from tests.functional.repositories.shared import NOW
 from tests.functional.repositories.shared import plus
 from tests.functional.repositories.shared import read
 from tests.functional.repositories.shared import REQUEST
+from tests.functional.repositories.shared import sql_contract
 from tests.functional.repositories.shared import step_of
 from tests.functional.repositories.shared import write
+from tests import singular
 from worker.db import memory
 from worker.db import models
 from worker import order_types
 
 
-@contract
+@sql_contract
 def test_an_exception_in_a_transaction_writes_nothing(db):
     repos = db.repositories
     order_id = new_order(db)
@@ -29,10 +31,11 @@ def test_an_exception_in_a_transaction_writes_nothing(db):
     with pytest.raises(ZeroDivisionError):
         with db.session() as session, session.begin():
             repos.orders.create(session, order_types.get('fanout'), {}, NOW)
-            assert repos.steps.claim(session, order_id, REQUEST, 0, NOW,
-                                     'w1@h', plus(60))
+            assert singular.claim(repos.steps, session, order_id, REQUEST, 0,
+                                  NOW, 'w1@h', plus(60))
             assert repos.orders.fail(session, order_id, NOW, 'no')
-            repos.retry_tasks.add(session, order_id, CHECK, NOW)
+            singular.add_retry(repos.retry_tasks, session, order_id, CHECK,
+                               NOW)
             repos.services.heartbeat(session, 'w1@h', 'worker', 'h', 1, NOW)
             assert repos.locks.release(session, 'held', 'token-1')
             1 / 0
@@ -42,7 +45,7 @@ def test_an_exception_in_a_transaction_writes_nothing(db):
             repos.locks.insert(session, 'held', 'r2@h', 'token-2', NOW)
 
     with db.reader() as session, session.begin():
-        assert [o.id for o in repos.orders.list_orders(session)] == [
+        assert [o.id for o in db.queries.orders.list_orders(session)] == [
             order_id]
         assert repos.orders.get(session, order_id).status == models.PENDING
         assert repos.steps.for_order(
@@ -64,8 +67,8 @@ def test_begin_after_a_read_outside_a_transaction_is_refused(db):
             order = db.repositories.orders.create(
                 session, order_types.get('certificate'), {}, NOW)
         with session.begin():
-            assert db.repositories.steps.claim(session, order.id, REQUEST,
-                                               0, NOW, 'w1@h', plus(60))
+            assert singular.claim(db.repositories.steps, session, order.id,
+                                  REQUEST, 0, NOW, 'w1@h', plus(60))
 
 
 @pytest.mark.parametrize('backend', ('postgresql', 'mysql'))
@@ -78,11 +81,11 @@ def test_a_write_transaction_reads_what_was_committed_since_it_began(
     repos = database.repositories
     first, second = claimed_order(database, 'w1@h'), new_order(database)
     with database.session() as session, session.begin():
-        assert repos.steps.finish(session, first, REQUEST, 1, NOW,
-                                  models.STEP_DONE)
+        assert singular.finish(repos.steps, session, first, REQUEST, 1, NOW,
+                               models.STEP_DONE)
         assert repos.steps.for_order(session, second)[REQUEST].owner is None
-        write(database, repos.steps.claim, second, REQUEST, 0, NOW,
-              'w2@h', plus(60))
+        write(database, singular.on(repos.steps).claim, second, REQUEST, 0,
+              NOW, 'w2@h', plus(60))
         assert repos.steps.for_order(session, second)[REQUEST].owner == \
             'w2@h'
 
@@ -113,15 +116,16 @@ def test_fake_refuses_writes_outside_a_write_transaction():
             db.repositories.orders.create(session, certificate, {}, NOW)
     with db.session() as session, session.begin():
         with pytest.raises(RuntimeError, match='wait for itself'):
-            read(db, db.repositories.orders.list_orders)
-    assert read(db, db.repositories.orders.list_orders) == []
+            read(db, db.repositories.orders.count_unfinished_by_status)
+    assert read(db, db.repositories.orders.count_unfinished_by_status) == {}
 
 
 def test_fake_fails_the_rest_of_a_transaction_after_a_database_error():
     db = memory.InMemoryDatabase()
     with db.session() as session, session.begin():
         with pytest.raises(db_exc.DBReferenceError):
-            db.repositories.retry_tasks.add(session, 'missing', 'x', NOW)
+            singular.add_retry(db.repositories.retry_tasks, session, 'missing',
+                               'x', NOW)
         with pytest.raises(RuntimeError, match='roll it back'):
             db.repositories.steps.for_order(session, 'missing')
 
@@ -129,6 +133,6 @@ def test_fake_fails_the_rest_of_a_transaction_after_a_database_error():
 def test_fake_sessions_are_not_mixed():
     one, other = memory.InMemoryDatabase(), memory.InMemoryDatabase()
     with pytest.raises(TypeError):
-        read(one, other.repositories.orders.list_orders)
+        read(one, other.repositories.orders.count_unfinished_by_status)
     with pytest.raises(TypeError):
         read(one, other.repositories.steps.for_order, 'missing')

@@ -7,6 +7,7 @@ from scheduler import census
 from scheduler import liveness
 from scheduler import metrics
 from tests import config
+from tests import singular
 from worker.db import memory
 from worker.db import models
 from worker import order_types
@@ -29,10 +30,11 @@ def _populated():
         services.heartbeat(session, '3@b', models.WORKER, 'b', 3, _at(0))
         orders = [repositories.orders.create(session, workflow, {}, _at(-9))
                   for _ in range(3)]
-        repositories.orders.complete(session, orders[0].id, NOW, {})
-        task = repositories.retry_tasks.add(session, orders[1].id, 'x',
-                                            _at(-5))
-        repositories.retry_tasks.add(session, orders[2].id, 'x', _at(60))
+        singular.complete(repositories.orders, session, orders[0].id, NOW, {})
+        task = singular.add_retry(repositories.retry_tasks, session,
+                                  orders[1].id, 'x', _at(-5))
+        singular.add_retry(repositories.retry_tasks, session, orders[2].id,
+                           'x', _at(60))
         # A delivery of the second order, and an unavailable URL.
         url = repositories.notifications.add_url(session, 'https://h/', NOW)
         repositories.steps.create(session, orders[1].id, ['notify:1'],

@@ -16,6 +16,7 @@ from scheduler import manager
 from scheduler import pass_lock
 from tests import config
 from tests import fakes
+from tests import singular
 from worker.db import memory
 from worker.db import models
 from worker.db import orders
@@ -64,11 +65,11 @@ def _make_orders(database, count, due_in=-1, priority=0):
         ids = []
         for i in range(count):
             order_id = _waiting(repos, session, priority)
-            repos.retry_tasks.add(
-                session, order_id, CHECK,
-                NOW + _seconds(due_in) + datetime.timedelta(milliseconds=i),
-                args=[order_id], kwargs={'generation': 0}, now=NOW,
-                priority=priority)
+            singular.add_retry(repos.retry_tasks, session, order_id, CHECK,
+                               NOW + _seconds(due_in) +
+                               datetime.timedelta(milliseconds=i),
+                               args=[order_id], kwargs={'generation': 0},
+                               now=NOW, priority=priority)
             ids.append(order_id)
         return ids
     return _write(database, make)
@@ -79,11 +80,12 @@ def _waiting(repos, session, priority=0):
     waits for a retry row (not dispatched)."""
     order = repos.orders.create(session, CERTIFICATE, {}, NOW,
                                 priority=priority)
-    assert repos.steps.claim(session, order.id, REQUEST, 0, NOW, 'w@h',
-                             NOW + _seconds(60))
-    assert repos.steps.finish(session, order.id, REQUEST, 1, NOW,
-                              models.STEP_DONE, output={})
-    repos.steps.start(session, order.id, [CHECK], NOW, dispatched=False)
+    assert singular.claim(repos.steps, session, order.id, REQUEST, 0, NOW,
+                          'w@h', NOW + _seconds(60))
+    assert singular.finish(repos.steps, session, order.id, REQUEST, 1, NOW,
+                           models.STEP_DONE, output={})
+    singular.start(repos.steps, session, order.id, [CHECK], NOW,
+                   dispatched=False)
     return order.id
 
 
@@ -204,8 +206,8 @@ def _claimed(database, owner, at, lease_seconds=86400):
     (generation 1), for a lease of ``lease_seconds``."""
     def make(repos, session):
         order = repos.orders.create(session, CERTIFICATE, {}, at)
-        assert repos.steps.claim(session, order.id, REQUEST, 0, at, owner,
-                                 at + _seconds(lease_seconds))
+        assert singular.claim(repos.steps, session, order.id, REQUEST, 0, at,
+                              owner, at + _seconds(lease_seconds))
         return order.id
     return _write(database, make)
 
@@ -334,13 +336,13 @@ def test_bad_rows_are_parked_and_the_rows_behind_them_cast(database):
 
     def spoil(repos, session):
         repos.retry_tasks.delete_for_order(session, victims[0])
-        repos.retry_tasks.add(session, victims[0], 'format_hard_disk',
-                              NOW - _seconds(100), args=[victims[0]],
-                              now=NOW)
+        singular.add_retry(repos.retry_tasks, session, victims[0],
+                           'format_hard_disk', NOW - _seconds(100),
+                           args=[victims[0]], now=NOW)
         repos.retry_tasks.delete_for_order(session, victims[1])
-        repos.retry_tasks.add(session, victims[1], CHECK,
-                              NOW - _seconds(100), args=[victims[1]],
-                              kwargs={'bogus': 1}, now=NOW)
+        singular.add_retry(repos.retry_tasks, session, victims[1], CHECK,
+                           NOW - _seconds(100), args=[victims[1]],
+                           kwargs={'bogus': 1}, now=NOW)
     _write(database, spoil)
 
     result, client = _run(database)
@@ -382,9 +384,9 @@ def _fanout_orders(database, count):
         ids = []
         for _ in range(count):
             order = repos.orders.create(session, FANOUT, {}, NOW)
-            repos.retry_tasks.add(session, order.id, 'check_caa', NOW,
-                                  args=[order.id], kwargs={'generation': 0},
-                                  now=NOW)
+            singular.add_retry(repos.retry_tasks, session, order.id,
+                               'check_caa', NOW, args=[order.id],
+                               kwargs={'generation': 0}, now=NOW)
             ids.append(order.id)
         return ids
     return _write(database, make)
@@ -524,8 +526,8 @@ def test_a_step_taken_back_keeps_its_orders_priority(database):
     def claimed(repos, session):
         order = repos.orders.create(session, CERTIFICATE, {}, NOW,
                                     priority=7)
-        assert repos.steps.claim(session, order.id, REQUEST, 0, NOW,
-                                 '6@dead', NOW + _seconds(3600))
+        assert singular.claim(repos.steps, session, order.id, REQUEST, 0, NOW,
+                              '6@dead', NOW + _seconds(3600))
         return order.id
     lost = _write(database, claimed)
     # The cast fails: the row stays, as recovery wrote it.
@@ -644,8 +646,8 @@ def test_a_step_taken_back_is_cast_with_its_orders_request_ids(
             session, CERTIFICATE, {}, NOW - _seconds(120),
             origin=orders.Origin(request_id='req-a',
                                  global_request_id='req-global-a'))
-        assert repos.steps.claim(session, order.id, REQUEST, 0, NOW, '6@dead',
-                                 NOW + _seconds(60))
+        assert singular.claim(repos.steps, session, order.id, REQUEST, 0, NOW,
+                              '6@dead', NOW + _seconds(60))
         return order.id
     order_id = _write(database, make)
 
@@ -665,10 +667,10 @@ def test_a_step_taken_back_is_cast_with_its_orders_request_ids(
 
 def test_a_row_set_aside_is_logged_with_its_request_ids(database, records):
     [order_id] = _make_orders(database, 1)
-    _write(database, lambda repos, session: repos.retry_tasks.add(
-        session, order_id, 'no_such_step', NOW - _seconds(1),
-        args=[order_id], kwargs={'generation': 0, 'request_id': 'req-a'},
-        now=NOW))
+    _write(database, lambda repos, session: singular.add_retry(
+        repos.retry_tasks, session, order_id, 'no_such_step',
+        NOW - _seconds(1), args=[order_id],
+        kwargs={'generation': 0, 'request_id': 'req-a'}, now=NOW))
 
     _run(database)
 
@@ -694,10 +696,10 @@ def test_a_step_taken_back_frees_its_slots_and_wakes_a_waiting_step(
         repos.resources.take(session, 'ca:x', 0, (hung, REQUEST, 1), NOW)
         repos.resources.take(session, 'ca:y', 0,
                              (orphan_holder, REQUEST, 1), NOW)
-        repos.retry_tasks.add(session, waiting, REQUEST,
-                              NOW + _seconds(30), args=[waiting],
-                              kwargs={'generation': 0}, now=NOW,
-                              waiting_for='ca:x')
+        singular.add_retry(repos.retry_tasks, session, waiting, REQUEST,
+                           NOW + _seconds(30), args=[waiting],
+                           kwargs={'generation': 0}, now=NOW,
+                           waiting_for='ca:x')
     _write(database, hold)
 
     result, client = _run(database)

@@ -10,7 +10,7 @@ import pytest
 from scheduler import purge
 from scheduler import retention
 from tests import config
-from worker.db import memory
+from tests import singular
 from worker.db import models
 from worker import order_types
 
@@ -23,8 +23,10 @@ def _at(seconds):
 
 
 @pytest.fixture
-def database():
-    return memory.InMemoryDatabase()
+def database(sqlite_database):
+    """SQLite, not the fake: the counts by status are an operator's
+    query (``worker.db.queries``), SQL only."""
+    return sqlite_database
 
 
 def _finished(database, count, at, status=models.ACTIVE):
@@ -36,7 +38,8 @@ def _finished(database, count, at, status=models.ACTIVE):
             for _ in range(count)]
         for order_id in created:
             if status == models.ACTIVE:
-                repositories.orders.complete(session, order_id, at, {})
+                singular.complete(repositories.orders, session, order_id, at,
+                                  {})
             elif status == models.ERROR:
                 repositories.orders.fail(session, order_id, at, 'failed')
     return created

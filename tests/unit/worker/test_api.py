@@ -14,10 +14,18 @@ from tests import fakes
 from worker import api
 from worker.api import queries
 from worker.api import requests
-from worker.db.memory import orders as memory_orders
 from worker.db import models
+from worker.db import orders as sql_orders
 from worker.db import rows
 from worker import rpcapi
+
+
+@pytest.fixture
+def database(sqlite_database):
+    """SQLite, not the fake: the API's queries (``worker.db.queries``)
+    are SQL only."""
+    return sqlite_database
+
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
 PROJECT = 'c0ffee0000000000000000000000beef'
@@ -320,7 +328,7 @@ def test_a_marker_of_another_project_is_refused(orders):
 def test_find_takes_a_unique_prefix(orders, monkeypatch):
     ids = iter(['abc11111-0000-4000-8000-000000000000',
                 'abc22222-0000-4000-8000-000000000000'])
-    monkeypatch.setattr(memory_orders, 'uuid',
+    monkeypatch.setattr(sql_orders, 'uuid',
                         types.SimpleNamespace(uuid4=lambda: next(ids)))
     first = orders.create('certificate', {}, project_id=PROJECT)
     orders.create('certificate', {}, project_id=OTHER)

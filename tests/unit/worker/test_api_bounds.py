@@ -16,6 +16,14 @@ from worker import api
 from worker import rpcapi
 from worker import schedule_api
 
+
+@pytest.fixture
+def database(sqlite_database):
+    """SQLite, not the fake: the API's queries (``worker.db.queries``)
+    are SQL only."""
+    return sqlite_database
+
+
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
 PROJECT = 'c0ffee0000000000000000000000beef'
 URL = 'https://hooks.example.org/%d'

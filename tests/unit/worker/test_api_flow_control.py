@@ -16,6 +16,14 @@ from worker.order_types import certificate
 from worker.plugins import base as plugin_base
 from worker import rpcapi
 
+
+@pytest.fixture
+def database(sqlite_database):
+    """SQLite, not the fake: the API's queries (``worker.db.queries``)
+    are SQL only."""
+    return sqlite_database
+
+
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0)
 PROJECT = 'p'
 LATER = NOW + datetime.timedelta(hours=2)

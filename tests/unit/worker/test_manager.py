@@ -15,6 +15,7 @@ import pytest
 
 from tests import config
 from tests import fakes
+from tests import singular
 from worker.api import casts
 from worker.api import commands
 from worker import context
@@ -365,8 +366,9 @@ def _crash(database, order_id, times):
     generation = 0
     for _ in range(times):
         with database.session() as session, session.begin():
-            assert repos.steps.claim(session, order_id, REQUEST, generation,
-                                     NOW, 'dead@host', NOW + _seconds(60))
+            assert singular.claim(repos.steps, session, order_id, REQUEST,
+                                  generation, NOW, 'dead@host',
+                                  NOW + _seconds(60))
             assert repos.steps.take_back(session, order_id, REQUEST,
                                          generation + 1, NOW, crashed=True)
         generation += 2
@@ -681,7 +683,7 @@ def test_claims_and_results_that_lose_a_race_are_run_again(
     use_plugin(ScriptedPlugin(base.Completed()))
     worker = _worker(database)
     repos = database.repositories
-    for name in ('claim_many', 'finish'):
+    for name in ('claim_many', 'finish_many'):
         fakes.lose_races(monkeypatch, repos.steps, name, 1)
 
     worker.run(REQUEST, order_id, 0)
@@ -744,7 +746,9 @@ def test_parallel_steps_claim_separately_and_the_join_waits_for_all(
 
 
 def test_a_result_after_the_order_was_cancelled_is_discarded(
-        database, monkeypatch):
+        sqlite_database, monkeypatch):
+    # SQLite: cancelling is the API's write (``worker.db.queries``).
+    database = sqlite_database
     order_id = _order(database, 'fanout')
     worker = _worker(database)
 

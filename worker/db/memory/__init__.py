@@ -2,9 +2,12 @@
 
 Like procrastinate's ``InMemoryConnector``, ``InMemoryDatabase`` stands
 in for ``worker.db.session.Database``: its ``session()`` and ``reader()``
-hand out in-memory sessions and its ``repositories`` expose every
-function of the SQL repositories (same names, session first, same
-results), working on dicts of records with the models' columns. Code
+hand out in-memory sessions and its ``repositories`` expose the
+repository contract (``worker.db.interfaces``: same names as the SQL
+repositories, session first, same results), working on dicts of records
+with the models' columns. The API's and operator commands' queries
+(``worker.db.queries``) are not here: those paths run on a real
+database. Code
 that takes its repositories from the database it was given
 (``database.repositories``) runs on it unchanged.
 
@@ -26,7 +29,7 @@ One module per aggregate (``locks``, ``orders``, ``steps``,
 ``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``,
 ``resources``, ``schedules``),
 as in ``worker.db``; ``base`` holds the store, its sessions and the
-records.
+records, ``recovery`` the retry daemon's reads of the steps.
 """
 
 from worker.db.memory import base

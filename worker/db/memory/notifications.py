@@ -47,7 +47,7 @@ class InMemoryNotifications(base.Repository):
         return copy.deepcopy(row)
 
     @base.reads
-    def get_url(self, session: Session, url_id: int) -> rows.Url | None:
+    def _get_url(self, session: Session, url_id: int) -> rows.Url | None:
         """The URL's row, or None."""
         return copy.deepcopy(self._store.urls.get(url_id))
 
@@ -56,7 +56,7 @@ class InMemoryNotifications(base.Repository):
                  url_ids: abc.Collection[int]) -> dict[int, rows.Url]:
         """``{id: row}`` of those of ``url_ids`` that exist."""
         return {url_id: row for url_id in url_ids
-                for row in (self.get_url(session, url_id),)
+                for row in (self._get_url(session, url_id),)
                 if row is not None}
 
     @base.reads
@@ -86,18 +86,6 @@ class InMemoryNotifications(base.Repository):
                          updated_at=now)
 
     @base.writes
-    def replace_secrets(self, session: Session, url_id: int,
-                        old: tuple[str | None, str | None],
-                        new: tuple[str | None, str | None]) -> bool:
-        """Write ``new`` (secret, previous secret) if the URL's are still
-        ``old``; False if they changed meanwhile."""
-        row = self._store.urls.get(url_id)
-        if row is None or (row.secret, row.previous_secret) != old:
-            return False
-        self._update_url(url_id, secret=new[0], previous_secret=new[1])
-        return True
-
-    @base.writes
     def set_owner(self, session: Session, url_id: int,
                   project_id: str | None, now: Moment) -> None:
         """Make ``project_id`` the URL's only project; None: global."""
@@ -119,7 +107,7 @@ class InMemoryNotifications(base.Repository):
         self._update_url(url_id, **values)
 
     @base.writes
-    def url_succeeded(self, session: Session, url_id: int) -> None:
+    def _url_succeeded(self, session: Session, url_id: int) -> None:
         """A request was acknowledged: its failures start again."""
         row = self._store.urls.get(url_id)
         if row is not None and row.failures > 0:
@@ -127,9 +115,9 @@ class InMemoryNotifications(base.Repository):
 
     def url_succeeded_many(self, session: Session,
                            url_ids: abc.Collection[int]) -> None:
-        """``url_succeeded`` of several URLs."""
+        """``_url_succeeded`` of each URL."""
         for url_id in url_ids:
-            self.url_succeeded(session, url_id)
+            self._url_succeeded(session, url_id)
 
     @base.writes
     def hold_url(self, session: Session, url_id: int, now: Moment) -> bool:
@@ -137,20 +125,14 @@ class InMemoryNotifications(base.Repository):
         row = self._update_url(url_id, updated_at=now)
         return bool(row and row.available)
 
-    @base.writes
-    def enable_url(self, session: Session, url_id: int, now: Moment) -> None:
-        """Make the URL available again."""
-        self._update_url(url_id, available=True, failures=0,
-                         disabled_at=None, updated_at=now)
-
     @base.reads
     def count_unavailable_urls(self, session: Session) -> int:
         """How many URLs are unavailable."""
         return sum(not row.available for row in self._store.urls.values())
 
     @base.writes
-    def lock_order(self, session: Session, order_id: str,
-                   now: Moment) -> None:
+    def _lock_order(self, session: Session, order_id: str,
+                    now: Moment) -> None:
         """Touch the order's ``updated_at``, as the SQL update does
         (transactions are serialized anyway)."""
         order = self._store.orders.get(order_id)
@@ -160,18 +142,9 @@ class InMemoryNotifications(base.Repository):
 
     def lock_orders(self, session: Session, order_ids: abc.Collection[str],
                     now: Moment) -> None:
-        """``lock_order`` of several orders."""
+        """``_lock_order`` of each order."""
         for order_id in order_ids:
-            self.lock_order(session, order_id, now)
-
-    @base.reads
-    def deliveries(self, session: Session,
-                   order_id: str) -> dict[str, tuple[str, int]]:
-        """``{name: (status, generation)}`` of the order's deliveries."""
-        return {name: (status, generation)
-                for name, (status, generation, _) in
-                self.deliveries_of_orders(session, [order_id]).get(
-                    order_id, {}).items()}
+            self._lock_order(session, order_id, now)
 
     @base.reads
     def deliveries_of_orders(self, session: Session,
@@ -186,14 +159,6 @@ class InMemoryNotifications(base.Repository):
                 found.setdefault(step.order_id, {})[step.name] = (
                     step.status, step.generation, _first_run_waits(step))
         return found
-
-    @base.writes
-    def add_events(self, session: Session, order_id: str,
-                   events: abc.Iterable[values.Event],
-                   now: Moment) -> list[int]:
-        """Append ``events`` to the order's; returns their sequences."""
-        return self.add_events_many(session, {order_id: list(events)},
-                                    now).get(order_id, [])
 
     @base.writes
     def add_events_many(self, session: Session,
@@ -223,11 +188,6 @@ class InMemoryNotifications(base.Repository):
                     if key == order_id), default=0)
 
     @base.reads
-    def last_sequence(self, session: Session, order_id: str) -> int:
-        """The sequence of the order's last event; 0 if none."""
-        return self._last(order_id)
-
-    @base.reads
     def last_sequences(self, session: Session,
                        order_ids: abc.Collection[str]) -> dict[str, int]:
         """``{order_id: last sequence}``; an order without events is left
@@ -236,8 +196,8 @@ class InMemoryNotifications(base.Repository):
                 for last in (self._last(order_id),) if last}
 
     @base.reads
-    def events_after(self, session: Session, order_id: str, sequence: int,
-                     limit: int | None) -> list[rows.Event]:
+    def _events_after(self, session: Session, order_id: str, sequence: int,
+                      limit: int | None) -> list[rows.Event]:
         """The order's events after ``sequence``, up to ``limit``."""
         return copy.deepcopy(sorted(
             (row for (key, number), row in self._store.events.items()
@@ -250,25 +210,14 @@ class InMemoryNotifications(base.Repository):
                           limit: int) -> dict[str, list[rows.Event]]:
         """``{order_id: its events after after[order_id], up to limit}``.
         """
-        return {order_id: self.events_after(session, order_id, sequence,
-                                            limit)
+        return {order_id: self._events_after(session, order_id, sequence,
+                                             limit)
                 for order_id, sequence in after.items()}
 
     def events_of_order(self, session: Session,
                         order_id: str) -> list[rows.Event]:
         """Every event of the order, in sequence."""
-        return self.events_after(session, order_id, 0, None)
-
-    @base.writes
-    def wake(self, session: Session, order_id: str,
-             names: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the order's finished deliveries ``names`` PENDING again."""
-        for name in names or ():
-            step = self._store.steps.get((order_id, name))
-            if step is not None and step.status == models.STEP_DONE:
-                self._store.steps[order_id, name] = base.replace(
-                    step, status=models.STEP_PENDING, dispatched_at=now,
-                    updated_at=now, finished_at=None)
+        return self._events_after(session, order_id, 0, None)
 
     @base.writes
     def wake_many(self, session: Session, order_ids: abc.Collection[str],
@@ -294,18 +243,6 @@ class InMemoryNotifications(base.Repository):
                       for step in self._store.steps.values()
                       if step.name == name and
                       step.status == models.STEP_WAITING)[:limit]
-
-    @base.writes
-    def resume(self, session: Session, url_id: int,
-               order_ids: abc.Collection[str] | None, now: Moment) -> None:
-        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
-        name = models.delivery_name(url_id)
-        for order_id in order_ids or ():
-            step = self._store.steps.get((order_id, name))
-            if step is not None and step.status == models.STEP_WAITING:
-                self._store.steps[order_id, name] = base.replace(
-                    step, status=models.STEP_PENDING, dispatched_at=now,
-                    failures=0, updated_at=now)
 
     @base.reads
     def count_open_deliveries(self, session: Session) -> dict[str, int]:

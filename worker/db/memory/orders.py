@@ -80,23 +80,6 @@ class InMemoryOrders(base.Repository):
         return order.status if order else None
 
     @base.reads
-    def ids_starting_with(self, session: Session, prefix: str,
-                          project_id: str | None = None,
-                          limit: int = 2) -> list[str]:
-        """Return up to ``limit`` ids of orders starting with ``prefix``.
-        """
-        return sorted(
-            order.id for order in self._store.orders.values()
-            if order.id.startswith(prefix) and
-            project_id in (None, order.project_id))[:limit]
-
-    def with_steps(self, session: Session, order_id: str
-                   ) -> tuple[rows.Order | None, dict[str, rows.Step]]:
-        """Return ``(order, {name: step})``; ``(None, {})`` if none."""
-        found = self.with_steps_many(session, [order_id])
-        return found[order_id] if order_id in found else (None, {})
-
-    @base.reads
     def with_steps_many(self, session: Session,
                         order_ids: abc.Collection[str]
                         ) -> dict[str, orders.WithSteps]:
@@ -109,15 +92,6 @@ class InMemoryOrders(base.Repository):
             if step.order_id in found:
                 found[step.order_id][1][step.name] = copy.deepcopy(step)
         return found
-
-    @base.reads
-    def priorities(self, session: Session,
-                   order_ids: abc.Collection[str]) -> dict[str, int]:
-        """Return ``{id: priority}`` of those of ``order_ids`` that exist.
-        """
-        return {order_id: self._store.orders[order_id].priority
-                for order_id in order_ids or ()
-                if order_id in self._store.orders}
 
     @base.reads
     def retry_origins(self, session: Session,
@@ -135,33 +109,6 @@ class InMemoryOrders(base.Repository):
         return found
 
     @base.reads
-    def list_orders(self, session: Session, status: str | None = None,
-                    limit: int | None = None, *,
-                    project_id: str | None = None,
-                    order_type: str | None = None,
-                    after: tuple[Moment, str] | None = None,
-                    with_meta: bool = True) -> list[rows.Order]:
-        """Return orders, oldest first, filtered as ``worker.db.orders``'s
-        (their meta empty without ``with_meta``: never to be read).
-        """
-        found = sorted(
-            (order for order in self._store.orders.values()
-             if (not status or order.status == status) and
-             project_id in (None, order.project_id) and
-             (not order_type or order.type == order_type) and
-             (after is None or (order.created_at, order.id) > after)),
-            key=lambda order: (order.created_at, order.id))
-        if not with_meta:
-            found = [base.replace(order, meta={}) for order in found]
-        return copy.deepcopy(found[:limit or None])
-
-    @base.reads
-    def count_by_status(self, session: Session) -> dict[str, int]:
-        """Return ``{status: count}`` over every order."""
-        return dict(collections.Counter(
-            order.status for order in self._store.orders.values()))
-
-    @base.reads
     def count_pending(self, session: Session, order_type: str) -> int:
         """Count the PENDING orders of ``order_type``."""
         return sum(1 for order in self._store.orders.values()
@@ -176,14 +123,6 @@ class InMemoryOrders(base.Repository):
         return dict(collections.Counter(
             order.status for order in self._store.orders.values()
             if order.status in models.UNFINISHED_STATUSES))
-
-    @base.reads
-    def count_unfinished_by_type(self, session: Session) -> dict[str, int]:
-        """Return ``{type: count}`` of the orders not in a terminal status.
-        """
-        return dict(collections.Counter(
-            order.type for order in self._store.orders.values()
-            if order.status not in models.TERMINAL_STATUSES))
 
     @base.writes
     def lock_live(self, session: Session, order_id: str,
@@ -211,8 +150,8 @@ class InMemoryOrders(base.Repository):
         return True
 
     @base.writes
-    def complete(self, session: Session, order_id: str, now: Moment,
-                 meta: abc.Mapping[str, Any] | None) -> bool:
+    def _complete(self, session: Session, order_id: str, now: Moment,
+                  meta: abc.Mapping[str, Any] | None) -> bool:
         """Move a PENDING order to ACTIVE with ``meta`` as its meta."""
         return self._move(order_id, now, models.PENDING,
                           status=models.ACTIVE,
@@ -224,7 +163,7 @@ class InMemoryOrders(base.Repository):
                 tuple[str, abc.Mapping[str, Any] | None]],
             now: Moment) -> int:
         """Complete several orders; how many moved to ACTIVE."""
-        return sum(self.complete(session, order_id, now, meta)
+        return sum(self._complete(session, order_id, now, meta)
                    for order_id, meta in completions)
 
     @base.writes
@@ -234,29 +173,6 @@ class InMemoryOrders(base.Repository):
         return self._move(order_id, now, models.PENDING,
                           status=models.ERROR, error_reason=reason)
 
-    @base.writes
-    def resume(self, session: Session, order_id: str, now: Moment) -> bool:
-        """Move an ERROR order back to PENDING, its error reason cleared.
-        """
-        return self._move(order_id, now, models.ERROR,
-                          status=models.PENDING, error_reason=None)
-
-    @base.reads
-    def ids_by_update(self, session: Session, status: str, limit: int, *,
-                      since: Moment | None = None,
-                      project_id: str | None = None,
-                      order_type: str | None = None) -> list[str]:
-        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``;
-        ``since``: those that failed at or after it (``_failed_at``)."""
-        found = sorted(
-            (order for order in self._store.orders.values()
-             if order.status == status and
-             (since is None or self._failed_at(order) >= since) and
-             project_id in (None, order.project_id) and
-             (not order_type or order.type == order_type)),
-            key=lambda order: (order.updated_at, order.id))
-        return [order.id for order in found[:limit]]
-
     def _failed_at(self, order: rows.Order) -> Moment:
         """When ``order`` went to ERROR: when its FAILED step ended
         (``orders._failed_at``), else its ``updated_at``."""
@@ -265,15 +181,6 @@ class InMemoryOrders(base.Repository):
                  step.status == models.STEP_FAILED and
                  step.finished_at is not None]
         return max(ended, default=order.updated_at)
-
-    @base.writes
-    def cancel(self, session: Session, order_id: str, now: Moment,
-               reason: str, compensating: bool) -> bool:
-        """Move a PENDING order to CANCELLING or CANCELLED."""
-        return self._move(order_id, now, models.PENDING,
-                          status=(models.CANCELLING if compensating
-                                  else models.CANCELLED),
-                          error_reason=reason)
 
     @base.writes
     def end_cancel(self, session: Session, order_id: str, now: Moment,

@@ -25,11 +25,11 @@ class InMemoryRetryTasks(base.Repository):
     """``worker.db.retry_tasks`` on the in-memory store."""
 
     @base.writes
-    def add(self, session: Session, order_id: str, retry_task: str,
-            retry_at: Moment, args: abc.Iterable[Any] = (),
-            kwargs: abc.Mapping[str, Any] | None = None,
-            retry_count: int = 0, now: Moment | None = None,
-            priority: int = 0, waiting_for: str | None = None) -> int:
+    def _add(self, session: Session, order_id: str, retry_task: str,
+             retry_at: Moment, args: abc.Iterable[Any] = (),
+             kwargs: abc.Mapping[str, Any] | None = None,
+             retry_count: int = 0, now: Moment | None = None,
+             priority: int = 0, waiting_for: str | None = None) -> int:
         """Insert a retry row for ``order_id``; returns its id."""
         models.check_priority(priority)
         if order_id not in self._store.orders:
@@ -47,9 +47,9 @@ class InMemoryRetryTasks(base.Repository):
 
     def add_many(self, session: Session,
                  rows: abc.Collection[abc.Mapping[str, Any]]) -> None:
-        """Insert several retry rows (dicts of ``add``'s arguments)."""
+        """Insert several retry rows (dicts of ``_add``'s arguments)."""
         for arguments in rows:
-            self.add(session, **arguments)
+            self._add(session, **arguments)
 
     def _unparked(self) -> list[rows.RetryTask]:
         return [task for task in self._store.tasks.values()
@@ -105,18 +105,13 @@ class InMemoryRetryTasks(base.Repository):
         return sum(task.retry_at <= now for task in self._unparked())
 
     @base.reads
-    def count_later(self, session: Session, now: Moment) -> int:
-        """Count the unparked rows due after ``now``."""
-        return sum(task.retry_at > now for task in self._unparked())
-
-    @base.reads
     def count_parked(self, session: Session) -> int:
         """Count the parked rows."""
         return sum(task.parked for task in self._store.tasks.values())
 
     @base.writes
-    def delete(self, session: Session,
-               task_ids: abc.Collection[int]) -> int:
+    def _delete(self, session: Session,
+                task_ids: abc.Collection[int]) -> int:
         """Delete the rows with these ids; returns how many were."""
         return sum(self._store.tasks.pop(task_id, None) is not None
                    for task_id in set(task_ids or ()))
@@ -125,7 +120,7 @@ class InMemoryRetryTasks(base.Repository):
     def delete_for_order(self, session: Session, order_id: str,
                          step: str | None = None) -> None:
         """Delete every retry row of one order, or of one of its steps."""
-        self.delete(session, [
+        self._delete(session, [
             task.id for task in self._store.tasks.values()
             if task.order_id == order_id and
             (task.retry_task == step if step is not None else
@@ -155,22 +150,6 @@ class InMemoryRetryTasks(base.Repository):
         if task is not None:
             self._store.tasks[task.id] = base.replace(
                 task, parked=True, park_reason=reason)
-
-    @base.reads
-    def get(self, session: Session,
-            task_id: int) -> rows.RetryTask | None:
-        """Return the retry row with this id, or None."""
-        return copy.deepcopy(self._store.tasks.get(task_id))
-
-    @base.writes
-    def requeue(self, session: Session, task_id: int, now: Moment) -> bool:
-        """Make a row due at ``now``, unparked; False if there is none."""
-        task = self._store.tasks.get(task_id)
-        if task is None:
-            return False
-        self._store.tasks[task_id] = base.replace(
-            task, retry_at=now, parked=False, park_reason=None)
-        return True
 
     @base.reads
     def list_tasks(self, session: Session, parked: bool | None = None,

@@ -31,26 +31,6 @@ class InMemorySchedules(base.Repository):
         return copy.deepcopy(schedule)
 
     @base.reads
-    def get(self, session: Session,
-            schedule_id: str) -> rows.Schedule | None:
-        """Return the schedule with this id, or None."""
-        return copy.deepcopy(self._store.schedules.get(schedule_id))
-
-    @base.reads
-    def list_schedules(self, session: Session, project_id: str | None = None
-                       ) -> list[rows.Schedule]:
-        """Every schedule (of ``project_id`` only), oldest first."""
-        return [copy.deepcopy(schedule) for schedule in sorted(
-            self._store.schedules.values(),
-            key=lambda schedule: (schedule.created_at, schedule.id))
-            if project_id is None or schedule.project_id == project_id]
-
-    @base.writes
-    def delete(self, session: Session, schedule_id: str) -> bool:
-        """Delete the schedule; returns False if there was none."""
-        return self._store.schedules.pop(schedule_id, None) is not None
-
-    @base.reads
     def due(self, session: Session, now: Moment,
             limit: int) -> list[rows.Schedule]:
         """Up to ``limit`` schedules due at ``now``, most overdue first."""

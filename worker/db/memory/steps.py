@@ -6,6 +6,7 @@ import datetime
 import typing
 
 from worker.db.memory import base
+from worker.db.memory import recovery
 from worker.db import models
 from worker.db import rows
 from worker.db import steps
@@ -15,8 +16,9 @@ Session = base.InMemorySession
 Moment = datetime.datetime
 
 
-class InMemorySteps(base.Repository):
-    """``worker.db.steps`` on the in-memory store."""
+class InMemorySteps(recovery.StepRecovery):
+    """``worker.db.steps`` on the in-memory store; the recovery's reads
+    are ``recovery.StepRecovery``'s."""
 
     @base.writes
     def create(self, session: Session, order_id: str,
@@ -28,20 +30,12 @@ class InMemorySteps(base.Repository):
                           dispatched)
 
     @base.reads
-    def for_orders(self, session: Session, order_ids: abc.Collection[str]
-                   ) -> dict[str, dict[str, rows.Step]]:
-        """Return ``{order_id: {name: step}}`` of these orders."""
-        found: dict[str, dict[str, rows.Step]] = {
-            order_id: {} for order_id in order_ids}
-        for step in sorted(self._store.steps.values(), key=base.step_key):
-            if step.order_id in found:
-                found[step.order_id][step.name] = copy.deepcopy(step)
-        return found
-
     def for_order(self, session: Session,
                   order_id: str) -> dict[str, rows.Step]:
-        """Return ``{name: step}`` of one order."""
-        return self.for_orders(session, [order_id])[order_id]
+        """Return ``{name: step}`` of one order (``{}`` if it has none)."""
+        return {step.name: copy.deepcopy(step) for step in sorted(
+            self._store.steps.values(), key=base.step_key)
+            if step.order_id == order_id}
 
     def _fenced_update(self, order_id: str, step: str, token: int,
                        now: Moment, **values: Any) -> bool:
@@ -52,14 +46,6 @@ class InMemorySteps(base.Repository):
         self._store.steps[order_id, step] = base.replace(
             row, updated_at=now, **values)
         return True
-
-    @base.writes
-    def claim(self, session: Session, order_id: str, step: str,
-              generation: int, now: Moment, owner: str,
-              lease_until: Moment) -> bool:
-        """Take the step for one run by moving its generation forward."""
-        return self._claim(order_id, step, generation, now, owner,
-                           lease_until)
 
     def _claim(self, order_id: str, step: str, generation: int, now: Moment,
                owner: str, lease_until: Moment) -> bool:
@@ -83,9 +69,9 @@ class InMemorySteps(base.Repository):
         return claimed
 
     @base.writes
-    def retry(self, session: Session, order_id: str, step: str, token: int,
-              now: Moment, failures: int, polls: int,
-              last_error: str | None = None) -> bool:
+    def _retry(self, session: Session, order_id: str, step: str, token: int,
+               now: Moment, failures: int, polls: int,
+               last_error: str | None = None) -> bool:
         """Release the step for a later run (its retry row is the caller's).
         """
         return self._fenced_update(order_id, step, token, now,
@@ -95,15 +81,15 @@ class InMemorySteps(base.Repository):
     def retry_many(self, session: Session,
                    retries: abc.Iterable[steps.Retry], now: Moment) -> int:
         """Release several steps; how many were."""
-        return sum(self.retry(session, order_id, step, token, now, failures,
-                              polls, last_error)
+        return sum(self._retry(session, order_id, step, token, now, failures,
+                               polls, last_error)
                    for order_id, step, token, failures, polls, last_error
                    in retries)
 
     @base.writes
-    def finish(self, session: Session, order_id: str, step: str, token: int,
-               now: Moment, status: str, output: rows.JSON | None = None,
-               last_error: str | None = None) -> bool:
+    def _finish(self, session: Session, order_id: str, step: str, token: int,
+                now: Moment, status: str, output: rows.JSON | None = None,
+                last_error: str | None = None) -> bool:
         """End the step DONE (with its ``output``) or FAILED."""
         values: dict[str, Any] = dict(
             status=status, finished_at=now,
@@ -118,8 +104,8 @@ class InMemorySteps(base.Repository):
                     finishes: abc.Iterable[steps.Finish],
                     now: Moment) -> int:
         """End several steps; how many were."""
-        return sum(self.finish(session, order_id, step, token, now, status,
-                               output, last_error)
+        return sum(self._finish(session, order_id, step, token, now, status,
+                                output, last_error)
                    for order_id, step, token, status, output, last_error
                    in finishes)
 
@@ -137,9 +123,9 @@ class InMemorySteps(base.Repository):
         return released
 
     @base.writes
-    def start(self, session: Session, order_id: str,
-              names: abc.Iterable[str] | None, now: Moment,
-              dispatched: bool) -> None:
+    def _start(self, session: Session, order_id: str,
+               names: abc.Iterable[str] | None, now: Moment,
+               dispatched: bool) -> None:
         """Make WAITING steps PENDING; ``dispatched``: cast at ``now``."""
         for step in names or ():
             row = self._store.steps.get((order_id, step))
@@ -152,7 +138,7 @@ class InMemorySteps(base.Repository):
                    starts: abc.Iterable[steps.Start], now: Moment) -> None:
         """Start the steps of several orders."""
         for order_id, names, dispatched in starts:
-            self.start(session, order_id, names, now, dispatched)
+            self._start(session, order_id, names, now, dispatched)
 
     @base.writes
     def revoke_open(self, session: Session, order_id: str, now: Moment,
@@ -171,34 +157,11 @@ class InMemorySteps(base.Repository):
         return [step.name for step in open_steps]
 
     @base.writes
-    def restart(self, session: Session, order_id: str,
-                start: abc.Collection[str], wait: abc.Collection[str],
-                now: Moment) -> dict[str, int]:
-        """Make steps of a resumed order run again from scratch; their new
-        generations."""
-        restarted = {}
-        for name in sorted(set(start) | set(wait)):
-            row = self._store.steps.get((order_id, name))
-            if row is None or row.status == models.STEP_DONE:
-                continue
-            runnable = name in start
-            self._store.steps[order_id, name] = base.replace(
-                row, generation=row.generation + 1,
-                status=(models.STEP_PENDING if runnable
-                        else models.STEP_WAITING),
-                dispatched_at=now if runnable else None, updated_at=now,
-                attempt=0, failures=0, polls=0, crashes=0, last_error=None,
-                started_at=None, finished_at=None, output=None,
-                owner=None, claimed_at=None, lease_expires_at=None)
-            restarted[name] = row.generation + 1
-        return restarted
-
-    @base.writes
-    def record_delivery(self, session: Session, order_id: str, step: str,
-                        token: int, now: Moment, status: str,
-                        delivered: int, failures: int,
-                        last_error: str | None = None,
-                        dispatched: bool = False) -> bool:
+    def _record_delivery(self, session: Session, order_id: str, step: str,
+                         token: int, now: Moment, status: str,
+                         delivered: int, failures: int,
+                         last_error: str | None = None,
+                         dispatched: bool = False) -> bool:
         """Write a delivery's run."""
         values: dict[str, Any] = dict(
             status=status, failures=failures, last_error=last_error,
@@ -213,17 +176,11 @@ class InMemorySteps(base.Repository):
                              deliveries: abc.Iterable[steps.Delivery],
                              now: Moment) -> int:
         """Write several deliveries' runs; how many were."""
-        return sum(self.record_delivery(session, order_id, step, token, now,
-                                        status, delivered, failures,
-                                        last_error, dispatched)
+        return sum(self._record_delivery(session, order_id, step, token, now,
+                                         status, delivered, failures,
+                                         last_error, dispatched)
                    for (order_id, step, token, status, delivered, failures,
                         last_error, dispatched) in deliveries)
-
-    @base.writes
-    def add(self, session: Session, order_id: str, step: str,
-            now: Moment) -> None:
-        """Insert one more step, PENDING and dispatched at ``now``."""
-        base.insert_steps(self._store, order_id, [step], {step}, now)
 
     @base.writes
     def mark_dispatched(self, session: Session,
@@ -236,57 +193,6 @@ class InMemorySteps(base.Repository):
                     row.status == models.STEP_PENDING):
                 self._store.steps[order_id, step] = base.replace(
                     row, dispatched_at=now)
-
-    def _without_retry_row(self) -> list[rows.Step]:
-        waiting = {(task.order_id, task.retry_task)
-                   for task in self._store.tasks.values()}
-        return [step for step in self._store.steps.values()
-                if base.step_key(step) not in waiting]
-
-    @staticmethod
-    def _recovery(step: rows.Step) -> steps.RecoveryRow:
-        return steps.RecoveryRow(step.order_id, step.name, step.generation,
-                                 step.failures, step.owner, step.crashes,
-                                 step.claimed_at, step.attempt)
-
-    @base.reads
-    def lost_dispatches(self, session: Session, dispatched_before: Moment,
-                        limit: int) -> list[steps.RecoveryRow]:
-        """Steps cast before ``dispatched_before`` no worker took up."""
-        found = sorted((step for step in self._without_retry_row()
-                        if step.dispatched_at is not None and
-                        step.dispatched_at < dispatched_before),
-                       key=lambda step: (step.dispatched_at,
-                                         base.step_key(step)))
-        # As in SQL: the limit applies before claimed steps are dropped.
-        return [self._recovery(step) for step in found[:limit]
-                if step.owner is None]
-
-    @base.reads
-    def owners(self, session: Session) -> set[str]:
-        """Return the distinct owners of claimed steps."""
-        return {step.owner for step in self._store.steps.values()
-                if step.owner is not None}
-
-    @base.reads
-    def owned_by(self, session: Session, dead_owners: abc.Collection[str],
-                 limit: int) -> list[steps.RecoveryRow]:
-        """Steps claimed by one of ``dead_owners``."""
-        dead = set(dead_owners or ())
-        found = sorted((step for step in self._without_retry_row()
-                        if step.owner in dead), key=base.step_key)
-        return [self._recovery(step) for step in found[:limit]]
-
-    @base.reads
-    def expired_leases(self, session: Session, ended_before: Moment,
-                       limit: int) -> list[steps.RecoveryRow]:
-        """Claimed steps whose lease ended before ``ended_before``."""
-        found = sorted((step for step in self._store.steps.values()
-                        if step.lease_expires_at is not None and
-                        step.lease_expires_at < ended_before),
-                       key=lambda step: (step.lease_expires_at,
-                                         base.step_key(step)))
-        return [self._recovery(step) for step in found[:limit]]
 
     @base.writes
     def extend_lease(self, session: Session, order_id: str, step: str,

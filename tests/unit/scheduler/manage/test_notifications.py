@@ -7,8 +7,8 @@ import types
 
 from scheduler.manage import notifications
 from tests import config
+from tests import singular
 from tests.unit.worker.notifications import test_deliveries as deliveries
-from worker.db import memory
 from worker.notifications import subscriptions
 
 URL = 'https://hooks.example.org/orders'
@@ -26,8 +26,9 @@ def _app(database, times):
                                  worker_api=no_rpc)
 
 
-def test_enable_writes_the_url_at_the_time_of_its_transaction():
-    database = memory.InMemoryDatabase()
+def test_enable_writes_the_url_at_the_time_of_its_transaction(
+        sqlite_database):
+    database = sqlite_database
     [url_id] = subscriptions.url_ids(database, [URL], NOW)
     store = database.repositories.notifications
     with database.session() as session, session.begin():
@@ -41,16 +42,20 @@ def test_enable_writes_the_url_at_the_time_of_its_transaction():
         argparse.Namespace(url=URL))
 
     with database.reader() as session:
-        url = store.get_url(session, url_id)
+        url = singular.get_url(store, session, url_id)
     assert (url.available, url.updated_at) == (True, change_time)
 
 
-def test_a_url_given_back_resumes_its_deliveries_with_enable(monkeypatch):
+def test_a_url_given_back_resumes_its_deliveries_with_enable(
+        monkeypatch, sqlite_database):
     """doc/notifications.md: a delivery PAUSED because another project
     took its URL resumes with ``notification url enable`` once
     ``set-owner`` gives the URL back, though the URL never became
     unavailable."""
-    database = deliveries.database.__wrapped__(monkeypatch)
+    # The test plugin of the delivery tests, on SQLite: the command's
+    # writes are SQL only (``worker.db.queries``).
+    deliveries.database.__wrapped__(monkeypatch)
+    database = sqlite_database
     sender = deliveries.ScriptedSender()
     worker = deliveries.Worker(database, sender)
     order_id = deliveries._order(database)

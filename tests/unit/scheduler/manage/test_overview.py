@@ -7,7 +7,7 @@ from scheduler.manage import explain
 from scheduler.manage import overview
 from scheduler.manage import status
 from tests import config
-from worker.db import memory
+from tests import singular
 from worker.db import models
 from worker import order_types
 
@@ -18,10 +18,9 @@ def _at(seconds):
     return NOW + datetime.timedelta(seconds=seconds)
 
 
-def _deployment():
+def _deployment(database):
     """A daemon holding the lock, a live and a dead worker, three orders
     (the oldest PENDING one with a due retry), a later and a parked row."""
-    database = memory.InMemoryDatabase()
     repos = database.repositories
     workflow = order_types.get('certificate')
     with database.session() as session, session.begin():
@@ -37,10 +36,11 @@ def _deployment():
         oldest = repos.orders.create(session, workflow, {}, _at(-3600))
         newer = repos.orders.create(session, workflow, {}, _at(-60))
         done = repos.orders.create(session, workflow, {}, _at(-7200))
-        repos.orders.complete(session, done.id, _at(-7000), {})
-        repos.retry_tasks.add(session, oldest.id, 'x', _at(-1))
-        repos.retry_tasks.add(session, newer.id, 'x', _at(30))
-        parked = repos.retry_tasks.add(session, newer.id, 'y', _at(-9))
+        singular.complete(repos.orders, session, done.id, _at(-7000), {})
+        singular.add_retry(repos.retry_tasks, session, oldest.id, 'x', _at(-1))
+        singular.add_retry(repos.retry_tasks, session, newer.id, 'x', _at(30))
+        parked = singular.add_retry(repos.retry_tasks, session, newer.id, 'y',
+                                    _at(-9))
     with database.session() as session, session.begin():
         [row] = [row for row in repos.retry_tasks.due(session, NOW, 10)
                  if row.id == parked]
@@ -48,8 +48,9 @@ def _deployment():
     return database, oldest.id
 
 
-def test_the_overview_reads_processes_lock_rows_orders_and_the_oldest():
-    database, oldest = _deployment()
+def test_the_overview_reads_processes_lock_rows_orders_and_the_oldest(
+        sqlite_database):
+    database, oldest = _deployment(sqlite_database)
     conf = config.make_conf(service_down_time=60)
     seen = overview.take(database, conf, NOW)
 
@@ -70,8 +71,8 @@ def test_the_overview_reads_processes_lock_rows_orders_and_the_oldest():
         database, conf, oldest, NOW).sentence
 
 
-def test_the_screen_and_the_json_show_the_same_state():
-    database, oldest = _deployment()
+def test_the_screen_and_the_json_show_the_same_state(sqlite_database):
+    database, oldest = _deployment(sqlite_database)
     seen = overview.take(database, config.make_conf(service_down_time=60),
                          NOW)
     text = '\n'.join(status.render_text(seen))
@@ -105,8 +106,8 @@ def test_the_screen_and_the_json_show_the_same_state():
         seen.oldest_pending.explanation
 
 
-def test_a_stale_lock_and_no_pending_order_read_as_such():
-    database = memory.InMemoryDatabase()
+def test_a_stale_lock_and_no_pending_order_read_as_such(sqlite_database):
+    database = sqlite_database
     with database.session() as session, session.begin():
         database.repositories.locks.insert(
             session, models.ORDER_RETRY_TASK_LOCK, '9@gone', 'token',

@@ -4,6 +4,8 @@ announces, then casts."""
 
 import datetime
 
+import pytest
+
 from worker.api import casts
 from worker.api import commands
 from worker.api import requests
@@ -14,6 +16,14 @@ from worker import rpcapi
 from worker import values
 
 NOW = datetime.datetime(2026, 11, 28, 12, 0, 0)
+
+
+@pytest.fixture
+def database(sqlite_database):
+    """Cancel and resume use the API's queries, which only SQL serves."""
+    return sqlite_database
+
+
 ORIGIN = order_rows.Origin(project_id='p1', request_id='req-1')
 
 

@@ -361,7 +361,9 @@ def test_step_events_when_the_order_type_asks_for_them(database):
 
 
 def test_a_cancelled_order_notifies_its_end_and_keeps_its_deliveries(
-        database):
+        database, sqlite_database):
+    # SQLite: cancelling is the API's write (``worker.db.queries``).
+    database = sqlite_database
     sender = ScriptedSender()
     worker = Worker(database, sender)
     order_id = _order(database)

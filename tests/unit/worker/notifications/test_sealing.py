@@ -6,6 +6,7 @@ from cryptography import fernet
 import pytest
 
 from tests import config
+from tests import singular
 from tests.unit.worker.notifications import test_deliveries as deliveries
 from worker.db import memory
 from worker.notifications import sealing
@@ -98,10 +99,13 @@ def test_a_worker_refuses_to_start_without_the_key_of_its_secrets(
     sealing.check(_conf(path), database)
 
 
-def test_a_previous_secret_needs_its_key_too(tmp_path):
+def test_a_previous_secret_needs_its_key_too(tmp_path, sqlite_database):
     """During a rotation (``--keep-old-for``) the secret replaced still
-    signs: a worker that could not read it would fail its deliveries."""
-    database = memory.InMemoryDatabase()
+    signs: a worker that could not read it would fail its deliveries.
+
+    On SQLite: the secret is cleared as the operator's ``reseal`` writes
+    (``worker.db.queries``)."""
+    database = sqlite_database
     old_key, new_key = sealing.generate_key(), sealing.generate_key()
     old = _key_file(tmp_path, old_key, name='old')
     new = _key_file(tmp_path, new_key, name='new')
@@ -117,8 +121,8 @@ def test_a_previous_secret_needs_its_key_too(tmp_path):
                   database)
     # The previous secret the only one stored.
     with database.session() as session, session.begin():
-        url = store.get_url(session, url_id)
-        assert store.replace_secrets(
+        url = singular.get_url(store, session, url_id)
+        assert database.queries.notifications.replace_secrets(
             session, url_id, (url.secret, url.previous_secret),
             (None, url.previous_secret))
     with pytest.raises(sealing.SealingError,

@@ -1,0 +1,146 @@
+"""The queries of the API and the operator commands, as narrower
+``typing.Protocol``s beside the repository contract.
+
+``worker.db.interfaces`` is the contract of what the worker and the retry
+daemon call: the SQL modules and the in-memory fake implement it, and
+``tests/functional/repositories`` holds both to it. What only the front
+door (``worker.api``) and the operator commands
+(``scheduler.manage``) call is here: the same SQL modules implement it,
+the fake does not, and those callers run on a real database (their unit
+tests on SQLite). A new API or operator query is one function in its SQL
+module and one signature here.
+
+``Database.queries`` (``worker.db.session``) hands these out, as
+``Database.repositories`` hands out the contract's.
+"""
+
+import collections.abc as abc
+import dataclasses
+import datetime
+import typing
+
+from worker.db import notifications
+from worker.db import orders
+from worker.db import retry_tasks
+from worker.db import rows
+from worker.db import schedules
+from worker.db import steps
+
+Any = typing.Any
+Moment = datetime.datetime
+
+
+class OrderQueries(typing.Protocol):
+    """``worker.db.orders``: the API's and operator commands' reads and
+    status moves of orders."""
+
+    def ids_starting_with(self, session: Any, prefix: str,
+                          project_id: str | None = None,
+                          limit: int = 2) -> list[str]:
+        """Up to ``limit`` ids of orders that start with ``prefix``."""
+
+    def list_orders(self, session: Any, status: str | None = None,
+                    limit: int | None = None, *,
+                    project_id: str | None = None,
+                    order_type: str | None = None,
+                    after: tuple[Moment, str] | None = None,
+                    with_meta: bool = True) -> list[rows.Order]:
+        """Orders, oldest first, filtered; those ``after`` a page's last
+        ``(created_at, id)``; without their meta if not ``with_meta``."""
+
+    def count_by_status(self, session: Any) -> dict[str, int]:
+        """``{status: count}`` over every order."""
+
+    def count_unfinished_by_type(self, session: Any) -> dict[str, int]:
+        """``{type: count}`` of the orders not in a terminal status."""
+
+    def resume(self, session: Any, order_id: str, now: Moment) -> bool:
+        """Move an ERROR order back to PENDING, its reason cleared."""
+
+    def ids_by_update(self, session: Any, status: str, limit: int, *,
+                      since: Moment | None = None,
+                      project_id: str | None = None,
+                      order_type: str | None = None) -> list[str]:
+        """Up to ``limit`` ids of orders in ``status``, by ``updated_at``,
+        changed at or after ``since``."""
+
+    def cancel(self, session: Any, order_id: str, now: Moment, reason: str,
+               compensating: bool) -> bool:
+        """Move a PENDING order to CANCELLING or CANCELLED."""
+
+
+class StepQueries(typing.Protocol):
+    """``worker.db.steps``: the API's writes of steps (resume, cancel)."""
+
+    def restart(self, session: Any, order_id: str,
+                start: abc.Collection[str], wait: abc.Collection[str],
+                now: Moment) -> dict[str, int]:
+        """Steps of a resumed order run again from scratch, ``start``
+        PENDING and dispatched, ``wait`` WAITING; their new generations.
+        """
+
+    def add(self, session: Any, order_id: str, step: str,
+            now: Moment) -> None:
+        """Insert one more step, PENDING and dispatched at ``now``."""
+
+
+class RetryTaskQueries(typing.Protocol):
+    """``worker.db.retry_tasks``: the API's and operator commands' reads
+    and requeues of retry rows."""
+
+    def count_later(self, session: Any, now: Moment) -> int:
+        """Count the unparked rows due after ``now``."""
+
+    def get(self, session: Any, task_id: int) -> rows.RetryTask | None:
+        """The retry row with this id, or None."""
+
+    def requeue(self, session: Any, task_id: int, now: Moment) -> bool:
+        """Make a row due at ``now``, unparked; False if there is none."""
+
+
+class NotificationQueries(typing.Protocol):
+    """``worker.db.notifications``: the operator commands' resealing,
+    re-enabling and resuming of URLs."""
+
+    def replace_secrets(self, session: Any, url_id: int,
+                        old: tuple[str | None, str | None],
+                        new: tuple[str | None, str | None]) -> bool:
+        """Write ``new`` (secret, previous secret) if the URL's are still
+        ``old``; False if they changed meanwhile."""
+
+    def enable_url(self, session: Any, url_id: int, now: Moment) -> None:
+        """Make the URL available again."""
+
+    def resume(self, session: Any, url_id: int,
+               order_ids: abc.Collection[str] | None, now: Moment) -> None:
+        """Make the URL's waiting deliveries of ``order_ids`` PENDING."""
+
+
+class ScheduleQueries(typing.Protocol):
+    """``worker.db.schedules``: the schedules the API reads and deletes."""
+
+    def get(self, session: Any, schedule_id: str) -> rows.Schedule | None:
+        """The schedule with this id, or None."""
+
+    def list_schedules(self, session: Any, project_id: str | None = None
+                       ) -> list[rows.Schedule]:
+        """Every schedule (of ``project_id`` only), oldest first."""
+
+    def delete(self, session: Any, schedule_id: str) -> bool:
+        """Delete the schedule; False if there was none."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Queries:
+    """One narrower repository per aggregate the front door and the
+    operator commands read or write beyond the contract."""
+
+    orders: OrderQueries
+    steps: StepQueries
+    retry_tasks: RetryTaskQueries
+    notifications: NotificationQueries
+    schedules: ScheduleQueries
+
+
+SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
+              notifications=notifications, schedules=schedules)
