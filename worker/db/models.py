@@ -183,6 +183,9 @@ class Order(Base):
         sa.Index('ix_orders_status_updated_at', 'status', 'updated_at'),
         # The PENDING orders of one type (``[order_type:T] max_pending``).
         sa.Index('ix_orders_type_status', 'type', 'status'),
+        # The PENDING orders of one project (``[quota]
+        # pending_orders_per_project``).
+        sa.Index('ix_orders_project_id_status', 'project_id', 'status'),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.String(36), primary_key=True)
@@ -470,6 +473,28 @@ class Schedule(Base):
     last_order_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class ProjectQuota(Base):
+    """A project whose creates are counted against a quota of PENDING
+    orders.
+
+    ``pending_orders`` is the project's own bound, set by the admin, or
+    NULL for ``[quota] pending_orders_per_project``. The project's counted
+    creates hold the row (an UPDATE of ``held_at``) for their transaction,
+    so that they count and insert one after the other.
+    """
+
+    __tablename__ = 'project_quotas'
+
+    project_id: orm.Mapped[str] = orm.mapped_column(ExactString(64),
+                                                    primary_key=True)
+    pending_orders: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    #: When a create last held the row (a write, so that two creates on
+    #: two Galera nodes conflict at COMMIT).
+    held_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
 
 class EntityLock(Base):
