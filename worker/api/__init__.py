@@ -63,12 +63,15 @@ from worker.api.errors import OrderNotCancellable
 from worker.api.errors import OrderNotFound
 from worker.api.errors import OrderNotResumable
 from worker.api.errors import OutOfBounds
+from worker.api.errors import ProjectQuotaExceeded
 from worker.api.errors import Timeout
 from worker.api.errors import TooManyPendingOrders
 from worker.api.errors import UnknownOrderType
 from worker.api.errors import URLNotAllowed
 from worker.api.orders import connect  # noqa: F401
 from worker.api.orders import OrderAPI
+from worker.api.project_quotas import ProjectQuota
+from worker.api.project_quotas import QuotaAPI
 from worker.api.queries import WAIT_INTERVAL_SECONDS  # noqa: F401
 from worker.api.values import ACTIVE
 from worker.api.values import BulkResume
@@ -94,6 +97,7 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'UnknownOrderType', 'InvalidMeta', 'InvalidRequest',
            'OutOfBounds', 'InvalidCharacters', 'InvalidProjectScope',
            'IdempotencyConflict', 'URLNotAllowed', 'TooManyPendingOrders',
+           'ProjectQuotaExceeded', 'QuotaAPI', 'ProjectQuota',
            'OrderNotCancellable',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',

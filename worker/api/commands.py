@@ -16,6 +16,7 @@ import datetime
 import typing
 
 from worker.api import admission
+from worker.api import quotas
 from worker import context as context_module
 from worker.db import models
 from worker.db import session as db_session
@@ -43,6 +44,8 @@ def create(database, request, now):
     :raises ValueError: the priority is not a priority.
     :raises admission.TooManyPending: the orders would put more than
         ``max_pending`` orders of the type PENDING; nothing was written.
+    :raises quotas.OverQuota: the orders would put more of the project's
+        orders PENDING than its quota; nothing was written.
     :raises oslo_db.exception.DBDuplicateEntry: the project has an order
         with the origin's idempotency key; nothing was created.
     """
@@ -53,18 +56,14 @@ def create(database, request, now):
         # Their URL rows are written before the orders' transaction.
         admission.precheck(database, workflow.type_name,
                            request.max_pending, request.count)
+        quotas.precheck(database, request.origin.project_id,
+                        request.project_quota, request.count)
     deliveries = tuple(models.delivery_name(url_id) for url_id in
                        subscriptions.url_ids(database, request.notify, now))
     first_run_at = (
         now + datetime.timedelta(seconds=request.first_run_delay)
         if deliveries and request.first_run_delay > 0 else None)
-    try:
-        created = _write_orders(database, request, now, deliveries,
-                                first_run_at)
-    except admission.MissingLock:
-        admission.add_lock(database, workflow.type_name, now)
-        created = _write_orders(database, request, now, deliveries,
-                                first_run_at)
+    created = _admitted(database, request, now, deliveries, first_run_at)
     roots = () if request.not_before is not None else workflow.roots()
     cast_now = roots + (deliveries if first_run_at is None else ())
     ids = context_module.of_order(request.origin)
@@ -72,6 +71,20 @@ def create(database, request, now):
         values.StepRef(name, order.id, 0, ids, workflow.type_name,
                        request.origin.trace_context)
         for order in created for name in cast_now))
+
+
+def _admitted(database, request, now, deliveries, first_run_at):
+    """``_write_orders``, once more after each lock row it found missing
+    (the type's admission, the project's quota) was inserted."""
+    for _ in range(2):
+        try:
+            return _write_orders(database, request, now, deliveries,
+                                 first_run_at)
+        except admission.MissingLock:
+            admission.add_lock(database, request.workflow.type_name, now)
+        except quotas.MissingRow:
+            quotas.add_row(database, request.origin.project_id, now)
+    return _write_orders(database, request, now, deliveries, first_run_at)
 
 
 @db_session.retry_lost_race
@@ -86,6 +99,9 @@ def _write_orders(database, request, now, deliveries, first_run_at):
     with database.session() as session, session.begin():
         admission.admit(session, repositories, workflow.type_name,
                         request.max_pending, request.count, now)
+        quotas.admit(session, repositories.quotas,
+                     request.origin.project_id, request.project_quota,
+                     request.count, now)
         created = [repositories.orders.create(
             session, workflow, request.meta, now,
             priority=request.priority, origin=request.origin,

@@ -18,6 +18,7 @@ from worker.api import checks
 from worker.api import commands
 from worker.api import errors
 from worker.api import queries
+from worker.api import quotas
 from worker.api import requests
 from worker.api import values
 from worker.conf import order_types as type_options
@@ -160,6 +161,7 @@ class OrderCreation(queries.OrderQueries):
             priority=request.priority, notify=urls, origin=origin,
             not_before=not_before,
             max_pending=type_options.max_pending(self._conf, workflow),
+            project_quota=self._conf.quota.pending_orders_per_project,
             first_run_delay=self._conf.notifications.first_run_delay_seconds
         ), now, context)
 
@@ -170,15 +172,13 @@ class OrderCreation(queries.OrderQueries):
         origin = command.origin
         try:
             created = commands.create(self._database, command, now)
-        except admission.TooManyPending as exc:
+        except (admission.TooManyPending, quotas.OverQuota) as exc:
             # A concurrent request with our key took the last place: its
             # order is ours, never refused.
             existing = self._by_key(origin) if origin.idempotency_key \
                 is not None else None
             if existing is None:
-                raise errors.TooManyPendingOrders(
-                    str(exc), exc.order_type, exc.bound,
-                    exc.pending) from None
+                raise _refused(exc, command) from None
             return [existing]
         except (db_exception.DBDuplicateEntry, db_exception.DBDeadlock):
             # Another caller committed the key between our read and our
@@ -216,3 +216,15 @@ def _origin(request, not_before, context, trace_context):
         global_request_id=context.global_request_id,
         schedule_id=request.schedule_id,
         trace_context=trace_context), hashes[1]
+
+
+def _refused(exc, command):
+    """The API's error for a create that its type's admission
+    (``TooManyPendingOrders``) or its project's quota
+    (``ProjectQuotaExceeded``) refused."""
+    if isinstance(exc, quotas.OverQuota):
+        return errors.ProjectQuotaExceeded(
+            str(exc), command.workflow.type_name, exc.bound, exc.pending,
+            exc.project_id)
+    return errors.TooManyPendingOrders(str(exc), exc.order_type, exc.bound,
+                                       exc.pending)

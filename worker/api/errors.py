@@ -98,6 +98,19 @@ class TooManyPendingOrders(OrderAPIError):
         self.pending = pending
 
 
+class ProjectQuotaExceeded(TooManyPendingOrders):
+    """The project's quota of PENDING orders (``[quota]
+    pending_orders_per_project``, or the admin's override of it) is
+    reached. ``max_pending`` is the project's quota and ``pending`` its
+    PENDING orders. Nothing was created."""
+
+    def __init__(self, message, order_type, max_pending, pending,
+                 project_id):
+        super().__init__(message, order_type, max_pending, pending)
+        #: The project.
+        self.project_id = project_id
+
+
 class OrderNotCancellable(OrderAPIError):
     """The order is ACTIVE or ERROR: it has ended, it cannot be
     cancelled."""

@@ -79,6 +79,9 @@ class CreateOrders:
     #: The type's ``[order_type:T] max_pending``, or None for no bound
     #: (``worker.api.admission``).
     max_pending: int | None = None
+    #: ``[quota] pending_orders_per_project``, the project's bound unless
+    #: the admin overrode it (``worker.api.quotas``); -1 for none.
+    project_quota: int = -1
     #: Seconds before the deliveries' first run (``[notifications]
     #: first_run_delay_seconds``): more than 0, they are not cast, but
     #: get a retry row due then, and the order's next event starts them

@@ -14,6 +14,7 @@ from worker.conf import default
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
+from worker.conf import quota
 from worker.conf import reports
 from worker.conf import resources
 from worker.conf import simple_certificate
@@ -28,7 +29,8 @@ _INI_FORMAT = ('expected an INI file of UTF-8 text: [section] lines, each '
                'followed by name = value lines')
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources, tracing, api_limits)
+            notifications, order_types, resources, tracing, api_limits,
+            quota)
 
 
 def validate(conf):

@@ -9,6 +9,7 @@ from worker.conf import default
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
+from worker.conf import quota
 from worker.conf import resources
 from worker.conf import simple_certificate
 from worker.conf import tracing
@@ -16,7 +17,8 @@ from worker.conf import worker
 from worker import rpc
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources, tracing, api_limits)
+            notifications, order_types, resources, tracing, api_limits,
+            quota)
 
 
 def list_opts():

@@ -469,6 +469,27 @@ class Purge(typing.Protocol):
         """What a purge would delete now, per table."""
 
 
+class Quotas(typing.Protocol):
+    """``worker.db.quotas``: what a create counts against its project's
+    quota (``worker.api.quotas``), which the retry daemon's schedule
+    ticks create through too."""
+
+    def get(self, session: Any, project_id: str) -> rows.ProjectQuota | None:
+        """The project's row, or None."""
+
+    def insert(self, session: Any, project_id: str,
+               pending_orders: int | None, now: Moment) -> None:
+        """Add the project's row; raises ``DBDuplicateEntry`` if it
+        exists."""
+
+    def hold(self, session: Any, project_id: str, now: Moment) -> bool:
+        """Hold the project's row until the transaction ends; False
+        without a row."""
+
+    def count_pending(self, session: Any, project_id: str) -> int:
+        """Count the project's PENDING orders."""
+
+
 class Schedules(typing.Protocol):
     """``worker.db.schedules``: orders created on a schedule."""
 

@@ -21,6 +21,7 @@ import typing
 
 from worker.db import notifications
 from worker.db import orders
+from worker.db import quotas
 from worker.db import retry_tasks
 from worker.db import rows
 from worker.db import schedules
@@ -130,6 +131,18 @@ class ScheduleQueries(typing.Protocol):
         """Delete the schedule; False if there was none."""
 
 
+class QuotaQueries(typing.Protocol):
+    """``worker.db.quotas``: the admin's overrides of the per-project
+    quotas (what a create counts is in the contract, ``Quotas``)."""
+
+    def overrides(self, session: Any) -> list[rows.ProjectQuota]:
+        """The rows with an override, by project id."""
+
+    def set_override(self, session: Any, project_id: str,
+                     pending_orders: int | None, now: Moment) -> bool:
+        """Set or clear the override; False without a row."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Queries:
     """One narrower repository per aggregate the front door and the
@@ -140,7 +153,9 @@ class Queries:
     retry_tasks: RetryTaskQueries
     notifications: NotificationQueries
     schedules: ScheduleQueries
+    quotas: QuotaQueries
 
 
 SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
-              notifications=notifications, schedules=schedules)
+              notifications=notifications, schedules=schedules,
+              quotas=quotas)

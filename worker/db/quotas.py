@@ -1,6 +1,8 @@
-"""Repository of per-project quotas (``project_quotas``). Used by the API
-and the operator commands only: not part of the worker's contract, and
-not faked.
+"""Repository of per-project quotas (``project_quotas``). What a create
+counts (``get``, ``insert``, ``hold``, ``count_pending``) is in the
+contract (``interfaces.Quotas``, faked: the retry daemon's schedule ticks
+create orders too); the admin's overrides (``overrides``,
+``set_override``) are the API's queries (``queries.QuotaQueries``).
 
 A row exists for each project whose creates are counted: its
 ``pending_orders`` is the admin's override or NULL (the default of
@@ -14,16 +16,17 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from worker.db import models
+from worker.db import rows
 from worker.db import statements
 
 
-def get(session: orm.Session, project_id: str) -> models.ProjectQuota | None:
+def get(session: orm.Session, project_id: str) -> rows.ProjectQuota | None:
     """The project's row, or None if its creates were never counted and
     it has no override."""
     return session.get(models.ProjectQuota, project_id)
 
 
-def overrides(session: orm.Session) -> list[models.ProjectQuota]:
+def overrides(session: orm.Session) -> list[rows.ProjectQuota]:
     """The rows with an override, by project id."""
     return list(session.scalars(
         sa.select(models.ProjectQuota)

@@ -28,6 +28,7 @@ from worker.db import locks
 from worker.db import notifications
 from worker.db import orders
 from worker.db import purge
+from worker.db import quotas
 from worker.db import resources
 from worker.db import retry_tasks
 from worker.db import schedules
@@ -50,13 +51,14 @@ class Repositories:
     purge: interfaces.Purge
     resources: interfaces.Resources
     schedules: interfaces.Schedules
+    quotas: interfaces.Quotas
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
                    retry_tasks=retry_tasks, history=history,
                    services=services, notifications=notifications,
                    purge=purge, resources=resources,
-                   schedules=schedules)
+                   schedules=schedules, quotas=quotas)
 
 
 class Session(typing.Protocol):

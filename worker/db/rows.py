@@ -40,6 +40,16 @@ class Order(typing.Protocol):
     updated_at: datetime.datetime
 
 
+class ProjectQuota(typing.Protocol):
+    """A row of ``project_quotas`` (``models.ProjectQuota``)."""
+
+    project_id: str
+    pending_orders: int | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+    held_at: datetime.datetime
+
+
 class Schedule(typing.Protocol):
     """A row of ``schedules`` (``models.Schedule``)."""
 

@@ -38,6 +38,7 @@ from worker.db.memory import locks
 from worker.db.memory import notifications
 from worker.db.memory import orders
 from worker.db.memory import purge
+from worker.db.memory import quotas
 from worker.db.memory import resources
 from worker.db.memory import retry_tasks
 from worker.db.memory import schedules
@@ -65,7 +66,8 @@ class InMemoryDatabase:
             notifications=notifications.InMemoryNotifications(store),
             purge=purge.InMemoryPurge(store),
             resources=resources.InMemoryResources(store),
-            schedules=schedules.InMemorySchedules(store))
+            schedules=schedules.InMemorySchedules(store),
+            quotas=quotas.InMemoryQuotas(store))
 
     def session(self) -> base.InMemorySession:
         """Return a new read-write session."""

@@ -48,6 +48,8 @@ UrlRecord: abc.Callable[..., rows.Url] = _record(models.NotificationUrl)
 EventRecord: abc.Callable[..., rows.Event] = _record(
     models.NotificationEvent)
 ServiceRecord: abc.Callable[..., rows.Service] = _record(models.Service)
+QuotaRecord: abc.Callable[..., rows.ProjectQuota] = _record(
+    models.ProjectQuota)
 ScheduleRecord: abc.Callable[..., rows.Schedule] = _record(
     models.Schedule)
 
@@ -61,7 +63,7 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events', 'runs', 'slots', 'starts', 'schedules')
+           'events', 'runs', 'slots', 'starts', 'schedules', 'quotas')
 
 
 class Store:
@@ -77,6 +79,7 @@ class Store:
         self.locks: dict[str, rows.Lock] = {}
         self.services: dict[str, rows.Service] = {}
         self.schedules: dict[str, rows.Schedule] = {}
+        self.quotas: dict[str, rows.ProjectQuota] = {}
         #: ``{(order_id, step): StepRecord}``.
         self.steps: dict[tuple[str, str], rows.Step] = {}
         self.task_ids = itertools.count(1)

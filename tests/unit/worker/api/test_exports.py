@@ -15,7 +15,8 @@ STABLE = [
     'OrderNotFound', 'AmbiguousOrderId', 'UnknownOrderType', 'InvalidMeta',
     'InvalidRequest', 'OutOfBounds', 'InvalidCharacters',
     'InvalidProjectScope', 'IdempotencyConflict', 'URLNotAllowed',
-    'TooManyPendingOrders', 'OrderNotCancellable', 'OrderNotResumable',
+    'TooManyPendingOrders', 'ProjectQuotaExceeded', 'QuotaAPI',
+    'ProjectQuota', 'OrderNotCancellable', 'OrderNotResumable',
     'Timeout', 'PENDING', 'ACTIVE', 'ERROR', 'CANCELLING', 'CANCELLED',
     'ORDER_STATUSES', 'FINAL_STATUSES', 'DEFAULT_PROJECT', 'MIN_PRIORITY',
     'MAX_PRIORITY', 'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS']
