@@ -73,7 +73,8 @@ def _deliveries(database, created):
     """``{order_id: sorted [(status, delivered sequence)]}`` of the
     deliveries of these orders."""
     with database.reader() as session:
-        found = steps.for_orders(session, created)
+        found = {order_id: steps.for_order(session, order_id)
+                 for order_id in created}
     return {order_id: sorted(
         (step.status, events.delivered_sequence(step))
         for name, step in found[order_id].items() if name.startswith(

@@ -384,7 +384,7 @@ def ids_by_update(session: orm.Session, status: str, limit: int, *,
 
 def _failed_at(order: typing.Any) -> sa.ColumnElement[Moment]:
     """When ``order`` (its table or model) went to ERROR, as SQL: when its
-    failed step ended (``steps.finish``, in the transaction that failed
+    failed step ended (``steps.finish_many``, in the transaction that failed
     the order). A resume restarts that step, so an ERROR order has one
     FAILED step, of its last failure. An order failed before steps had
     rows has none: its ``updated_at`` then.

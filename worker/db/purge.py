@@ -23,7 +23,7 @@ refused at COMMIT (a deadlock, which ``retry_lost_race`` runs again),
 and the run again reads the order as the other left it.
 
 The orders are locked before their children, as every writer of an order
-locks it (``orders.lock_live``, ``notifications.lock_order``) before its
+locks it (``orders.lock_live``, ``notifications.lock_orders``) before its
 steps, so that a purge and a worker wait for each other rather than
 deadlock. PENDING and CANCELLING orders are never purged.
 """

@@ -63,7 +63,7 @@ def record(session, repositories, order_id, events, now, request=None):
     """Append ``events`` to the order's, if it has deliveries.
 
     The caller's transaction must hold the order's row (it changed its
-    status, or ``notifications.lock_order``).
+    status, or ``notifications.lock_orders``).
 
     :param request: the order's ``worker.values.RequestIds``, which the
         casts of the deliveries woken carry.

@@ -301,7 +301,7 @@ class RecordRun(_Batched):
 @dataclasses.dataclass(frozen=True)
 class RecordDelivery(_Batched):
     """Write a delivery's run, if still at ``token``
-    (``steps.record_delivery``; decided by ``worker.steps.delivery``)."""
+    (``steps.record_delivery_many``; decided by ``worker.steps.delivery``)."""
 
     order_id: str
     step: str
