@@ -20,6 +20,8 @@ STATE_DIR = '/var/lib/barbican-retry'
 CONFIG = '/etc/barbican-retry/barbican-retry.conf'
 
 UNIT_NAMES = ('barbican-retry.service', 'barbican-worker.service')
+#: The REST API's unit: gunicorn's master, which does not notify systemd.
+API_UNIT = 'barbican-retry-api.service'
 
 HARDENING = {
     'NoNewPrivileges': 'yes',
@@ -84,9 +86,29 @@ def unit(request):
     return request.param, parse_unit(UNITS / request.param)
 
 
-def test_both_units_are_shipped():
+def test_the_units_are_shipped():
     assert sorted(p.name for p in UNITS.glob('*.service')) == \
-        sorted(UNIT_NAMES)
+        sorted(UNIT_NAMES + (API_UNIT,))
+
+
+def test_api_unit_runs_gunicorn_hardened_as_the_daemons():
+    sections = parse_unit(UNITS / API_UNIT)
+    service = sections['Service']
+    assert _last(service, 'ExecStart').split() == [
+        '/usr/bin/barbican-retry-api', '--config-file', CONFIG]
+    assert re.search(r'(?m)^\s*barbican-retry-api = worker\.rest\.wsgi:main$',
+                     (ROOT / 'setup.cfg').read_text())
+    # gunicorn's master: SIGHUP reloads the workers, SIGTERM stops them
+    # gracefully; SIGKILL on timeout reaches the whole cgroup.
+    assert _last(service, 'ExecReload') == '/bin/kill -HUP $MAINPID'
+    assert _last(service, 'KillMode') == 'mixed'
+    assert _last(service, 'Restart') == 'on-failure'
+    for key in ('User', 'Group', 'StateDirectory', 'LogsDirectory'):
+        assert _last(service, key) == 'barbican-retry', key
+    wrong = {key: service.get(key) for key, value in HARDENING.items()
+             if service.get(key, [None])[-1] != value}
+    assert wrong == {}
+    assert sections['Install']['WantedBy'] == ['multi-user.target']
 
 
 def test_retry_unit_starts_the_wrapper_with_the_config():
