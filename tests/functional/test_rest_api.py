@@ -42,9 +42,11 @@ class Api:
     """The API's base URL and a keep-alive session; every response it
     returns was checked against the OpenAPI description."""
 
-    def __init__(self, base_url, daemon):
+    def __init__(self, base_url, daemon, deployment, backend):
         self.base_url = base_url
         self.daemon = daemon
+        self.deployment = deployment
+        self.backend = backend
         self._session = requests.Session()
 
     def call(self, method, path, headers=None, **kwargs):
@@ -119,15 +121,17 @@ def api(request, tmp_path_factory):
             'oslo_middleware': {'max_request_body_size': 262144},
         })
     try:
-        deployment.start('barbican-worker', 'worker').wait_for_log(
-            'serving topic')
+        worker = deployment.start('barbican-worker', 'worker')
+        worker.wait_for_log('serving topic')
         deployment.start('barbican-retry', 'retry').wait_for_log(
             'Retry scheduler started')
         daemon = deployment.start('barbican-retry-api', 'api')
         base_url = 'http://127.0.0.1:%d' % port
         processes.wait_for(lambda: _healthy(base_url, daemon), 60,
                            'barbican-retry-api answering')
-        yield Api(base_url, daemon)
+        api = Api(base_url, daemon, deployment, backend)
+        api.worker = worker
+        yield api
     finally:
         deployment.kill_all()
         databases.drop(backend, database_url)
@@ -171,6 +175,12 @@ def test_an_order_created_over_http_reaches_active(api):
     assert order['request_id'] == created.headers['x-openstack-request-id']
     done = api.wait_for_status(order['id'], 'ACTIVE', READER_A)
     assert {step['status'] for step in done['steps']} == {'DONE'}
+    # The worker's lines about the order carry the caller's request ids.
+    about = [line for line in api.worker.log().splitlines()
+             if order['id'] in line]
+    assert about
+    where = '[%s %s ' % (global_id, order['request_id'])
+    assert [line for line in about if where not in line] == []
     history = api.get('/v1/orders/%s/history' % order['id'], READER_A)
     assert [(run['step'], run['result']) for run in
             history.json()['history']
@@ -267,6 +277,13 @@ def test_hostile_input_is_refused(api):
                    {'OpenStack-API-Version': 'retry 7.0'})
     assert (version.status_code, _code(version)) == (
         406, 'retry.unsupported_version')
+    # A body sent in chunks, without a length, is cut by the limiter.
+    chunked = api.post('/v1/orders', dict(
+        MEMBER_A, **{'Content-Type': 'application/json'}),
+        data=iter([b'{"type": "certificate", "meta": {"pad": "',
+                   b'x' * 300000, b'"}}']))
+    assert (chunked.status_code, _code(chunked)) == (
+        413, 'retry.request_too_large')
     nobody = api.get('/v1/orders', {'X-Roles': 'admin'})
     assert (nobody.status_code, _code(nobody)) == (
         401, 'retry.unauthenticated')
@@ -349,6 +366,29 @@ def test_notification_url_secrets(api):
         CREATE, callback_urls=[url]))
     assert (refused.status_code, _code(refused)) == (
         400, 'retry.url_not_allowed')
+
+
+def test_the_development_server_serves_one_process(api):
+    if api.backend != 'sqlite':
+        pytest.skip('the server, not the database, is under test')
+    port = processes.free_port()
+    config = api.deployment.directory / 'development.conf'
+    config.write_text(open(api.deployment.config).read().replace(
+        'bind_port = %s' % api.base_url.rsplit(':', 1)[1],
+        'bind_port = %d' % port))
+    daemon = processes.Daemon('barbican-retry-api', config,
+                              api.deployment.directory / 'dev.log',
+                              env=api.deployment.env,
+                              args=['--development']).start()
+    api.deployment.daemons.append(daemon)
+    base_url = 'http://127.0.0.1:%d' % port
+    processes.wait_for(lambda: _healthy(base_url, daemon), 60,
+                       'the development server answering')
+    assert daemon.children() == []
+    created = requests.post(base_url + '/v1/orders', headers=MEMBER_A,
+                            json=CREATE, timeout=30)
+    assert rest_spec.check_requests(created).status_code == 201
+    daemon.stop()
 
 
 def test_the_api_stops_on_sigterm(api):
