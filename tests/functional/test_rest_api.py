@@ -143,8 +143,9 @@ def _healthy(base_url, daemon):
                              % daemon.log()[-3000:])
     try:
         return requests.get(base_url + '/healthcheck',
-                            timeout=2).status_code == 200
-    except requests.ConnectionError:
+                            timeout=5).status_code == 200
+    except requests.RequestException:
+        # Not listening yet, or its workers still loading the app.
         return False
 
 
