@@ -218,6 +218,24 @@ def test_idempotency_key_and_paging(api):
     assert len(seen) == len(set(seen))
 
 
+def test_resume_an_error_order(api):
+    # The test plugin's fanout: its first run of check_domains fails for
+    # good, and the order goes to ERROR; run again, it passes.
+    order = api.create(type='recording_fanout', meta={
+        'fail_step': 'check_domains', 'fail_runs': 1})
+    failed = api.wait_for_status(order['id'], 'ERROR')
+    assert 'check_domains' in failed['error_reason']
+    hidden = api.post('/v1/orders/%s/resume' % order['id'], MEMBER_B)
+    assert (hidden.status_code, _code(hidden)) == (
+        404, 'retry.order_not_found')
+    reader = api.post('/v1/orders/%s/resume' % order['id'], READER_A)
+    assert (reader.status_code, _code(reader)) == (403, 'retry.forbidden')
+    resumed = api.post('/v1/orders/%s/resume' % order['id'], MEMBER_A)
+    assert resumed.status_code == 200
+    assert resumed.json()['status'] in ('PENDING', 'ACTIVE')
+    api.wait_for_status(order['id'], 'ACTIVE')
+
+
 def test_cancel_a_later_order_records_who_asked(api):
     order = api.create(not_before='2030-01-01T00:00:00Z')
     cancelled = api.post('/v1/orders/%s/cancel' % order['id'], MEMBER_A)
