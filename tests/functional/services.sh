@@ -495,6 +495,10 @@ keystone_enabled() { [ "${BARBICAN_RETRY_TEST_NO_KEYSTONE:-0}" != 1 ]; }
 keystone_install() {
     local stamp=$KEYSTONE_VENV/.keystone.stamp digest
     digest=$(sha256sum <"$KEYSTONE_REQUIREMENTS" | cut -d' ' -f1)
+    # Installed: no lock needed (nor write access, for another user).
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+        return 0
+    fi
     mkdir -p "$(dirname "$KEYSTONE_VENV")"
     (
         flock 9
@@ -502,11 +506,14 @@ keystone_install() {
             exit 0
         fi
         log "installing keystone into $KEYSTONE_VENV (first run, or $KEYSTONE_REQUIREMENTS changed)"
-        local t0=$SECONDS
+        local t0=$SECONDS install_log=$KEYSTONE_VENV.install.log
         rm -rf "$KEYSTONE_VENV"
         python3 -m venv "$KEYSTONE_VENV"
+        # pip's output in a log of its own, shown if it fails: it would
+        # interleave with the linters' while bin/run-tests.sh runs them.
         PIP_DISABLE_PIP_VERSION_CHECK=1 "$KEYSTONE_VENV/bin/python" -m pip install -q \
-            -r "$KEYSTONE_REQUIREMENTS" || die "installing keystone failed"
+            -r "$KEYSTONE_REQUIREMENTS" >"$install_log" 2>&1 ||
+            fail "$install_log" "installing keystone failed"
         printf '%s\n' "$digest" >"$stamp"
         log "keystone installed in $((SECONDS - t0))s"
     ) 9>"$KEYSTONE_VENV.lock"
@@ -555,19 +562,29 @@ enabled = false
 EOF
 }
 
-# Database, keys and the admin, once per DIR (before the broker is up:
-# keystone-manage sends no notification).
-keystone_setup() {
+# The config and the fernet and credential keys, once per DIR: files only,
+# made while the databases start (each keystone-manage is seconds of
+# imports).
+keystone_keys() {
+    [ -f "$DIR/.keystone-keys-done" ] && return 0
+    local owner=(--keystone-user "$(id -un)" --keystone-group "$(id -gn)") fernet
+    keystone_manage fernet_setup "${owner[@]}" &
+    fernet=$!
+    keystone_manage credential_setup "${owner[@]}"
+    wait "$fernet" || die "keystone-manage fernet_setup failed"
+    touch "$DIR/.keystone-keys-done"
+}
+
+# Its database, schema and bootstrap (the admin, its project, the roles,
+# the region and the identity endpoint), once per DIR, once MariaDB is up
+# (before the broker: keystone-manage sends no notification).
+keystone_database() {
     [ -f "$DIR/.keystone-setup-done" ] && return 0
-    local k=$DIR/keystone url=http://127.0.0.1:$KEYSTONE_PORT/v3
-    mkdir -p "$k"
-    keystone_config >"$k/keystone.conf"
+    local url=http://127.0.0.1:$KEYSTONE_PORT/v3
     mariadb --no-defaults -uroot --socket="$DIR/mysqlsock/mysqld.sock" \
         -e "CREATE DATABASE IF NOT EXISTS keystone CHARACTER SET utf8mb4" >>"$DIR/mysql.log" 2>&1 ||
         fail "$DIR/mysql.log" "creating the keystone database failed"
     keystone_manage db_sync
-    keystone_manage fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
-    keystone_manage credential_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
     keystone_manage bootstrap --bootstrap-password "$KEYSTONE_ADMIN_PASSWORD" \
         --bootstrap-username admin --bootstrap-project-name admin \
         --bootstrap-role-name admin --bootstrap-region-id RegionOne \
@@ -713,20 +730,30 @@ start_all() {
         install_pid=$!
     fi
     # The broker boots slowest: launch it first, set up the databases while
-    # it boots, then Keystone (its database is MariaDB's) and wait for both.
+    # it boots; Keystone's keys and database (MariaDB's) while PostgreSQL
+    # starts; then wait for the broker and Keystone.
     rabbitmq_init
     rabbitmq_launch
-    postgresql_init
-    postgresql_start
-    postgresql_setup
     mysql_init
     mysql_start
     mysql_setup
-    local keystone_note=
+    local keystone_note= keys_pid= database_pid= k0=$SECONDS
     if keystone_enabled; then
         wait "$install_pid" || die "installing keystone failed"
-        local k0=$SECONDS
-        keystone_setup
+        k0=$SECONDS
+        mkdir -p "$DIR/keystone"
+        keystone_config >"$DIR/keystone/keystone.conf"
+        keystone_keys &
+        keys_pid=$!
+        keystone_database &
+        database_pid=$!
+    fi
+    postgresql_init
+    postgresql_start
+    postgresql_setup
+    if keystone_enabled; then
+        wait "$keys_pid" || die "keystone's keys failed"
+        wait "$database_pid" || die "keystone's database failed"
         keystone_launch
         keystone_note=", keystone :$KEYSTONE_PORT"
     fi
