@@ -104,6 +104,8 @@ def test_a_deleted_project_loses_its_pending_orders_and_schedules(
         assert orders.get(survivor.id, project_id=kept).status == \
             api.PENDING
         assert schedules.list(project_id=kept) == [kept_schedule]
+        # SIGTERM: a clean stop.
+        assert listener.stop() == 0
     finally:
         keystone.delete_project(kept)
         orders.close()
@@ -121,6 +123,8 @@ def test_malformed_and_repeated_notifications_are_acknowledged(
             _envelope('identity.project.deleted', {'resource_info': 7}),
             _envelope('identity.project.deleted',
                       {'resource_info': 'x' * 1000}),
+            # Not even JSON: oslo.messaging logs it and acknowledges it
+            # before any endpoint sees it.
             'not json at all',
         ])
         listener.wait_for_log('Ignored the identity.project.deleted',
