@@ -47,6 +47,7 @@ NOTIFICATIONS_EXCHANGE = 'keystone'
 DOMAIN = 'default'
 #: Seconds between the issue of ``expired_token``'s token and its expiry.
 EXPIRED_TOKEN_LIFETIME = 5
+_MAX_EXPIRED_TOKEN_LIFETIME = 60
 # Keystone's own timeout for one request; a project delete with its
 # notification takes well under it.
 _TIMEOUT = 30
@@ -188,11 +189,25 @@ class Keystone:
     def expired_token(self, persona, lifetime=EXPIRED_TOKEN_LIFETIME):
         """A token of ``persona`` that has expired (after ``lifetime``
         seconds of wait): issued from an application credential that
-        expires ``lifetime`` seconds after its creation."""
+        expires ``lifetime`` seconds after its creation.
+
+        On a machine so busy that the credential expired before its
+        token was issued (or before Keystone read its creation), tried
+        again with twice the lifetime, up to a minute.
+        """
         own = self.session(persona)
-        # Authenticated before the clock starts: the credential must not
-        # have expired when its token is asked for.
+        # Authenticated before the clock starts.
         own.get_token()
+        while True:
+            try:
+                return self._expired_token(own, persona, lifetime)
+            except (ks_exceptions.BadRequest,
+                    ks_exceptions.Unauthorized):
+                if lifetime >= _MAX_EXPIRED_TOKEN_LIFETIME:
+                    raise
+                lifetime *= 2
+
+    def _expired_token(self, own, persona, lifetime):
         expires = (datetime.datetime.now(datetime.timezone.utc) +
                    datetime.timedelta(seconds=lifetime))
         body = {'application_credential': {
