@@ -12,6 +12,7 @@ from worker.common import reports
 from worker.conf import api_limits
 from worker.conf import database
 from worker.conf import default
+from worker.conf import keystone_listener
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
@@ -28,7 +29,8 @@ _INI_FORMAT = ('expected an INI file of UTF-8 text: [section] lines, each '
                'followed by name = value lines')
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
-            notifications, order_types, resources, tracing, api_limits)
+            notifications, order_types, resources, tracing, api_limits,
+            keystone_listener)
 
 
 def validate(conf):

@@ -19,7 +19,8 @@ SYSUSERS = UNITS / 'sysusers.d' / 'barbican-retry.conf'
 STATE_DIR = '/var/lib/barbican-retry'
 CONFIG = '/etc/barbican-retry/barbican-retry.conf'
 
-UNIT_NAMES = ('barbican-retry.service', 'barbican-worker.service')
+UNIT_NAMES = ('barbican-retry.service', 'barbican-worker.service',
+              'barbican-retry-keystone-listener.service')
 #: The REST API's unit: gunicorn's master, which does not notify systemd.
 API_UNIT = 'barbican-retry-api.service'
 
@@ -86,7 +87,7 @@ def unit(request):
     return request.param, parse_unit(UNITS / request.param)
 
 
-def test_the_units_are_shipped():
+def test_every_unit_is_shipped():
     assert sorted(p.name for p in UNITS.glob('*.service')) == \
         sorted(UNIT_NAMES + (API_UNIT,))
 
@@ -127,6 +128,17 @@ def test_worker_unit_starts_the_console_script_with_the_config():
     setup_cfg = (ROOT / 'setup.cfg').read_text()
     assert re.search(r'(?m)^\s*barbican-worker = worker\.cmd\.worker:main$',
                      setup_cfg)
+
+
+def test_keystone_listener_unit_starts_the_console_script_with_the_config():
+    service = parse_unit(
+        UNITS / 'barbican-retry-keystone-listener.service')['Service']
+    exec_start = _last(service, 'ExecStart').split()
+    assert exec_start == ['/usr/bin/barbican-retry-keystone-listener',
+                          '--config-file', CONFIG]
+    setup_cfg = (ROOT / 'setup.cfg').read_text()
+    assert re.search(r'(?m)^\s*barbican-retry-keystone-listener = '
+                     r'worker\.cmd\.keystone_listener:main$', setup_cfg)
 
 
 def test_lifecycle(unit):
@@ -182,13 +194,24 @@ def test_hardening(unit):
 
 
 def test_units_differ_only_where_they_must():
-    retry, worker = (parse_unit(UNITS / name) for name in UNIT_NAMES)
+    retry, worker, _ = (parse_unit(UNITS / name) for name in UNIT_NAMES)
     for section in ('Unit', 'Service', 'Install'):
         differing = sorted(
             key for key in set(retry[section]) | set(worker[section])
             if retry[section].get(key) != worker[section].get(key))
         expected = {'Unit': ['Description'],
                     'Service': ['Environment', 'ExecStart'],
+                    'Install': []}[section]
+        assert differing == expected, section
+
+
+def test_the_listener_unit_is_the_worker_unit_but_its_name():
+    worker, listener = (parse_unit(UNITS / name) for name in UNIT_NAMES[1:])
+    for section in ('Unit', 'Service', 'Install'):
+        differing = sorted(
+            key for key in set(worker[section]) | set(listener[section])
+            if worker[section].get(key) != listener[section].get(key))
+        expected = {'Unit': ['Description'], 'Service': ['ExecStart'],
                     'Install': []}[section]
         assert differing == expected, section
 
@@ -201,7 +224,8 @@ def test_systemd_analyze_verify(tmp_path):
     # verify checks that ExecStart= is executable: point it at stubs.
     stubs = tmp_path / 'bin'
     stubs.mkdir()
-    for name in ('barbican-retry.sh', 'barbican-worker'):
+    for name in ('barbican-retry.sh', 'barbican-worker',
+                 'barbican-retry-keystone-listener'):
         stub = stubs / name
         stub.write_text('#!/bin/sh\n')
         stub.chmod(0o755)
