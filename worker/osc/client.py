@@ -54,11 +54,10 @@ class Client:
         """One order, with its steps."""
         return self._call('GET', '/v1/orders/%s' % _segment(order_id))
 
-    def cancel_order(self, order_id, reason=None):
+    def cancel_order(self, order_id):
         """Cancel an order; the order as it is now."""
-        body = {'reason': reason} if reason else {}
         return self._call('POST', '/v1/orders/%s/cancel' % _segment(order_id),
-                          json=body)
+                          json={})
 
     def resume_order(self, order_id):
         """Resume a failed or cancelled order; the order as it is now."""

@@ -126,18 +126,14 @@ class ShowOrder(_OneOrder, command.ShowOne):
 
 
 class CancelOrder(_OneOrder, command.ShowOne):
-    """Cancel an order: its compensation runs, if its type has one."""
+    """Cancel an order: its compensation runs, if its type has one.
 
-    def get_parser(self, prog_name):
-        """An optional reason, kept in the order."""
-        parser = super().get_parser(prog_name)
-        parser.add_argument('--reason', help='why, kept in the order')
-        return parser
+    The order records who asked (the token's user).
+    """
 
     def take_action(self, parsed_args):
         """POST /v1/orders/{id}/cancel."""
-        return _shown(_retry(self.app).cancel_order(parsed_args.order_id,
-                                                    parsed_args.reason))
+        return _shown(_retry(self.app).cancel_order(parsed_args.order_id))
 
 
 class ResumeOrder(_OneOrder, command.ShowOne):
