@@ -46,8 +46,9 @@ fi
 # shellcheck source=bin/lib/install.sh
 . bin/lib/install.sh
 # Again only when setup.cfg or the requirements changed. The tests use
-# every database driver and tracing: the extras that install them.
-INSTALL_EXTRAS=postgresql,mysql,tracing \
+# every database driver, tracing and the openstack client plugin: the
+# extras that install them.
+INSTALL_EXTRAS=postgresql,mysql,tracing,client \
     install_project "$VENV" tests test-requirements.txt
 
 # The linters, configured in tox.ini [flake8] and setup.cfg [mypy]; the
