@@ -9,23 +9,21 @@ their own). Every response is checked against doc/api-ref/openapi.yaml.
 
 import http.client
 import json
-import os
 import time
 import urllib.parse
 import uuid
 
-from cryptography import fernet
 import pytest
 import requests
 
 from tests.functional import databases
 from tests.functional import processes
+from tests.functional import rest_service
 from tests import rest_spec
-from worker.db import migration
-from worker.db import session as db_session
 
-ALLOWED_HOST = 'hooks.example.org'
-CREATE = {'type': 'certificate', 'meta': {'unavailable_attempts': 1}}
+ALLOWED_HOST = rest_service.ALLOWED_HOST
+CREATE = rest_service.CREATE
+_code = rest_service.code
 
 
 def _identity(project, roles, user):
@@ -38,126 +36,12 @@ MEMBER_B = _identity('project-b', 'reader,member', 'member-b')
 ADMIN = _identity('admin-project', 'reader,member,admin', 'admin')
 
 
-class Api:
-    """The API's base URL and a keep-alive session; every response it
-    returns was checked against the OpenAPI description."""
-
-    def __init__(self, base_url, daemon, deployment, backend):
-        self.base_url = base_url
-        self.daemon = daemon
-        self.deployment = deployment
-        self.backend = backend
-        self._session = requests.Session()
-
-    def close(self):
-        """Close the keep-alive connection (a stop waits for it)."""
-        self._session.close()
-
-    def call(self, method, path, headers=None, **kwargs):
-        """The checked response of one request."""
-        response = self._session.request(
-            method, self.base_url + path, headers=headers, timeout=30,
-            **kwargs)
-        return rest_spec.check_requests(response)
-
-    def get(self, path, headers=None, **kwargs):
-        """GET ``path``."""
-        return self.call('GET', path, headers, **kwargs)
-
-    def post(self, path, headers=None, **kwargs):
-        """POST ``path``."""
-        return self.call('POST', path, headers, **kwargs)
-
-    def create(self, headers=MEMBER_A, **body):
-        """Create an order; returns it."""
-        created = self.post('/v1/orders', headers, json=dict(CREATE, **body))
-        assert created.status_code == 201, created.text
-        return created.json()
-
-    def wait_for_status(self, order_id, status, headers=MEMBER_A,
-                        timeout=60):
-        """The order once it has ``status``."""
-        def reached():
-            order = self.get('/v1/orders/%s' % order_id, headers).json()
-            return order if order['status'] == status else None
-        return processes.wait_for(reached, timeout,
-                                  'order %s %s' % (order_id, status))
-
-
-def _server_missing(backend):
-    if backend != 'sqlite' and not databases.server_url(backend):
-        if os.environ.get('BARBICAN_RETRY_TEST_REQUIRE_SERVICES') == '1':
-            pytest.fail('%s server is not available' % backend)
-        pytest.skip('no %s server (run the suite with bin/run-tests.sh)'
-                    % backend)
-    if not os.environ.get('BARBICAN_RETRY_TEST_TRANSPORT_URL'):
-        if os.environ.get('BARBICAN_RETRY_TEST_REQUIRE_SERVICES') == '1':
-            pytest.fail('RabbitMQ is not available')
-        pytest.skip('no RabbitMQ (run the suite with bin/run-tests.sh)')
-
-
 @pytest.fixture(scope='module', params=databases.BACKENDS)
 def api(request, tmp_path_factory):
     """One deployment per database: worker, retry daemon and the API."""
-    backend = request.param
-    _server_missing(backend)
-    directory = tmp_path_factory.mktemp('rest-%s' % backend)
-    database_url = databases.create(backend, directory)
-    database = db_session.Database.from_url(database_url)
-    migration.upgrade(database.engine)
-    database.dispose()
-    key_file = directory / 'url-keys'
-    key_file.write_text(fernet.Fernet.generate_key().decode() + '\n')
-    port = processes.free_port()
-    deployment = processes.Deployment(
-        directory, database_url,
-        os.environ['BARBICAN_RETRY_TEST_TRANSPORT_URL'], {
-            'scheduler': {'schedule_period_seconds': 1},
-            'worker': {'workers': 1},
-            'simple_certificate': {'delay_before_update_seconds': 1},
-            'notifications': {'allowed_hosts': ALLOWED_HOST, 'secret': 's',
-                              'secret_key_file': key_file},
-            'api': {'auth_strategy': 'noauth', 'bind_host': '127.0.0.1',
-                    'bind_port': port, 'workers': 2,
-                    'audit_map_file': os.path.join(
-                        processes.REPO_ROOT, 'etc', 'barbican-retry',
-                        'api_audit_map.conf')},
-            'oslo_middleware': {'max_request_body_size': 262144},
-        })
-    try:
-        worker = deployment.start('barbican-worker', 'worker')
-        worker.wait_for_log('serving topic')
-        deployment.start('barbican-retry', 'retry').wait_for_log(
-            'Retry scheduler started')
-        daemon = deployment.start('barbican-retry-api', 'api')
-        base_url = 'http://127.0.0.1:%d' % port
-        processes.wait_for(lambda: _healthy(base_url, daemon), 60,
-                           'barbican-retry-api answering')
-        api = Api(base_url, daemon, deployment, backend)
-        api.worker = worker
-        yield api
-    finally:
-        deployment.kill_all()
-        databases.drop(backend, database_url)
-
-
-def _healthy(base_url, daemon):
-    if daemon.process.poll() is not None:
-        raise AssertionError('barbican-retry-api exited:\n%s'
-                             % daemon.log()[-3000:])
-    try:
-        return requests.get(base_url + '/healthcheck',
-                            timeout=5).status_code == 200
-    except requests.RequestException:
-        # Not listening yet, or its workers still loading the app.
-        return False
-
-
-def _code(response):
-    [error] = response.json()['errors']
-    assert error['status'] == response.status_code
-    assert error['request_id'] == response.headers['x-openstack-request-id']
-    return error['code']
+    yield from rest_service.deploy(
+        request.param, tmp_path_factory.mktemp('rest-%s' % request.param),
+        {'auth_strategy': 'noauth'})
 
 
 def test_gunicorn_serves_with_two_workers(api):
@@ -221,9 +105,9 @@ def test_idempotency_key_and_paging(api):
 def test_resume_an_error_order(api):
     # The test plugin's fanout: its first run of check_domains fails for
     # good, and the order goes to ERROR; run again, it passes.
-    order = api.create(type='recording_fanout', meta={
+    order = api.create(MEMBER_A, type='recording_fanout', meta={
         'fail_step': 'check_domains', 'fail_runs': 1})
-    failed = api.wait_for_status(order['id'], 'ERROR')
+    failed = api.wait_for_status(order['id'], 'ERROR', MEMBER_A)
     assert 'check_domains' in failed['error_reason']
     hidden = api.post('/v1/orders/%s/resume' % order['id'], MEMBER_B)
     assert (hidden.status_code, _code(hidden)) == (
@@ -233,11 +117,11 @@ def test_resume_an_error_order(api):
     resumed = api.post('/v1/orders/%s/resume' % order['id'], MEMBER_A)
     assert resumed.status_code == 200
     assert resumed.json()['status'] in ('PENDING', 'ACTIVE')
-    api.wait_for_status(order['id'], 'ACTIVE')
+    api.wait_for_status(order['id'], 'ACTIVE', MEMBER_A)
 
 
 def test_cancel_a_later_order_records_who_asked(api):
-    order = api.create(not_before='2030-01-01T00:00:00Z')
+    order = api.create(MEMBER_A, not_before='2030-01-01T00:00:00Z')
     cancelled = api.post('/v1/orders/%s/cancel' % order['id'], MEMBER_A)
     assert cancelled.status_code == 200
     assert cancelled.json()['status'] == 'CANCELLED'
@@ -245,7 +129,7 @@ def test_cancel_a_later_order_records_who_asked(api):
 
 
 def test_another_project_cannot_see_list_or_act_on_an_order(api):
-    order = api.create(not_before='2030-01-01T00:00:00Z')
+    order = api.create(MEMBER_A, not_before='2030-01-01T00:00:00Z')
     for method, path in (('GET', '/v1/orders/%s'),
                          ('GET', '/v1/orders/%s/history'),
                          ('POST', '/v1/orders/%s/cancel'),
@@ -405,7 +289,7 @@ def test_the_development_server_serves_one_process(api):
                               args=['--development']).start()
     api.deployment.daemons.append(daemon)
     base_url = 'http://127.0.0.1:%d' % port
-    processes.wait_for(lambda: _healthy(base_url, daemon), 60,
+    processes.wait_for(lambda: rest_service.healthy(base_url, daemon), 60,
                        'the development server answering')
     assert daemon.children() == []
     created = requests.post(base_url + '/v1/orders', headers=MEMBER_A,
