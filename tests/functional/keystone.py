@@ -159,6 +159,34 @@ class Keystone:
         except ks_exceptions.NotFound:
             pass
 
+    def register_service(self, service_type, url):
+        """Put a service of ``service_type`` in the catalog, with one
+        public endpoint at ``url`` in a region of its own; returns
+        ``(region, service_id)`` for ``unregister_service``.
+
+        A region per call: another test process (or run) on the same
+        Keystone registers the same type in a region of its own, and a
+        client that names its region finds its own endpoint.
+        """
+        region = 'retry-test-%s' % uuid.uuid4().hex[:8]
+        self._call('POST', '/regions', json={'region': {'id': region}})
+        service_id = self._call('POST', '/services', json={'service': {
+            'type': service_type, 'name': 'barbican-retry-%s' % region,
+        }})['service']['id']
+        self._call('POST', '/endpoints', json={'endpoint': {
+            'service_id': service_id, 'interface': 'public', 'url': url,
+            'region_id': region}})
+        return region, service_id
+
+    def unregister_service(self, region, service_id):
+        """Remove what ``register_service`` made (Keystone deletes the
+        service's endpoints with it)."""
+        for path in ('/services/%s' % service_id, '/regions/%s' % region):
+            try:
+                self._call('DELETE', path)
+            except ks_exceptions.NotFound:
+                pass
+
     def session(self, persona):
         """A keystoneauth1 session authenticated as ``persona``, scoped to
         its project."""
