@@ -33,8 +33,10 @@ api_opts = [
         help='keystone: callers present a Keystone token, checked by '
              'keystonemiddleware auth_token ([keystone_authtoken]). noauth: '
              'for local development only; the project and roles are taken '
-             'from the X-Project-Id and X-Roles headers as sent, and the '
-             'server refuses to start on an address outside 127.0.0.0/8.'),
+             'from the X-Project-Id and X-Roles headers as sent; the '
+             'server refuses to start on an address outside 127.0.0.0/8 '
+             'and refuses a request from another host or relayed by a '
+             'proxy.'),
     cfg.BoolOpt(
         'audit', default=True,
         help='Record every state-changing request (POST, PUT, PATCH, '

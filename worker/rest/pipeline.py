@@ -6,10 +6,12 @@ and a caller's ``X-OpenStack-Request-ID`` kept as the global request
 id), ``CORS`` (``[cors]``), ``RequestBodySizeLimiter`` (``[oslo_middleware]
 max_request_body_size``, answered with a JSON 413), ``/healthcheck``
 (no authentication), then keystonemiddleware's ``auth_token`` (with
-``[api] auth_strategy = keystone``) and ``audit`` (state-changing
-requests, as CADF events), then the app. ``/``, the version document,
-needs no authentication either.
+``[api] auth_strategy = keystone``; with ``noauth``, ``LoopbackOnly``)
+and ``audit`` (state-changing requests, as CADF events), then the app.
+``/``, the version document, needs no authentication either.
 """
+
+import ipaddress
 
 from keystonemiddleware import audit
 from keystonemiddleware import auth_token
@@ -41,6 +43,8 @@ def build(conf, app):
     if conf.api.auth_strategy == api_conf.KEYSTONE:
         protected = auth_token.AuthProtocol(
             protected, {'oslo_config_config': conf})
+    else:
+        protected = LoopbackOnly(protected)
     routed = _Paths({HEALTHCHECK_PATH: healthcheck.Healthcheck(None, conf),
                      '/': app}, protected)
     limited = JsonSizeLimiter(routed, conf)
@@ -79,6 +83,42 @@ class JsonSizeLimiter(sizelimit.RequestBodySizeLimiter):
         if req.content_length is None:
             req.body_file = sizelimit.LimitingReader(req.body_file, max_size)
         return req.get_response(self.application)
+
+
+class LoopbackOnly:
+    """noauth's guard: a request from another host, or relayed by a
+    proxy, is refused (403) before the app reads its identity headers.
+
+    ``[api] bind_host`` keeps ``barbican-retry-api``'s own servers on
+    127.0.0.0/8, but a WSGI server of the deployment's (mod_wsgi, uWSGI
+    with ``worker.rest.wsgi:application``) listens where it was told; and
+    a proxy on this host makes a remote caller look local, save for the
+    ``Forwarded``/``X-Forwarded-For`` it adds. A request without an
+    address came over a Unix socket (or from within the process): local.
+    """
+
+    PROXY_HEADERS = ('HTTP_FORWARDED', 'HTTP_X_FORWARDED_FOR')
+
+    def __init__(self, application):
+        self._application = application
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        if _is_loopback(req.remote_addr) and not any(
+                name in req.environ for name in self.PROXY_HEADERS):
+            return req.get_response(self._application)
+        return json_error(req, 403, 'retry.forbidden',
+                          '[api] auth_strategy = noauth serves callers on '
+                          'this host only, never through a proxy')
+
+
+def _is_loopback(address):
+    if not address:
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def json_error(req, status, code, detail):

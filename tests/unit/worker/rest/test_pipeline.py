@@ -37,3 +37,27 @@ def test_the_wsgi_callable_reads_the_file_the_environment_names(
         '--config-file=b.conf'])
     assert wsgi._config_argv() == ['--config-file', 'a.conf',
                                    '--config-file=b.conf']
+
+
+def test_noauth_answers_only_local_callers_never_through_a_proxy(http):
+    # A WSGI server other than barbican-retry-api's own (mod_wsgi,
+    # uWSGI with worker.rest.wsgi:application) listens where it is told,
+    # whatever [api] bind_host says: the headers of a caller from
+    # elsewhere, or relayed by a proxy, name no one.
+    for environ in ({'REMOTE_ADDR': '10.0.0.5'},
+                    {'REMOTE_ADDR': '2001:db8::5'},
+                    {'REMOTE_ADDR': '127.0.0.1',
+                     'HTTP_X_FORWARDED_FOR': '10.0.0.5'},
+                    {'REMOTE_ADDR': '127.0.0.1',
+                     'HTTP_FORWARDED': 'for=10.0.0.5'}):
+        refused = http.get('/v1/orders', headers=conftest.ADMIN,
+                           environ_overrides=environ)
+        assert (refused.status_code, conftest.error_code(refused)) == (
+            403, 'retry.forbidden'), environ
+        assert 'noauth' in refused.get_json()['errors'][0]['detail']
+        assert http.get('/healthcheck',
+                        environ_overrides=environ).status_code == 200
+    for address in ('127.0.0.1', '127.0.1.1', '::1'):
+        assert http.get('/v1/orders', headers=conftest.ADMIN,
+                        environ_overrides={'REMOTE_ADDR': address}
+                        ).status_code == 200, address
