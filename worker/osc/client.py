@@ -43,11 +43,11 @@ class Client:
             params['limit'] = limit
             return self._call('GET', '/v1/orders', params=params)['orders']
         orders = []
-        url, query = '/v1/orders', params
-        while url:
-            page = self._call('GET', url, params=query)
+        query = params
+        while query is not None:
+            page = self._call('GET', '/v1/orders', params=query)
             orders.extend(page['orders'])
-            url, query = page.get('next'), None
+            query = _next_query(page)
         return orders
 
     def get_order(self, order_id):
@@ -60,7 +60,7 @@ class Client:
                           json={})
 
     def resume_order(self, order_id):
-        """Resume a failed or cancelled order; the order as it is now."""
+        """Resume an ERROR order; the order as it is now."""
         return self._call('POST', '/v1/orders/%s/resume' % _segment(order_id),
                           json={})
 
@@ -78,6 +78,20 @@ class Client:
         if response.status_code >= 400:
             raise exceptions.CommandError(_error_text(response))
         return response.json()
+
+
+def _next_query(page):
+    """The query of ``page``'s ``next`` link, or None on the last page.
+
+    Only the query is followed, on the endpoint: the token never goes to
+    a host the link names, and the path the API built (with the prefix
+    a proxy in front gave it) is not joined to the endpoint's own.
+    """
+    link = page.get('next')
+    if not link:
+        return None
+    return parse.parse_qsl(parse.urlsplit(link).query,
+                           keep_blank_values=True)
 
 
 def _segment(order_id):

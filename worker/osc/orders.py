@@ -89,7 +89,7 @@ class CreateOrder(command.ShowOne):
 
 
 class ListOrders(command.Lister):
-    """List orders, newest first."""
+    """List orders, oldest first."""
 
     def get_parser(self, prog_name):
         """Filters and paging."""
@@ -137,7 +137,7 @@ class CancelOrder(_OneOrder, command.ShowOne):
 
 
 class ResumeOrder(_OneOrder, command.ShowOne):
-    """Run a failed or cancelled order again from its unfinished steps."""
+    """Resume an ERROR order: its unfinished steps run again."""
 
     def take_action(self, parsed_args):
         """POST /v1/orders/{id}/resume."""

@@ -3,6 +3,7 @@
 import argparse
 
 from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
 from osc_lib import exceptions
 import pytest
 import requests_mock
@@ -136,3 +137,25 @@ def test_the_plugin_declares_the_osc_interface():
     parsed = plugin.build_option_parser(argparse.ArgumentParser()).parse_args(
         [])
     assert getattr(parsed, plugin.API_VERSION_OPTION) == '1'
+
+
+def test_a_next_link_is_followed_on_the_endpoint_only(api):
+    # The token goes to the endpoint the catalog names and nowhere else,
+    # and a path the API built behind a proxy's prefix (X-Forwarded-
+    # Prefix: /retry) is not prefixed twice: only the link's query counts.
+    endpoint = 'http://proxy.example.org/retry'
+    token = 'a-token'
+    api.get(endpoint + '/v1/orders', json={
+        'orders': [{'id': 'a'}],
+        'next': 'http://elsewhere.example.com/retry/v1/orders?marker=a'})
+    api.get(endpoint + '/v1/orders?marker=a', json={'orders': [{'id': 'b'}]})
+    retry = retry_client.Client(ks_session.Session(
+        auth=token_endpoint.Token(endpoint, token)), endpoint)
+
+    found = retry.list_orders({})
+
+    assert [order['id'] for order in found] == ['a', 'b']
+    assert [(sent.hostname, sent.path, sent.headers['X-Auth-Token'])
+            for sent in api.request_history] == [
+        ('proxy.example.org', '/retry/v1/orders', token)] * 2
+    assert api.request_history[1].qs == {'marker': ['a']}
