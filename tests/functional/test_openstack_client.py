@@ -19,6 +19,8 @@ from tests.functional import rest_service
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 CLOUDS = ('a_member', 'a_reader', 'b_member')
+#: Keystone's bootstrap region: no retry endpoint in it.
+REGION_ONE = 'RegionOne'
 LATER = '2030-01-01T00:00:00Z'
 
 
@@ -42,9 +44,9 @@ def region(api, keystone):
 
 
 @pytest.fixture(scope='module')
-def openstack(tmp_path_factory, keystone, personas, region):
+def openstack(tmp_path_factory, api, keystone, personas, region):
     """Returns ``run(cloud, *args)``: ``openstack retry ARGS`` as the
-    persona ``cloud`` of a clouds.yaml; its CompletedProcess."""
+    cloud ``cloud`` of a clouds.yaml (a persona's); its CompletedProcess."""
     directory = tmp_path_factory.mktemp('clouds')
     clouds = {'clouds': {name: {
         'auth_type': 'password',
@@ -55,6 +57,13 @@ def openstack(tmp_path_factory, keystone, personas, region):
         'identity_api_version': 3,
         'region_name': region,
         'interface': 'public'} for name in CLOUDS}}
+    # The bootstrap's region has no retry endpoint: a_member_override
+    # finds the API at its retry_endpoint_override only.
+    clouds['clouds']['a_member_region_one'] = dict(
+        clouds['clouds']['a_member'], region_name=REGION_ONE)
+    clouds['clouds']['a_member_override'] = dict(
+        clouds['clouds']['a_member_region_one'],
+        retry_endpoint_override=api.base_url)
     path = directory / 'clouds.yaml'
     path.write_text(yaml.safe_dump(clouds))
     env = {name: value for name, value in os.environ.items()
@@ -66,7 +75,7 @@ def openstack(tmp_path_factory, keystone, personas, region):
 
     def run(cloud, *args):
         return subprocess.run(  # nosec B603: a fixed command
-            [OPENSTACK, '--os-cloud', cloud, 'retry'] + list(args),
+            [OPENSTACK, '--os-cloud', cloud, 'retry', *args],
             env=env, capture_output=True, text=True, timeout=120)
     return run
 
@@ -143,3 +152,17 @@ def test_cancel_and_resume(api, openstack, personas, keystone):
                               failing['id'], '-f', 'json'))
     assert resumed['status'] in ('PENDING', 'ACTIVE')
     api.wait_for_status(failing['id'], 'ACTIVE', token)
+
+
+def test_the_endpoint_override_of_clouds_yaml(openstack):
+    created = _json(openstack('a_member_override', 'order', 'create',
+                              '--type', 'certificate', '--not-before',
+                              LATER, '-f', 'json'))
+    shown = openstack('a_member', 'order', 'show', created['id'], '-f',
+                      'value', '-c', 'status')
+    assert (shown.returncode, shown.stdout.strip()) == (0, 'PENDING')
+    # Without the override, RegionOne's catalog has no retry service.
+    missing = openstack('a_member_region_one', 'order', 'type', 'list')
+    assert missing.returncode == 1
+    assert 'retry' in missing.stderr and REGION_ONE in missing.stderr, \
+        missing.stderr
