@@ -9,6 +9,7 @@ their own). Every response is checked against doc/api-ref/openapi.yaml.
 
 import http.client
 import json
+import re
 import time
 import urllib.parse
 import uuid
@@ -24,6 +25,8 @@ from tests import rest_spec
 ALLOWED_HOST = rest_service.ALLOWED_HOST
 CREATE = rest_service.CREATE
 _code = rest_service.code
+#: The timestamp that starts a log record.
+RECORD_START = re.compile(r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d')
 
 
 def _identity(project, roles, user):
@@ -64,9 +67,11 @@ def test_an_order_created_over_http_reaches_active(api):
     assert order['request_id'] == created.headers['x-openstack-request-id']
     done = api.wait_for_status(order['id'], 'ACTIVE', READER_A)
     assert {step['status'] for step in done['steps']} == {'DONE'}
-    # The worker's lines about the order carry the caller's request ids.
+    # The worker's lines about the order carry the caller's request ids
+    # (the lines that start a record: a DB error's [SQL: …] and
+    # [parameters: …] lines continue the one that has them).
     about = [line for line in api.worker.log().splitlines()
-             if order['id'] in line]
+             if order['id'] in line and RECORD_START.match(line)]
     assert about
     where = '[%s %s ' % (global_id, order['request_id'])
     assert [line for line in about if where not in line] == []

@@ -280,3 +280,25 @@ def test_the_documented_curl_session_reaches_active(api, keystone,
     assert (shown['status'], shown['project_id']) == (
         'ACTIVE', personas.project_a)
     assert history['history']
+
+
+def test_schedules_by_persona(api, callers):
+    created = api.post('/v1/schedules', callers['a_member'], json={
+        'type': 'certificate', 'every': '30d'})
+    assert created.status_code == 201, created.text
+    path = '/v1/schedules/%s' % created.json()['id']
+    assert api.get(path, callers['a_reader']).status_code == 200
+    for method in ('GET', 'DELETE'):
+        _refused(api.call(method, path, callers['b_member']), 404,
+                 'retry.schedule_not_found')
+    assert created.json()['id'] not in [
+        found['id'] for found in api.get(
+            '/v1/schedules', callers['b_member']).json()['schedules']]
+    assert created.json()['id'] in [
+        found['id'] for found in api.get(
+            '/v1/schedules', callers['admin']).json()['schedules']]
+    _refused(api.call('DELETE', path, callers['a_reader']), 403,
+             'retry.forbidden')
+    assert api.call('DELETE', path, callers['a_member']).status_code == 204
+    _refused(api.get(path, callers['a_member']), 404,
+             'retry.schedule_not_found')
