@@ -8,6 +8,7 @@ import pytest
 
 from tests.chaos import services as chaos_services
 from tests.functional import databases
+from tests.functional import keystone as keystone_module
 from tests.functional import processes
 from worker.db import migration
 from worker.db import session as db_session
@@ -85,6 +86,28 @@ def transport_url():
     if not url:
         _missing('RabbitMQ')
     return url
+
+
+@pytest.fixture(scope='session')
+def keystone():
+    """The real Keystone started by bin/run-tests.sh
+    (``tests.functional.keystone.Keystone``)."""
+    found = keystone_module.Keystone.from_environment()
+    if found is None:
+        if os.environ.get('BARBICAN_RETRY_TEST_NO_KEYSTONE') == '1':
+            pytest.skip('Keystone left out (BARBICAN_RETRY_TEST_NO_KEYSTONE)')
+        _missing('Keystone')
+    return found
+
+
+@pytest.fixture(scope='session')
+def personas(keystone):
+    """Projects A and B with their readers and members, an admin and a
+    service user, made once per test process in the real Keystone
+    (``tests.functional.keystone.Personas``); deleted at the end."""
+    made = keystone.make_personas()
+    yield made
+    keystone.remove_personas(made)
 
 
 @pytest.fixture

@@ -1,12 +1,15 @@
 #!/bin/bash
-# Throwaway RabbitMQ, PostgreSQL and MariaDB instances for the functional tests.
+# Throwaway RabbitMQ, PostgreSQL, MariaDB and Keystone instances for the
+# functional tests.
 #
-#   services.sh install      install the OS packages when missing
-#   services.sh start DIR    start all three with every bit of state under DIR
-#   services.sh stop DIR     stop all three (DIR is kept)
+#   services.sh install           install the OS packages when missing
+#   services.sh keystone-install  install Keystone into its virtualenv
+#                                 (start does it too when missing)
+#   services.sh start DIR         start all four with every bit of state under DIR
+#   services.sh stop DIR          stop all four (DIR is kept)
 #
 # `start` writes DIR/env (export lines for the test runner) and the helper
-# scripts DIR/{rabbitmq,postgresql,mysql}-{start,stop}.sh, which stop/start
+# scripts DIR/{rabbitmq,postgresql,mysql,keystone}-{start,stop}.sh, which stop/start
 # the same instance (same data, same port) for the chaos tests. Those helpers
 # call back into this script: SERVICE-start DIR / SERVICE-stop DIR.
 #
@@ -158,11 +161,17 @@ load_conf() {
     [ -f "$DIR/services.conf" ] || die "$DIR/services.conf missing: run 'services.sh start $DIR' first"
     # shellcheck source=/dev/null
     . "$DIR/services.conf"
+    # A DIR first started before Keystone was part of the suite gets its
+    # port now, kept for the later starts.
+    if [ -z "${KEYSTONE_PORT:-}" ] && keystone_enabled; then
+        KEYSTONE_PORT=$(pick_ports 1)
+        echo "KEYSTONE_PORT=$KEYSTONE_PORT" >>"$DIR/services.conf"
+    fi
 }
 
 write_conf() {
     local ports
-    read -r -a ports <<<"$(pick_ports 6)"
+    read -r -a ports <<<"$(pick_ports 7)"
     # The servers must not run as root; when we are root use the package's
     # system users (they exist once the packages are installed).
     local pg_user mysql_user
@@ -174,6 +183,7 @@ EPMD_PORT=${ports[2]}
 PG_PORT=${ports[3]}
 MYSQL_PORT=${ports[4]}
 AMQPS_PORT=${ports[5]}
+KEYSTONE_PORT=${ports[6]}
 RABBIT_NODENAME=brtest-$$@localhost
 PG_USER=$pg_user
 MYSQL_USER=$mysql_user
@@ -465,11 +475,184 @@ mysql_stop() {
     wait_port_closed "$MYSQL_PORT"
 }
 
+# ---------------------------------------------------------------- Keystone
+
+# A real Keystone (the API's tokens, the listener's notifications), from
+# PyPI into a virtualenv of its own: its pins never reach the project's.
+# It keeps its rows in a `keystone` database of the MariaDB above, its
+# fernet and credential keys under DIR/keystone, and sends its
+# notifications (messagingv2, basic format) to the broker above; gunicorn
+# serves it on 127.0.0.1. BARBICAN_RETRY_TEST_NO_KEYSTONE=1 leaves it out.
+REPO=$(dirname "$(dirname "$(dirname "$SELF")")")
+KEYSTONE_REQUIREMENTS=$REPO/tests/functional/keystone-requirements.txt
+KEYSTONE_VENV=${BARBICAN_RETRY_KEYSTONE_VENV:-$REPO/.venv/keystone}
+# Throwaway, like the databases' passwords: reachable on loopback only.
+KEYSTONE_ADMIN_PASSWORD=keystone-admin
+# Two workers: one token validation never waits for a slow project delete.
+KEYSTONE_WORKERS=2
+
+keystone_enabled() { [ "${BARBICAN_RETRY_TEST_NO_KEYSTONE:-0}" != 1 ]; }
+
+# keystone_install: (re)create KEYSTONE_VENV unless its stamp holds the
+# digest of the requirements. A lock lets a start wait for an install that
+# bin/run-tests.sh began in the background; a changed pin starts from an
+# empty virtualenv, so nothing of the old release stays behind.
+keystone_install() {
+    local stamp=$KEYSTONE_VENV/.keystone.stamp digest
+    digest=$(sha256sum <"$KEYSTONE_REQUIREMENTS" | cut -d' ' -f1)
+    # Installed: no lock needed (nor write access, for another user).
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+        return 0
+    fi
+    mkdir -p "$(dirname "$KEYSTONE_VENV")"
+    (
+        flock 9
+        if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+            exit 0
+        fi
+        log "installing keystone into $KEYSTONE_VENV (first run, or $KEYSTONE_REQUIREMENTS changed)"
+        local t0=$SECONDS install_log=$KEYSTONE_VENV.install.log
+        rm -rf "$KEYSTONE_VENV"
+        python3 -m venv "$KEYSTONE_VENV"
+        # pip's output in a log of its own, shown if it fails: it would
+        # interleave with the linters' while bin/run-tests.sh runs them.
+        PIP_DISABLE_PIP_VERSION_CHECK=1 "$KEYSTONE_VENV/bin/python" -m pip install -q \
+            -r "$KEYSTONE_REQUIREMENTS" >"$install_log" 2>&1 ||
+            fail "$install_log" "installing keystone failed"
+        printf '%s\n' "$digest" >"$stamp"
+        log "keystone installed in $((SECONDS - t0))s"
+    ) 9>"$KEYSTONE_VENV.lock"
+}
+
+keystone_manage() {
+    "$KEYSTONE_VENV/bin/keystone-manage" --config-file "$DIR/keystone/keystone.conf" "$@" \
+        >>"$DIR/keystone-manage.log" 2>&1 || fail "$DIR/keystone-manage.log" "keystone-manage $1 failed"
+}
+
+keystone_config() {
+    local k=$DIR/keystone
+    cat <<EOF
+# barbican-retry functional tests: a throwaway Keystone.
+[DEFAULT]
+log_file = $DIR/keystone.log
+# basic: identity.project.deleted carries {"resource_info": PROJECT_ID}.
+notification_format = basic
+
+[database]
+connection = mysql+pymysql://barbican:barbican@127.0.0.1:$MYSQL_PORT/keystone?charset=utf8mb4
+
+[identity]
+# bcrypt's least work: the tests make users and tokens, nobody attacks them.
+password_hash_rounds = 4
+
+[token]
+provider = fernet
+
+[fernet_tokens]
+key_repository = $k/fernet-keys
+
+[fernet_receipts]
+key_repository = $k/fernet-keys
+
+[credential]
+key_repository = $k/credential-keys
+
+[oslo_messaging_notifications]
+driver = messagingv2
+transport_url = rabbit://guest:guest@127.0.0.1:$AMQP_PORT/
+topics = notifications
+
+[cache]
+enabled = false
+EOF
+}
+
+# The config and the fernet and credential keys, once per DIR: files only,
+# made while the databases start (each keystone-manage is seconds of
+# imports).
+keystone_keys() {
+    [ -f "$DIR/.keystone-keys-done" ] && return 0
+    local owner=(--keystone-user "$(id -un)" --keystone-group "$(id -gn)") fernet
+    keystone_manage fernet_setup "${owner[@]}" &
+    fernet=$!
+    keystone_manage credential_setup "${owner[@]}"
+    wait "$fernet" || die "keystone-manage fernet_setup failed"
+    touch "$DIR/.keystone-keys-done"
+}
+
+# Its database, schema and bootstrap (the admin, its project, the roles,
+# the region and the identity endpoint), once per DIR, once MariaDB is up
+# (before the broker: keystone-manage sends no notification).
+keystone_database() {
+    [ -f "$DIR/.keystone-setup-done" ] && return 0
+    local url=http://127.0.0.1:$KEYSTONE_PORT/v3
+    mariadb --no-defaults -uroot --socket="$DIR/mysqlsock/mysqld.sock" \
+        -e "CREATE DATABASE IF NOT EXISTS keystone CHARACTER SET utf8mb4" >>"$DIR/mysql.log" 2>&1 ||
+        fail "$DIR/mysql.log" "creating the keystone database failed"
+    keystone_manage db_sync
+    keystone_manage bootstrap --bootstrap-password "$KEYSTONE_ADMIN_PASSWORD" \
+        --bootstrap-username admin --bootstrap-project-name admin \
+        --bootstrap-role-name admin --bootstrap-region-id RegionOne \
+        --bootstrap-admin-url "$url" --bootstrap-internal-url "$url" --bootstrap-public-url "$url"
+    touch "$DIR/.keystone-setup-done"
+}
+
+keystone_launch() {
+    if port_open "$KEYSTONE_PORT"; then
+        log "keystone: port $KEYSTONE_PORT already open"
+        return 0
+    fi
+    # gunicorn's settings go in the config file it reads from its working
+    # directory, not on its command line: keystone parses sys.argv as its
+    # own options and refuses gunicorn's.
+    cat >"$DIR/keystone/gunicorn.conf.py" <<EOF
+wsgi_app = 'keystone.wsgi.api:application'
+bind = '127.0.0.1:$KEYSTONE_PORT'
+workers = $KEYSTONE_WORKERS
+pidfile = '$DIR/keystone/gunicorn.pid'
+errorlog = '$DIR/keystone-gunicorn.log'
+timeout = 120
+EOF
+    # setsid, as the other servers: a killed process group of the test
+    # runner leaves it running.
+    (
+        cd "$DIR/keystone"
+        OS_KEYSTONE_CONFIG_DIR=$DIR/keystone setsid "$KEYSTONE_VENV/bin/gunicorn" \
+            >>"$DIR/keystone-gunicorn.log" 2>&1 </dev/null &
+        echo $! >"$DIR/keystone/launcher.pid"
+    )
+}
+
+# Ready once /v3 answers 200 (the workers have imported keystone).
+keystone_wait() {
+    local launcher deadline=$((SECONDS + READY_TIMEOUT))
+    launcher=$(cat "$DIR/keystone/launcher.pid" 2>/dev/null || true)
+    until python3 -c 'import sys, urllib.request
+sys.exit(urllib.request.urlopen(sys.argv[1], timeout=5).status != 200)' \
+        "http://127.0.0.1:$KEYSTONE_PORT/v3" 2>/dev/null; do
+        if [ -n "$launcher" ] && ! kill -0 "$launcher" 2>/dev/null; then
+            fail "$DIR/keystone-gunicorn.log" "$DIR/keystone.log" "keystone exited during startup"
+        fi
+        [ $SECONDS -lt $deadline ] ||
+            fail "$DIR/keystone-gunicorn.log" "$DIR/keystone.log" "keystone not answering on $KEYSTONE_PORT after ${READY_TIMEOUT}s"
+        sleep 0.3
+    done
+}
+
+keystone_start() { keystone_launch && keystone_wait; }
+
+keystone_stop() {
+    [ -n "${KEYSTONE_PORT:-}" ] || return 0
+    # SIGTERM: gunicorn's graceful shutdown of its workers.
+    stop_pid "$DIR/keystone/gunicorn.pid" gunicorn
+    wait_port_closed "$KEYSTONE_PORT"
+}
+
 # ---------------------------------------------------------------- start / stop
 
 write_helpers() {
     local svc action
-    for svc in rabbitmq postgresql mysql; do
+    for svc in rabbitmq postgresql mysql keystone; do
         for action in start stop; do
             printf '#!/bin/sh\n# %s the %s instance of %s (same data, same port).\nexec %q %s %q\n' \
                 "$action" "$svc" "$DIR" "$SELF" "$svc-$action" "$DIR" >"$DIR/$svc-$action.sh"
@@ -505,6 +688,20 @@ write_env() {
                 echo "export $name=$DIR/$svc-$action.sh"
             done
         done
+        if keystone_enabled; then
+            # Keystone: its v3 URL, the admin of its bootstrap, the config
+            # file (its fernet keys, its notifications' transport and topic).
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_URL=http://127.0.0.1:$KEYSTONE_PORT/v3"
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_ADMIN_USERNAME=admin"
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_ADMIN_PASSWORD=$KEYSTONE_ADMIN_PASSWORD"
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_ADMIN_PROJECT=admin"
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_CONFIG=$DIR/keystone/keystone.conf"
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_NOTIFICATIONS_TOPIC=notifications"
+            echo "export BARBICAN_RETRY_TEST_KEYSTONE_PID_FILE=$DIR/keystone/gunicorn.pid"
+            for action in start stop; do
+                echo "export BARBICAN_RETRY_TEST_KEYSTONE_${action^^}=$DIR/keystone-$action.sh"
+            done
+        fi
         echo "# rabbitmqctl against this broker also needs HOME=$DIR/rabbitmq (Erlang cookie)."
         rabbitmq_env
     } >"$tmp"
@@ -531,20 +728,47 @@ start_all() {
     # Stop whatever we started if anything below fails.
     trap 'rc=$?; if [ $rc -ne 0 ]; then log "start failed, stopping what was started"; stop_all "$DIR" || true; fi' EXIT
 
-    local t0=$SECONDS
+    local t0=$SECONDS install_pid=
+    # Keystone's virtualenv (a no-op once installed) while the servers boot.
+    if keystone_enabled; then
+        keystone_install &
+        install_pid=$!
+    fi
     # The broker boots slowest: launch it first, set up the databases while
-    # it boots, then wait for it.
+    # it boots; Keystone's keys and database (MariaDB's) while PostgreSQL
+    # starts; then wait for the broker and Keystone.
     rabbitmq_init
     rabbitmq_launch
-    postgresql_init
-    postgresql_start
-    postgresql_setup
     mysql_init
     mysql_start
     mysql_setup
+    local keystone_note= keys_pid= database_pid= k0=$SECONDS
+    if keystone_enabled; then
+        wait "$install_pid" || die "installing keystone failed"
+        k0=$SECONDS
+        mkdir -p "$DIR/keystone"
+        keystone_config >"$DIR/keystone/keystone.conf"
+        keystone_keys &
+        keys_pid=$!
+        keystone_database &
+        database_pid=$!
+    fi
+    postgresql_init
+    postgresql_start
+    postgresql_setup
+    if keystone_enabled; then
+        wait "$keys_pid" || die "keystone's keys failed"
+        wait "$database_pid" || die "keystone's database failed"
+        keystone_launch
+        keystone_note=", keystone :$KEYSTONE_PORT"
+    fi
     rabbitmq_wait
+    if keystone_enabled; then
+        keystone_wait
+        keystone_note="$keystone_note (set up and started in $((SECONDS - k0))s)"
+    fi
     write_env
-    log "started in $((SECONDS - t0))s: rabbitmq :$AMQP_PORT, postgresql :$PG_PORT, mysql :$MYSQL_PORT (env: $DIR/env)"
+    log "started in $((SECONDS - t0))s: rabbitmq :$AMQP_PORT, postgresql :$PG_PORT, mysql :$MYSQL_PORT$keystone_note (env: $DIR/env)"
 }
 
 stop_all() {
@@ -563,6 +787,8 @@ stop_all() {
     pids+=($!)
     mysql_stop &
     pids+=($!)
+    keystone_stop &
+    pids+=($!)
     for pid in "${pids[@]}"; do
         wait "$pid" || rc=1
     done
@@ -575,13 +801,15 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     [ $# -gt 0 ] && shift
     case $cmd in
     install) install_packages ;;
+    keystone-install) keystone_install ;;
     start) start_all "$@" ;;
     stop) stop_all "$@" ;;
-    rabbitmq-start | rabbitmq-stop | postgresql-start | postgresql-stop | mysql-start | mysql-stop)
+    rabbitmq-start | rabbitmq-stop | postgresql-start | postgresql-stop | mysql-start | mysql-stop | \
+        keystone-start | keystone-stop)
         [ $# -eq 1 ] || die "usage: services.sh $cmd DIR"
         load_conf "$1"
         "${cmd//-/_}"
         ;;
-    *) die "usage: services.sh install | start DIR | stop DIR" ;;
+    *) die "usage: services.sh install | keystone-install | start DIR | stop DIR" ;;
     esac
 fi

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 from worker.conf import api_limits
 from worker.conf import database
 from worker.conf import default
+from worker.conf import keystone_listener
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
@@ -30,7 +31,7 @@ _INI_FORMAT = ('expected an INI file of UTF-8 text: [section] lines, each '
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
             notifications, order_types, resources, tracing, api_limits,
-            quota)
+            keystone_listener, quota)
 
 
 def validate(conf):

@@ -6,6 +6,7 @@ from oslo_db import options as db_options
 from worker.conf import api_limits
 from worker.conf import database
 from worker.conf import default
+from worker.conf import keystone_listener
 from worker.conf import metrics
 from worker.conf import notifications
 from worker.conf import order_types
@@ -18,7 +19,7 @@ from worker import rpc
 
 _MODULES = (default, database, worker, simple_certificate, metrics,
             notifications, order_types, resources, tracing, api_limits,
-            quota)
+            keystone_listener, quota)
 
 
 def list_opts():

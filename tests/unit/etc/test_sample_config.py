@@ -25,7 +25,8 @@ GENERATOR = os.path.join(os.path.dirname(sys.executable),
                          'oslo-config-generator')
 REGENERATE = 'regenerate with: oslo-config-generator --config-file %s' % (
     GENERATOR_CONFIG)
-OUR_NAMESPACES = ('barbican_retry.worker', 'barbican_retry.scheduler')
+OUR_NAMESPACES = ('barbican_retry.worker', 'barbican_retry.scheduler',
+                  'barbican_retry.api')
 
 # "#name = value" lines of a generated sample: an option and its default.
 _OPTION_LINE = re.compile(r'^#(\w+) = (.*)$')

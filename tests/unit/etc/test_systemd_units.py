@@ -19,7 +19,10 @@ SYSUSERS = UNITS / 'sysusers.d' / 'barbican-retry.conf'
 STATE_DIR = '/var/lib/barbican-retry'
 CONFIG = '/etc/barbican-retry/barbican-retry.conf'
 
-UNIT_NAMES = ('barbican-retry.service', 'barbican-worker.service')
+UNIT_NAMES = ('barbican-retry.service', 'barbican-worker.service',
+              'barbican-retry-keystone-listener.service')
+#: The REST API's unit: gunicorn's master, which does not notify systemd.
+API_UNIT = 'barbican-retry-api.service'
 
 HARDENING = {
     'NoNewPrivileges': 'yes',
@@ -84,9 +87,29 @@ def unit(request):
     return request.param, parse_unit(UNITS / request.param)
 
 
-def test_both_units_are_shipped():
+def test_every_unit_is_shipped():
     assert sorted(p.name for p in UNITS.glob('*.service')) == \
-        sorted(UNIT_NAMES)
+        sorted(UNIT_NAMES + (API_UNIT,))
+
+
+def test_api_unit_runs_gunicorn_hardened_as_the_daemons():
+    sections = parse_unit(UNITS / API_UNIT)
+    service = sections['Service']
+    assert _last(service, 'ExecStart').split() == [
+        '/usr/bin/barbican-retry-api', '--config-file', CONFIG]
+    assert re.search(r'(?m)^\s*barbican-retry-api = worker\.rest\.wsgi:main$',
+                     (ROOT / 'setup.cfg').read_text())
+    # gunicorn's master: SIGHUP reloads the workers, SIGTERM stops them
+    # gracefully; SIGKILL on timeout reaches the whole cgroup.
+    assert _last(service, 'ExecReload') == '/bin/kill -HUP $MAINPID'
+    assert _last(service, 'KillMode') == 'mixed'
+    assert _last(service, 'Restart') == 'on-failure'
+    for key in ('User', 'Group', 'StateDirectory', 'LogsDirectory'):
+        assert _last(service, key) == 'barbican-retry', key
+    wrong = {key: service.get(key) for key, value in HARDENING.items()
+             if service.get(key, [None])[-1] != value}
+    assert wrong == {}
+    assert sections['Install']['WantedBy'] == ['multi-user.target']
 
 
 def test_retry_unit_starts_the_wrapper_with_the_config():
@@ -105,6 +128,17 @@ def test_worker_unit_starts_the_console_script_with_the_config():
     setup_cfg = (ROOT / 'setup.cfg').read_text()
     assert re.search(r'(?m)^\s*barbican-worker = worker\.cmd\.worker:main$',
                      setup_cfg)
+
+
+def test_keystone_listener_unit_starts_the_console_script_with_the_config():
+    service = parse_unit(
+        UNITS / 'barbican-retry-keystone-listener.service')['Service']
+    exec_start = _last(service, 'ExecStart').split()
+    assert exec_start == ['/usr/bin/barbican-retry-keystone-listener',
+                          '--config-file', CONFIG]
+    setup_cfg = (ROOT / 'setup.cfg').read_text()
+    assert re.search(r'(?m)^\s*barbican-retry-keystone-listener = '
+                     r'worker\.cmd\.keystone_listener:main$', setup_cfg)
 
 
 def test_lifecycle(unit):
@@ -160,13 +194,24 @@ def test_hardening(unit):
 
 
 def test_units_differ_only_where_they_must():
-    retry, worker = (parse_unit(UNITS / name) for name in UNIT_NAMES)
+    retry, worker, _ = (parse_unit(UNITS / name) for name in UNIT_NAMES)
     for section in ('Unit', 'Service', 'Install'):
         differing = sorted(
             key for key in set(retry[section]) | set(worker[section])
             if retry[section].get(key) != worker[section].get(key))
         expected = {'Unit': ['Description'],
                     'Service': ['Environment', 'ExecStart'],
+                    'Install': []}[section]
+        assert differing == expected, section
+
+
+def test_the_listener_unit_is_the_worker_unit_but_its_name():
+    worker, listener = (parse_unit(UNITS / name) for name in UNIT_NAMES[1:])
+    for section in ('Unit', 'Service', 'Install'):
+        differing = sorted(
+            key for key in set(worker[section]) | set(listener[section])
+            if worker[section].get(key) != listener[section].get(key))
+        expected = {'Unit': ['Description'], 'Service': ['ExecStart'],
                     'Install': []}[section]
         assert differing == expected, section
 
@@ -179,7 +224,8 @@ def test_systemd_analyze_verify(tmp_path):
     # verify checks that ExecStart= is executable: point it at stubs.
     stubs = tmp_path / 'bin'
     stubs.mkdir()
-    for name in ('barbican-retry.sh', 'barbican-worker'):
+    for name in ('barbican-retry.sh', 'barbican-worker',
+                 'barbican-retry-keystone-listener'):
         stub = stubs / name
         stub.write_text('#!/bin/sh\n')
         stub.chmod(0o755)

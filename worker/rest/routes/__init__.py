@@ -1,0 +1,1 @@
+"""The REST API's resources: one module (a Flask blueprint) each."""

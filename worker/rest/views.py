@@ -1,0 +1,80 @@
+"""What the REST API returns of ``worker.api``'s values.
+
+An order is returned as ``barbican-retry-manage order show -f json``
+prints it: the same fields, times as ``YYYY-MM-DD HH:MM:SS.mmm`` (naive
+UTC, the database server's clock), ``meta`` as its JSON text with sorted
+keys, and ``steps`` a list. A client that reads one reads the other.
+"""
+
+import datetime
+import json
+
+ORDER_FIELDS = ('id', 'type', 'status', 'project_id', 'priority',
+                'error_reason', 'meta', 'idempotency_key', 'request_id',
+                'global_request_id', 'schedule_id', 'created_at',
+                'updated_at', 'not_before')
+
+STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
+               'finished_at', 'next_retry_at', 'last_error', 'crashes',
+               'waiting_for')
+
+RUN_FIELDS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
+              'result', 'error')
+
+SCHEDULE_FIELDS = ('id', 'type', 'project_id', 'priority', 'every_seconds',
+                   'cron', 'meta', 'next_tick_at', 'last_tick_at',
+                   'last_order_id', 'created_at', 'updated_at')
+
+
+def value(item):
+    """``item`` as the operator commands' JSON prints it."""
+    if isinstance(item, datetime.datetime):
+        return item.isoformat(sep=' ', timespec='milliseconds')
+    if isinstance(item, dict):
+        return json.dumps(item, sort_keys=True)
+    if isinstance(item, tuple):
+        return [value(member) for member in item]
+    return item
+
+
+def _fields(obj, fields):
+    return {field: value(getattr(obj, field)) for field in fields}
+
+
+def order(found, with_steps=True):
+    """An ``api.Order`` (with its steps unless listed)."""
+    shown = _fields(found, ORDER_FIELDS)
+    if with_steps:
+        shown['steps'] = [_fields(step, STEP_FIELDS) for step in found.steps]
+    return shown
+
+
+def order_in_list(found):
+    """An order of a listing: no meta and no steps, as ``order list``."""
+    shown = order(found, with_steps=False)
+    del shown['meta']
+    return shown
+
+
+def run(step_run):
+    """An ``api.StepRun`` of ``history``."""
+    return _fields(step_run, RUN_FIELDS)
+
+
+def schedule(found):
+    """A ``schedule_api.Schedule``."""
+    return _fields(found, SCHEDULE_FIELDS)
+
+
+def order_type(info):
+    """An ``api.OrderTypeInfo``, as ``order type list -f json``."""
+    return {'name': info.name,
+            'steps': [{'name': name, 'after': list(after)}
+                      for name, after in info.steps],
+            'compensation': info.compensation,
+            'meta_schema': info.meta_schema}
+
+
+def url(values):
+    """A notification URL's fields (``worker.notification_admin``)."""
+    return {field: value(item) for field, item in values.items()}
