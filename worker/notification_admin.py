@@ -11,10 +11,10 @@ generated, once.
 import datetime
 
 from worker.common import inputs
+from worker.common import targets
 from worker.notifications import sealing
 from worker.notifications import signing
 from worker.notifications import subscriptions
-from worker.notifications import targets
 
 #: What ``list_urls`` and the setters return of a URL.
 URL_FIELDS = ('id', 'url', 'available', 'failures', 'last_error',
@@ -57,7 +57,7 @@ def set_owner(database, url_id, project_id, now):
     with database.session() as session, session.begin():
         _get(session, store, url_id)
         store.set_owner(session, url_id, project_id, now)
-        return _values(store.get_url(session, url_id), now)
+        return _values(_get(session, store, url_id), now)
 
 
 def add_url(database, conf, url, now):
@@ -110,11 +110,11 @@ def set_secret(database, conf, url_id, now, secret=None, keep_old_for=None,
         store.set_secret(session, url_id, stored, until, now)
         if owner is not UNCHANGED:
             store.set_owner(session, url_id, owner, now)
-        return _values(store.get_url(session, url_id), now), generated
+        return _values(_get(session, store, url_id), now), generated
 
 
 def _get(session, store, url_id):
-    url = store.get_url(session, url_id)
+    url = store.get_urls(session, [url_id]).get(url_id)
     if url is None:
         raise UrlNotFound('no notification URL %s' % url_id)
     return url

@@ -238,6 +238,9 @@ def test_one_predicate_tells_a_delivery_by_its_name():
 #: package alone); it may import its own layer and those below, never one
 #: above (doc/developer.md, "The map of the house").
 LAYERS = (
+    # The ``openstack retry`` plugin: a client of the REST API over HTTP,
+    # below everything so that it imports nothing else of the project.
+    ('client', ('worker.osc',)),
     # The ground floor: the values every layer passes around, the
     # utilities, and the wrappers of oslo.context, oslo.messaging's
     # transport and OpenTelemetry.
@@ -252,7 +255,11 @@ LAYERS = (
     # The worker pool: the RPC client and server side, the steps.
     ('services', ('worker.intake', 'worker.manager', 'worker.metrics',
                   'worker.rpcapi', 'worker.service', 'worker.steps')),
-    ('api', ('worker.api', 'worker.schedule_api')),
+    ('api', ('worker.api', 'worker.schedule_api',
+             'worker.notification_admin')),
+    # What faces the network through the API: the REST API and the
+    # Keystone listener.
+    ('front', ('worker.rest', 'worker.keystone_listener')),
     ('cmd', ('worker.cmd', 'worker.local')),
 )
 

@@ -20,13 +20,15 @@ from worker.rest import policies
 from worker.rest.routes import notification_urls
 from worker.rest.routes import order_types
 from worker.rest.routes import orders
+from worker.rest.routes import project_quotas
 from worker.rest.routes import schedules
 from worker.rest.routes import versions
 
 LOG = logging.getLogger(__name__)
 
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
-              schedules.blueprint, notification_urls.blueprint)
+              schedules.blueprint, notification_urls.blueprint,
+              project_quotas.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,

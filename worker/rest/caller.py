@@ -56,11 +56,11 @@ def context():
     return flask.g.context
 
 
-def authorize(rule):
+def authorize(rule, target_project=None):
     """Refuse the request (403) unless ``rule`` allows the caller on
-    its own project."""
+    ``target_project`` (by default its own project)."""
     caller = context()
-    target = {'project_id': caller.project_id}
+    target = {'project_id': target_project or caller.project_id}
     if not services().enforcer.enforce(rule, target, caller):
         raise errors.APIError(403, 'retry.forbidden',
                               'policy does not allow %s' % rule)

@@ -48,6 +48,7 @@ _MAPPING = (
     (api.IdempotencyConflict, 409, 'retry.idempotency_conflict'),
     (api.OrderNotCancellable, 409, 'retry.order_not_cancellable'),
     (api.OrderNotResumable, 409, 'retry.order_not_resumable'),
+    (api.ProjectQuotaExceeded, 429, 'retry.project_quota_exceeded'),
     (api.TooManyPendingOrders, 429, 'retry.too_many_pending_orders'),
 )
 
@@ -84,6 +85,9 @@ def _source(exc):
         return {'path': exc.path, 'rule': exc.rule}
     if isinstance(exc, api.IdempotencyConflict):
         return {'order_id': exc.order_id}
+    if isinstance(exc, api.ProjectQuotaExceeded):
+        return {'project_id': exc.project_id, 'quota': exc.max_pending,
+                'pending': exc.pending}
     if isinstance(exc, api.TooManyPendingOrders):
         return {'order_type': exc.order_type,
                 'max_pending': exc.max_pending, 'pending': exc.pending}

@@ -88,6 +88,18 @@ _RULES = [
     _rule('retry:notification_url:set_secret', 'rule:admin_api',
           'Set or rotate a URL\'s signing secret (never read back).',
           [('PUT', '/v1/notification-urls/{url_id}/secret')]),
+    _rule('retry:project_quota:list', 'rule:admin_api',
+          'List the projects whose quota of PENDING orders was overridden.',
+          [('GET', '/v1/project-quotas')]),
+    _rule('retry:project_quota:get', PROJECT_READER_OR_ADMIN,
+          'Show a project\'s quota of PENDING orders.',
+          [('GET', '/v1/project-quotas/{project_id}')]),
+    _rule('retry:project_quota:set', 'rule:admin_api',
+          'Override a project\'s quota of PENDING orders.',
+          [('PUT', '/v1/project-quotas/{project_id}')]),
+    _rule('retry:project_quota:delete', 'rule:admin_api',
+          'Drop the override of a project\'s quota: the default applies.',
+          [('DELETE', '/v1/project-quotas/{project_id}')]),
 ]
 
 

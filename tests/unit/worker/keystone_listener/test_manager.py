@@ -6,6 +6,7 @@ import datetime
 
 import pytest
 
+from tests import singular
 from worker import api
 from worker.keystone_listener import manager
 from worker import rpcapi
@@ -15,6 +16,13 @@ NOW = datetime.datetime(2026, 11, 28, 12, 0, 0)
 GONE = 'c0ffee0000000000000000000000dead'
 KEPT = 'c0ffee0000000000000000000000beef'
 META = {}
+
+
+@pytest.fixture
+def database(sqlite_database):
+    """The listener lists and cancels through the API's queries, which
+    only SQL serves."""
+    return sqlite_database
 
 
 @pytest.fixture
@@ -39,8 +47,8 @@ def _end(database, order_id, status):
             database.repositories.orders.fail(session, order_id, NOW,
                                               'broken')
         else:
-            database.repositories.orders.complete(session, order_id, NOW,
-                                                  None)
+            singular.complete(database.repositories.orders, session,
+                              order_id, NOW, None)
 
 
 def _statuses(orders, project_id):

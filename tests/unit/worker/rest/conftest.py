@@ -1,5 +1,5 @@
 """Fixtures of the REST API's unit tests: the real app and middleware
-over ``worker.api`` on the in-memory database, a Werkzeug client whose
+over ``worker.api`` on a SQLite database, a Werkzeug client whose
 every response is checked against doc/api-ref/openapi.yaml."""
 
 import pytest
@@ -36,8 +36,15 @@ def rest_conf(conf):
 
 
 @pytest.fixture
+def database(sqlite_database):
+    """The API's lists and changes run through its queries, which only
+    SQL serves (``worker.db.queries``)."""
+    return sqlite_database
+
+
+@pytest.fixture
 def orders(database, client, rest_conf):
-    """A real ``OrderAPI`` on the in-memory database."""
+    """A real ``OrderAPI`` on the SQLite database."""
     return api.OrderAPI(database, rest_conf, rpcapi.WorkerAPI(client))
 
 

@@ -1,4 +1,4 @@
-"""``/v1/orders`` over the real ``worker.api`` on the in-memory
+"""``/v1/orders`` over the real ``worker.api`` on the SQLite
 database: routing, request parsing, idempotency, paging, request ids."""
 
 import uuid

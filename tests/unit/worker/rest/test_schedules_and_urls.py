@@ -1,5 +1,5 @@
 """``/v1/schedules`` and ``/v1/notification-urls`` over the real APIs on
-the in-memory database."""
+a SQLite database."""
 
 from cryptography import fernet
 

@@ -4,6 +4,7 @@ same fields in the same order, the same values."""
 import datetime
 
 from scheduler.manage import display
+from scheduler.manage import order_columns
 from scheduler.manage import orders as order_commands
 from worker.rest import views
 
@@ -12,7 +13,7 @@ def test_the_fields_are_the_operator_commands():
     # Repeated in worker.rest.views rather than shared: the order commands
     # import worker.api alone (tests/unit/test_boundaries.py).
     assert views.ORDER_FIELDS == order_commands.ORDER_COLUMNS
-    assert views.STEP_FIELDS == order_commands.STEP_FIELDS
+    assert views.STEP_FIELDS == order_columns.STEP_FIELDS
     assert views.RUN_FIELDS == order_commands.RUN_COLUMNS
 
 
