@@ -131,7 +131,7 @@ def api(request, tmp_path_factory):
             'Retry scheduler started')
         daemon = deployment.start('barbican-retry-api', 'api')
         base_url = 'http://127.0.0.1:%d' % port
-        processes.wait_for(lambda: _healthy(base_url, daemon), 60,
+        processes.wait_for(lambda: processes.api_healthy(base_url, daemon), 60,
                            'barbican-retry-api answering')
         api = Api(base_url, daemon, deployment, backend)
         api.worker = worker
@@ -139,18 +139,6 @@ def api(request, tmp_path_factory):
     finally:
         deployment.kill_all()
         databases.drop(backend, database_url)
-
-
-def _healthy(base_url, daemon):
-    if daemon.process.poll() is not None:
-        raise AssertionError('barbican-retry-api exited:\n%s'
-                             % daemon.log()[-3000:])
-    try:
-        return requests.get(base_url + '/healthcheck',
-                            timeout=5).status_code == 200
-    except requests.RequestException:
-        # Not listening yet, or its workers still loading the app.
-        return False
 
 
 def _code(response):
@@ -405,7 +393,7 @@ def test_the_development_server_serves_one_process(api):
                               args=['--development']).start()
     api.deployment.daemons.append(daemon)
     base_url = 'http://127.0.0.1:%d' % port
-    processes.wait_for(lambda: _healthy(base_url, daemon), 60,
+    processes.wait_for(lambda: processes.api_healthy(base_url, daemon), 60,
                        'the development server answering')
     assert daemon.children() == []
     created = requests.post(base_url + '/v1/orders', headers=MEMBER_A,
