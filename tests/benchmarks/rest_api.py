@@ -36,6 +36,7 @@ from tests.benchmarks import http_load
 from tests.benchmarks import procs
 from tests.benchmarks import rest_listing
 from tests import config
+from tests.functional import databases
 from tests.functional import keystone as keystone_module
 from tests.functional import processes
 from worker import api as api_module
@@ -232,66 +233,101 @@ def _sizes(quick):
             'loaded_seconds': 30, 'table': 1_000_000, 'repeats': 300}
 
 
+class _Deployment:
+    """A fresh database of ``backend``, a sink of its own and the APIs
+    ``servers`` names over them, until ``stack`` closes."""
+
+    def __init__(self, stack, backend, workdir, transport_url, servers):
+        self.topic = env.new_topic()
+        self.kombu_url = env.kombu_url(transport_url)
+        url, self.database = stack.enter_context(env.database(backend,
+                                                              workdir))
+        # Bounded, oldest dropped: no worker reads it.
+        self.depth = stack.enter_context(broker.sink_queue(
+            self.kombu_url, self.topic, max_length=1_000_000))
+        started = {name: stack.enter_context(_server(
+            workdir, 'api-%s-%s' % (backend, name), url, transport_url,
+            self.topic, options)) for name, options in servers.items()}
+        self.urls = {name: base_url
+                     for name, (base_url, _) in started.items()}
+        self.pids = {name: pid for name, (_, pid) in started.items()}
+        self.api = api_module.OrderAPI(
+            self.database, config.make_conf(),
+            env.worker_api(transport_url, self.topic))
+
+    def creates(self, stack, sizes, headers, log):
+        """The create variants in rounds; their rates."""
+        pools = {'direct': http_load.Pool('http://unused', {}, CLIENTS)}
+        for name, base_url in self.urls.items():
+            pools[name] = http_load.Pool(base_url, headers[name], CLIENTS)
+        for pool in pools.values():
+            stack.callback(pool.close)
+        creates = _Creates(self.api, pools, self.pids)
+        creates.round(WARM_UP, count=False)
+        for number in range(1, sizes['rounds'] + 1):
+            log('rest_api: %s, creates, round %d/%d',
+                self.database.engine.dialect.name, number, sizes['rounds'])
+            creates.round(sizes['per_round'])
+        return creates.rates()
+
+    def casts(self):
+        """The orders stored, and the messages and steps in the sink.
+
+        Concurrent creates share messages (``worker.common.coalesce``):
+        the steps they carry are counted, a first step per order.
+        """
+        time.sleep(1)
+        messages = self.depth()
+        return {'orders_stored': _count(self.database),
+                'messages_queued': messages,
+                'steps_queued': broker.rows_in_sink(
+                    self.kombu_url, self.topic, messages)}
+
+
+def _common(sizes, auth, keystone):
+    return {'auth': sorted(auth), 'clients': CLIENTS,
+            'gunicorn_workers': GUNICORN_WORKERS,
+            'gunicorn_threads': THREADS,
+            'client': 'threads, a requests.Session each',
+            'keystone_available': keystone is not None, 'sizes': sizes}
+
+
 def run(transport_url, workdir, quick, log):
-    """The REST API's figures on PostgreSQL; the raw figures."""
+    """The REST API's figures on PostgreSQL (creates also on MariaDB
+    when a server is configured); the raw figures."""
     sizes = _sizes(quick)
     keystone = keystone_module.Keystone.from_environment()
-    topic = env.new_topic()
-    worker_api = env.worker_api(transport_url, topic)
-    variants = 4 if keystone else 3
-    casts = (variants * (WARM_UP + sizes['rounds'] * sizes['per_round']) +
-             sizes['at_rest'] + sizes['per_round'] * 10)
     with contextlib.ExitStack() as stack:
-        url, database = stack.enter_context(env.database('postgresql',
-                                                         workdir))
-        depth = stack.enter_context(broker.sink_queue(
-            env.kombu_url(transport_url), topic,
-            max_length=4 * casts + 100_000))
         servers = {'noauth': {'strategy': 'noauth'}}
-        persona = None
+        headers = {'noauth': NOAUTH_HEADERS}
         if keystone:
             persona = _Keystone(keystone)
             stack.callback(persona.close)
             servers['keystone'] = persona.options()
-        started = {name: stack.enter_context(_server(
-            workdir, 'api-' + name, url, transport_url, topic, options))
-            for name, options in servers.items()}
-        urls = {name: base_url for name, (base_url, _) in started.items()}
-        log('rest_api: %s', ', '.join(urls))
-        pools = {'direct': http_load.Pool('http://unused', {}, CLIENTS)}
-        for name, base_url in urls.items():
-            pools[name] = http_load.Pool(
-                base_url, persona.headers if name == 'keystone'
-                else NOAUTH_HEADERS, CLIENTS)
-        for pool in pools.values():
-            stack.callback(pool.close)
-        api = api_module.OrderAPI(database, config.make_conf(), worker_api)
-        creates = _Creates(api, pools, {
-            name: pid for name, (_, pid) in started.items()})
-        creates.round(WARM_UP, count=False)
-        for number in range(1, sizes['rounds'] + 1):
-            log('rest_api: creates, round %d/%d', number, sizes['rounds'])
-            creates.round(sizes['per_round'])
-        results = {'auth': sorted(urls), 'clients': CLIENTS,
-                   'gunicorn_workers': GUNICORN_WORKERS,
-                   'gunicorn_threads': THREADS,
-                   'client': 'threads, a requests.Session each',
-                   'keystone_available': keystone is not None,
-                   'sizes': sizes, 'creates': creates.rates()}
+            headers['keystone'] = persona.headers
+        deployment = _Deployment(stack, 'postgresql', workdir,
+                                 transport_url, servers)
+        results = dict(_common(sizes, servers, keystone),
+                       creates=deployment.creates(stack, sizes, headers,
+                                                  log))
         rate = results['creates']['http_noauth']['rate'] / 2
         log('rest_api: latency, at rest and at %.0f/s', rate)
         results['latency'] = _latencies(
-            urls['noauth'], NOAUTH_HEADERS, rate, sizes['at_rest'],
-            max(1, int(rate * sizes['loaded_seconds'])))
-        results['orders_stored'] = _count(database)
-        # Concurrent creates share messages (worker.common.coalesce):
-        # count the steps the messages carry, one per order.
-        time.sleep(1)
-        results['messages_queued'] = depth()
-        results['steps_queued'] = broker.rows_in_sink(
-            env.kombu_url(transport_url), topic, results['messages_queued'])
-        results['listing'] = _listing(database, urls['noauth'],
-                                      sizes['table'], sizes['repeats'], log)
+            deployment.urls['noauth'], NOAUTH_HEADERS, rate,
+            sizes['at_rest'], max(1, int(rate * sizes['loaded_seconds'])))
+        results.update(deployment.casts())
+        results['listing'] = _listing(
+            deployment.database, deployment.urls['noauth'], sizes['table'],
+            sizes['repeats'], log)
+    if databases.server_url('mysql'):
+        with contextlib.ExitStack() as stack:
+            deployment = _Deployment(stack, 'mysql', workdir, transport_url,
+                                     {'noauth': {'strategy': 'noauth'}})
+            mariadb = _common(sizes, ['noauth'], None)
+            mariadb['creates'] = deployment.creates(
+                stack, sizes, {'noauth': NOAUTH_HEADERS}, log)
+            mariadb.update(deployment.casts())
+        results['mariadb'] = mariadb
     return results
 
 

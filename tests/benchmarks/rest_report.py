@@ -15,7 +15,7 @@ def _rate(figures):
     return '%.0f orders/s' % figures['rate']
 
 
-def _creates(result):
+def _creates(result, label, keystone_row=True):
     creates = result['creates']
     one, threads = creates['direct_one'], creates['direct_threads']
     reference = max(one, threads, key=lambda figures: figures['rate'])
@@ -27,9 +27,10 @@ def _creates(result):
         http = creates['http_' + auth]
         ratio = http['rate'] / reference['rate']
         rows.append(report.Row(
-            '44.8 POST /v1/orders, %d keep-alive clients, %s, PostgreSQL '
+            '44.8 POST /v1/orders, %d keep-alive clients, %s, %s '
             '(%d orders, %d failed)' % (result['clients'], _auth(auth),
-                                        http['requests'], http['failed']),
+                                        label, http['requests'],
+                                        http['failed']),
             _rate(http), reference_text, ratio, '>= 0.5x',
             ratio >= 0.5 and http['failed'] == 0))
     other = threads if reference is one else one
@@ -47,7 +48,7 @@ def _creates(result):
                                          threads['client_cpu_ms']),
         _ratio(http['server_cpu_ms'], threads['client_cpu_ms']), '(info)',
         None))
-    if not result['keystone_available']:
+    if keystone_row and not result['keystone_available']:
         rows.append(report.Row(
             '     keystone auth_token variant', 'not run',
             'no BARBICAN_RETRY_TEST_KEYSTONE_URL', None, '(info)', None))
@@ -79,13 +80,16 @@ def _latency(result):
                           rest['latency']['p99_ms']),
                    '(info), 0 failed', None if loaded['failed'] == 0
                    else False),
-        report.Row('     orders stored, steps cast (in %d messages)'
-                   % result['messages_queued'],
-                   '%d, %d' % (result['orders_stored'],
-                               result['steps_queued']),
-                   'a first step per order', None, 'equal',
-                   result['orders_stored'] == result['steps_queued']),
     ]
+
+
+def _casts(result, label):
+    return report.Row(
+        '     orders stored, steps cast (in %d messages), %s'
+        % (result['messages_queued'], label),
+        '%d, %d' % (result['orders_stored'], result['steps_queued']),
+        'a first step per order', None, 'equal',
+        result['orders_stored'] == result['steps_queued'])
 
 
 def _listing(result):
@@ -131,4 +135,9 @@ def _listing(result):
 
 def rows(result):
     """Every row of the REST API's measurement."""
-    return _creates(result) + _latency(result) + _listing(result)
+    table = (_creates(result, 'PostgreSQL') + _latency(result) +
+             [_casts(result, 'PostgreSQL')] + _listing(result))
+    if 'mariadb' in result:
+        table += (_creates(result['mariadb'], 'MariaDB', False) +
+                  [_casts(result['mariadb'], 'MariaDB')])
+    return table

@@ -76,3 +76,18 @@ def test_a_deep_page_that_drops_rows_before_its_own_is_not_met():
              if row.measurement.strip().startswith('its plan')]
     assert [row.met for row in plans] == [True, False]
     assert '45000 rows' in plans[1].measurement
+
+
+def test_mariadb_gets_its_create_rows_without_a_second_keystone_row():
+    result = _result(0)
+    mariadb = {key: result[key] for key in (
+        'auth', 'clients', 'gunicorn_workers', 'gunicorn_threads',
+        'keystone_available', 'creates', 'orders_stored', 'steps_queued',
+        'messages_queued')}
+    table = rest_report.rows(dict(result, mariadb=mariadb))
+    measurements = [row.measurement for row in table]
+    assert any('noauth (X-Project-Id), MariaDB' in name
+               for name in measurements)
+    assert sum('keystone auth_token' in name for name in measurements) == 1
+    assert table[-1].measurement.endswith('MariaDB')
+    assert table[-1].met is True
