@@ -33,9 +33,9 @@ import traceback
 # machine is quietest; the ones that start daemons after. Each is the
 # module of that name here, with a ``run`` function; they are imported
 # once the requirements are in.
-MEASUREMENTS = ('dispatch', 'pass_cost', 'create', 'drain', 'lateness',
-                'memory', 'worker_pool', 'latency', 'burst', 'purge',
-                'cluster')
+MEASUREMENTS = ('dispatch', 'pass_cost', 'create', 'rest_api', 'drain',
+                'lateness', 'memory', 'worker_pool', 'latency', 'burst',
+                'purge', 'cluster')
 
 _REQUIREMENTS = pathlib.Path(__file__).with_name('requirements.txt')
 # The importable names of what requirements.txt lists (py-spy is a

@@ -674,12 +674,19 @@ def _row_latency(measurement, figures, reference, target_ms):
         None if target_ms is None else p99 <= target_ms)
 
 
+def _rows_rest_api(result):
+    # Imported here: rest_report builds its rows with this module's Row.
+    from tests.benchmarks import rest_report
+    return rest_report.rows(result)
+
+
 _ROWS = {
     'dispatch': _rows_dispatch, 'drain': _rows_drain,
     'pass_cost': _rows_pass_cost, 'lateness': _rows_lateness,
     'memory': _rows_memory, 'worker_pool': _rows_worker_pool,
     'burst': _rows_burst, 'latency': _rows_latency,
     'cluster': _rows_cluster, 'create': _rows_create,
+    'rest_api': _rows_rest_api,
     'purge': _rows_purge,
 }
 

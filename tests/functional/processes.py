@@ -283,6 +283,25 @@ def scrape(port):
         return response.read().decode()
 
 
+def api_healthy(base_url, daemon):
+    """Whether ``barbican-retry-api`` at ``base_url`` answers its
+    ``/healthcheck`` with 200.
+
+    :raises AssertionError: with the end of its log, if it exited.
+    """
+    if daemon.process.poll() is not None:
+        raise AssertionError('barbican-retry-api exited:\n%s'
+                             % daemon.log()[-3000:])
+    try:
+        with urllib.request.urlopen(base_url + '/healthcheck',
+                                    timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        # Not listening yet, or its workers still loading the app (an
+        # HTTPError, 503, is an OSError too).
+        return False
+
+
 def wait_for(predicate, timeout, what):
     """Poll ``predicate`` until it returns a true value; return it.
 

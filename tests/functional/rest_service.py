@@ -128,7 +128,7 @@ def deploy(backend, directory, api_options, extra=None):
             'Retry scheduler started')
         daemon = deployment.start('barbican-retry-api', 'api')
         base_url = 'http://127.0.0.1:%d' % port
-        processes.wait_for(lambda: healthy(base_url, daemon), 60,
+        processes.wait_for(lambda: processes.api_healthy(base_url, daemon), 60,
                            'barbican-retry-api answering')
         api = Api(base_url, daemon, deployment, backend, worker)
         yield api
@@ -136,22 +136,6 @@ def deploy(backend, directory, api_options, extra=None):
     finally:
         deployment.kill_all()
         databases.drop(backend, database_url)
-
-
-def healthy(base_url, daemon):
-    """Whether the API at ``base_url`` answers its healthcheck.
-
-    :raises AssertionError: ``daemon`` exited.
-    """
-    if daemon.process.poll() is not None:
-        raise AssertionError('barbican-retry-api exited:\n%s'
-                             % daemon.log()[-3000:])
-    try:
-        return requests.get(base_url + '/healthcheck',
-                            timeout=5).status_code == 200
-    except requests.RequestException:
-        # Not listening yet, or its workers still loading the app.
-        return False
 
 
 def code(response):

@@ -294,7 +294,7 @@ def test_the_development_server_serves_one_process(api):
                               args=['--development']).start()
     api.deployment.daemons.append(daemon)
     base_url = 'http://127.0.0.1:%d' % port
-    processes.wait_for(lambda: rest_service.healthy(base_url, daemon), 60,
+    processes.wait_for(lambda: processes.api_healthy(base_url, daemon), 60,
                        'the development server answering')
     assert daemon.children() == []
     created = requests.post(base_url + '/v1/orders', headers=MEMBER_A,

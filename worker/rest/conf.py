@@ -28,6 +28,15 @@ api_opts = [
         help='Processes of the production server (gunicorn pre-forked '
              'workers), 1 to 256. Each holds its own database pool of '
              '[database] max_pool_size connections.'),
+    cfg.IntOpt(
+        'threads', default=16, min=1, max=256,
+        help='Threads of each production-server process (gunicorn '
+             '"gthread" workers), 1 to 256: the requests one process '
+             'serves at once. A create spends most of its time waiting '
+             'for the database\'s commit and the broker\'s confirm, '
+             'holding its thread: workers x threads bounds the creates '
+             'in flight. Each thread may hold a database connection: '
+             'keep it within [database] max_pool_size + max_overflow.'),
     cfg.StrOpt(
         'auth_strategy', default=KEYSTONE, choices=(KEYSTONE, NOAUTH),
         help='keystone: callers present a Keystone token, checked by '

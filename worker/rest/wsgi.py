@@ -29,9 +29,6 @@ from worker import schedule_api
 
 PROG = 'barbican-retry-api'
 CONFIG_VARIABLE = 'BARBICAN_RETRY_CONFIG_FILE'
-#: Threads of each gunicorn worker (``gthread``): keep-alive connections
-#: and slow callers do not hold a whole process.
-THREADS = 4
 
 _cli_opts = [
     cfg.BoolOpt('development', default=False,
@@ -83,7 +80,7 @@ class _Gunicorn(gunicorn_base.BaseApplication):
         group = self._conf.api
         for name, value in (
                 ('bind', '%s:%d' % (_host(group.bind_host), group.bind_port)),
-                ('workers', group.workers), ('threads', THREADS),
+                ('workers', group.workers), ('threads', group.threads),
                 ('worker_class', 'gthread'), ('proc_name', PROG),
                 ('accesslog', '-')):
             self.cfg.set(name, value)

@@ -33,3 +33,22 @@ def test_the_console_script_exits_naming_the_option(tmp_path):
     with pytest.raises(SystemExit) as stopped:
         wsgi.load_config(['--config-file', str(config)])
     assert 'bind_host' in str(stopped.value.code)
+
+
+def test_gunicorn_runs_the_workers_and_threads_of_api(tmp_path):
+    from worker.rest import wsgi
+    config = tmp_path / 'api.conf'
+    config.write_text('[api]\nworkers = 3\nthreads = 24\nbind_port = 9400\n')
+    server = wsgi._Gunicorn(wsgi.load_config(['--config-file',
+                                              str(config)]))
+    assert server.cfg.workers == 3
+    assert server.cfg.threads == 24
+    assert server.cfg.worker_class_str == 'gthread'
+    assert server.cfg.bind == ['127.0.0.1:9400']
+
+
+def test_a_create_waits_on_io_so_a_process_serves_16_at_once():
+    # Creates spend most of their time waiting for the database's commit
+    # and the broker's confirm: 4 threads a process held the creates in
+    # flight to 8 on 2 workers (the REST benchmark, doc/rest.md).
+    assert conftest.config_for().api.threads == 16
