@@ -213,7 +213,7 @@ exclusive_round() {
     if [ "${BARBICAN_RETRY_TEST_GALERA:-0}" = 1 ]; then
         galera_variant "$dir/cluster"
     fi
-    pytest_round -m exclusive "$@""
+    pytest_round -m exclusive "$@"
 }
 
 rc=0
