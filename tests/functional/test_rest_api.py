@@ -48,7 +48,10 @@ def api(request, tmp_path_factory):
 
 
 def test_gunicorn_serves_with_two_workers(api):
-    assert len(api.daemon.children()) == 2
+    # The first worker may answer the healthcheck before gunicorn has
+    # forked the second.
+    processes.wait_for(lambda: len(api.daemon.children()) == 2, 60,
+                       'the second gunicorn worker')
     document = api.get('/')
     assert document.status_code == 200
     assert document.json()['versions'][0]['max_version'] == '1.0'
