@@ -302,3 +302,30 @@ def test_schedules_by_persona(api, callers):
     assert api.call('DELETE', path, callers['a_member']).status_code == 204
     _refused(api.get(path, callers['a_member']), 404,
              'retry.schedule_not_found')
+
+
+def test_project_quotas_by_persona(api, callers, personas):
+    quota_a = '/v1/project-quotas/%s' % personas.project_a
+    admin, member = callers['admin'], callers['a_member']
+    pending = len(api.get('/v1/orders?status=PENDING&limit=1000&project_id='
+                          + personas.project_a, admin).json()['orders'])
+    shown = api.get(quota_a, callers['a_reader'])
+    assert shown.json()['project_id'] == personas.project_a, shown.text
+    _refused(api.get(quota_a, callers['b_member']), 403, 'retry.forbidden')
+    _refused(api.call('PUT', quota_a, member,
+                      json={'pending_orders': 1000}), 403, 'retry.forbidden')
+    set_quota = api.call('PUT', quota_a, admin,
+                         json={'pending_orders': pending + 1})
+    assert set_quota.json()['override'] == pending + 1, set_quota.text
+    try:
+        assert api.create(member, not_before=LATER)['status'] == 'PENDING'
+        over = api.post('/v1/orders', member, json=rest_service.CREATE)
+        _refused(over, 429, 'retry.project_quota_exceeded')
+        assert over.headers['Retry-After']
+        # Project B is not bound by A's quota.
+        assert api.create(callers['b_member'], not_before=LATER)[
+            'project_id'] == personas.project_b
+    finally:
+        dropped = api.call('DELETE', quota_a, admin)
+    assert dropped.status_code == 204
+    assert api.get(quota_a, admin).json()['override'] is None
