@@ -307,8 +307,9 @@ def test_schedules_by_persona(api, callers):
 def test_project_quotas_by_persona(api, callers, personas):
     quota_a = '/v1/project-quotas/%s' % personas.project_a
     admin, member = callers['admin'], callers['a_member']
-    pending = len(api.get('/v1/orders?status=PENDING&limit=1000&project_id='
-                          + personas.project_a, admin).json()['orders'])
+    listed = api.get('/v1/orders?status=PENDING&limit=1000&project_id=%s'
+                     % personas.project_a, admin)
+    pending = len(listed.json()['orders'])
     shown = api.get(quota_a, callers['a_reader'])
     assert shown.json()['project_id'] == personas.project_a, shown.text
     _refused(api.get(quota_a, callers['b_member']), 403, 'retry.forbidden')
