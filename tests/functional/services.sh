@@ -32,8 +32,10 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 # Galera provider and the tool of its state transfers (SST), for cluster.sh;
 # haproxy, the load balancer cluster.sh puts in front of Galera.
 # nftables, iproute2 (ip netns, tc): the network faults of cluster.sh
-# --network.
-PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync haproxy nftables iproute2)
+# --network. chromium, chromium-driver: the headless browser and its
+# WebDriver of the console's tests (tests/functional/browser.py), from the
+# distribution, so that nothing downloads a browser at run time.
+PACKAGES=(rabbitmq-server mariadb-server postgresql prometheus openssl galera-4 rsync haproxy nftables iproute2 chromium chromium-driver)
 RABBIT_BIN=/usr/lib/rabbitmq/bin   # not /usr/sbin: that wrapper su's to rabbitmq and resets HOME
 READY_TIMEOUT=90                   # seconds to wait for a server to come up
 STOP_TIMEOUT=60                    # seconds to wait for a server to go away
