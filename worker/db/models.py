@@ -661,3 +661,32 @@ class NotificationEvent(Base):
     #: More about the change (``reason``), or None.
     detail: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+
+
+class ConsoleSession(Base):
+    """A login to the operator console (``worker.rest.console``): the
+    Keystone token it was given and what the token says of its holder.
+
+    The row is found by the SHA-256 of the session cookie, never by the
+    cookie itself: a reader of the table cannot take over a session. It
+    is shared by every process of ``barbican-retry-api`` and ends when
+    its token expires (``expires_at``), or at logout.
+    """
+
+    __tablename__ = 'console_sessions'
+
+    #: The SHA-256 (hex) of the random cookie value.
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    token: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    #: The synchronizer token every action of the session must carry.
+    csrf_token: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    user_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    user_name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    #: Shown and judged, never searched: no exact collation needed.
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    project_name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    #: The token's role names, comma-separated.
+    roles: orm.Mapped[str] = orm.mapped_column(sa.String(1024))
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    expires_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp, index=True)

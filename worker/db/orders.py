@@ -426,3 +426,36 @@ def end_cancel(session: orm.Session, order_id: str, now: Moment,
         values['error_reason'] = '%s; %s' % (
             order.error_reason if order else 'cancelled', failure)
     return _move(session, order_id, now, models.CANCELLING, **values)
+
+
+def count_by_status_and_type(session: orm.Session,
+                             project_id: str | None = None
+                             ) -> dict[tuple[str, str], int]:
+    """``{(status, type): count}``, of ``project_id``'s orders only if
+    given (``ix_orders_project_id_status``) or of every order."""
+    query = sa.select(models.Order.status, models.Order.type,
+                      sa.func.count()).group_by(models.Order.status,
+                                                models.Order.type)
+    if project_id is not None:
+        query = query.where(models.Order.project_id == project_id)
+    return {(status, kind): count
+            for status, kind, count in session.execute(query)}
+
+
+def times_since(session: orm.Session, since: Moment, *,
+                finished: bool = False, project_id: str | None = None,
+                limit: int = 10000) -> list[Moment]:
+    """When the orders created since ``since`` were created or, with
+    ``finished``, when those that turned ACTIVE since then did
+    (``ix_orders_status_updated_at``); at most ``limit``: what a chart of
+    the last minutes shows, never the whole table."""
+    if finished:
+        column = models.Order.updated_at
+        query = sa.select(column).where(models.Order.status == models.ACTIVE)
+    else:
+        column = models.Order.created_at
+        query = sa.select(column)
+    query = query.where(column >= since)
+    if project_id is not None:
+        query = query.where(models.Order.project_id == project_id)
+    return list(session.scalars(query.order_by(column.desc()).limit(limit)))

@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import typing
 
+from worker.db import console_sessions
 from worker.db import notifications
 from worker.db import orders
 from worker.db import quotas
@@ -54,6 +55,16 @@ class OrderQueries(typing.Protocol):
 
     def count_unfinished_by_type(self, session: Any) -> dict[str, int]:
         """``{type: count}`` of the orders not in a terminal status."""
+
+    def count_by_status_and_type(self, session: Any,
+                                 project_id: str | None = None
+                                 ) -> dict[tuple[str, str], int]:
+        """``{(status, type): count}`` (of ``project_id`` only)."""
+
+    def times_since(self, session: Any, since: Moment, *,
+                    finished: bool = False, project_id: str | None = None,
+                    limit: int = 10000) -> list[Moment]:
+        """Creation (or completion) times since ``since``, newest first."""
 
     def resume(self, session: Any, order_id: str, now: Moment) -> bool:
         """Move an ERROR order back to PENDING, its reason cleared."""
@@ -143,6 +154,24 @@ class QuotaQueries(typing.Protocol):
         """Set or clear the override; False without a row."""
 
 
+class ConsoleSessionQueries(typing.Protocol):
+    """``worker.db.console_sessions``: the operator console's logins."""
+
+    def insert(self, session: Any, values: dict) -> None:
+        """Add a login."""
+
+    def get_live(self, session: Any, session_id: str,
+                 now: Moment) -> rows.ConsoleSession | None:
+        """The login if it has not expired at ``now``."""
+
+    def delete(self, session: Any, session_id: str) -> bool:
+        """End the login; False if there was none."""
+
+    def delete_expired(self, session: Any, now: Moment,
+                       limit: int = 100) -> int:
+        """Delete up to ``limit`` expired logins; how many went."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Queries:
     """One narrower repository per aggregate the front door and the
@@ -154,8 +183,9 @@ class Queries:
     notifications: NotificationQueries
     schedules: ScheduleQueries
     quotas: QuotaQueries
+    console_sessions: ConsoleSessionQueries
 
 
 SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
               notifications=notifications, schedules=schedules,
-              quotas=quotas)
+              quotas=quotas, console_sessions=console_sessions)

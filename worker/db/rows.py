@@ -204,3 +204,18 @@ class PurgeCounts:
     def rows(self) -> int:
         """Rows of every table together."""
         return sum(dataclasses.astuple(self))
+
+
+class ConsoleSession(typing.Protocol):
+    """A row of ``console_sessions`` (``models.ConsoleSession``)."""
+
+    id: str
+    token: str
+    csrf_token: str
+    user_id: str
+    user_name: str
+    project_id: str
+    project_name: str
+    roles: str
+    created_at: datetime.datetime
+    expires_at: datetime.datetime

@@ -14,6 +14,7 @@ from werkzeug import exceptions as http_exceptions
 
 from worker import api
 from worker.rest import caller
+from worker.rest.console import pages as console_pages
 from worker.rest import errors
 from worker.rest import microversions
 from worker.rest import policies
@@ -28,7 +29,7 @@ LOG = logging.getLogger(__name__)
 
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
               schedules.blueprint, notification_urls.blueprint,
-              project_quotas.blueprint)
+              project_quotas.blueprint, console_pages.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,
@@ -44,6 +45,7 @@ def create_app(conf, orders_api, schedules_api, enforcer=None):
     # Errors are answered here, as JSON, never by Werkzeug's debugger.
     app.config['PROPAGATE_EXCEPTIONS'] = False
     app.json.sort_keys = False
+    app.config['CONSOLE_CONF'] = conf
     app.extensions[caller.EXTENSION] = caller.Services(
         conf, orders_api, schedules_api,
         enforcer or policies.enforcer(conf))

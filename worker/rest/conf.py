@@ -60,6 +60,17 @@ api_opts = [
     cfg.IntOpt(
         'default_page_size', default=100, min=1, max=1000,
         help='Orders GET /v1/orders returns without a limit (1 to 1000).'),
+    cfg.URIOpt(
+        'console_auth_url',
+        help='The Keystone v3 endpoint (e.g. http://keystone:5000/v3) the '
+             'operator console (/console) logs its users in with. Unset, '
+             'the console refuses logins; with auth_strategy = noauth it '
+             'is not used (every local visitor is an administrator).'),
+    cfg.IntOpt(
+        'console_refresh_seconds', default=5, min=1, max=3600,
+        help='Seconds between two reads of the console\'s live pages (the '
+             'overview, an order), 1 to 3600: each read costs a few '
+             'indexed queries per open page.'),
 ]
 
 

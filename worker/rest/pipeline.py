@@ -8,7 +8,10 @@ max_request_body_size``, answered with a JSON 413), ``/healthcheck``
 (no authentication), then keystonemiddleware's ``auth_token`` (with
 ``[api] auth_strategy = keystone``; with ``noauth``, ``LoopbackOnly``)
 and ``audit`` (state-changing requests, as CADF events), then the app.
-``/``, the version document, needs no authentication either.
+``/``, the version document, needs no authentication either; nor does
+the console (``/console``), which logs its users in with Keystone itself
+(``worker.rest.console.auth``): with ``noauth`` it is behind
+``LoopbackOnly`` too.
 """
 
 import ipaddress
@@ -27,6 +30,7 @@ from worker.rest import conf as api_conf
 from worker.rest import errors
 
 HEALTHCHECK_PATH = '/healthcheck'
+CONSOLE_PREFIX = '/console'
 #: What the audit middleware lets through unrecorded: reads.
 READ_METHODS = 'GET,HEAD,OPTIONS'
 
@@ -40,13 +44,15 @@ def build(conf, app):
             protected, audit_map_file=conf.api.audit_map_file,
             ignore_req_list=READ_METHODS, service_name='barbican-retry',
             oslo_config_config=conf)
+    console = app
     if conf.api.auth_strategy == api_conf.KEYSTONE:
         protected = auth_token.AuthProtocol(
             protected, {'oslo_config_config': conf})
     else:
         protected = LoopbackOnly(protected)
+        console = LoopbackOnly(app)
     routed = _Paths({HEALTHCHECK_PATH: healthcheck.Healthcheck(None, conf),
-                     '/': app}, protected)
+                     '/': app}, protected, {CONSOLE_PREFIX: console})
     limited = JsonSizeLimiter(routed, conf)
     shared = cors.CORS(limited, conf)
     identified = request_id.RequestId(shared, conf)
@@ -54,15 +60,21 @@ def build(conf, app):
 
 
 class _Paths:
-    """Send the requests of a few exact paths to their own apps, the
-    rest to ``default``."""
+    """Send the requests of a few exact paths, and of the paths under a
+    few prefixes, to their own apps, the rest to ``default``."""
 
-    def __init__(self, apps, default):
+    def __init__(self, apps, default, prefixes=None):
         self._apps = apps
         self._default = default
+        self._prefixes = dict(prefixes or {})
 
     def __call__(self, environ, start_response):
-        app = self._apps.get(environ.get('PATH_INFO') or '/', self._default)
+        path = environ.get('PATH_INFO') or '/'
+        app = self._apps.get(path)
+        if app is None:
+            app = next((found for prefix, found in self._prefixes.items()
+                        if path == prefix or path.startswith(prefix + '/')),
+                       self._default)
         return app(environ, start_response)
 
 

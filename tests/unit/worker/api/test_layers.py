@@ -28,6 +28,8 @@ LAYERS = [
     ('admission', ()),
     ('quotas', ()),
     ('coalesce', ()),
+    ('dashboard', ('checks',)),
+    ('logins', ()),
 ]
 
 
