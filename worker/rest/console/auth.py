@@ -18,6 +18,7 @@ once as an administrator of every project.
 
 import datetime
 import hmac
+import string
 
 import flask
 from keystoneauth1 import exceptions as ks_exceptions
@@ -62,16 +63,14 @@ def keystone_login(form):
     if not url:
         raise LoginFailed('the console has no Keystone endpoint ([api] '
                           'console_auth_url)')
-    project = form.get('project', '').strip()
     domain = form.get('domain', '').strip() or DEFAULT_DOMAIN
+    project = _project(form.get('project', '').strip(), domain)
     if form.get('token', '').strip():
-        auth = v3.Token(url, token=form['token'].strip(),
-                        project_name=project, project_domain_name=domain)
+        auth = v3.Token(url, token=form['token'].strip(), **project)
     else:
         auth = v3.Password(url, username=form.get('username', '').strip(),
                            password=form.get('password', ''),
-                           user_domain_name=domain, project_name=project,
-                           project_domain_name=domain)
+                           user_domain_name=domain, **project)
     try:
         access = auth.get_access(ks_session.Session(timeout=_TIMEOUT))
     except ks_exceptions.Unauthorized:
@@ -89,6 +88,14 @@ def keystone_login(form):
         project_id=access.project_id, project_name=access.project_name or '',
         roles=tuple(access.role_names),
         expires_at=expires.replace(tzinfo=None))
+
+
+def _project(text, domain):
+    """The scope of the form's project: Keystone's ids are 32 hex
+    digits, anything else is a name in ``domain``."""
+    if len(text) == 32 and all(char in string.hexdigits for char in text):
+        return {'project_id': text}
+    return {'project_name': text, 'project_domain_name': domain}
 
 
 def local_login(now):

@@ -208,8 +208,9 @@ def order_json(order_id):
 
 @blueprint.get('/orders/<order_id>/<action>')
 def confirm(order_id, action):
-    """The confirmation of a cancel or a resume."""
-    _action_rule(action)
+    """The confirmation of a cancel or a resume (403 for a caller the
+    rule does not allow)."""
+    caller.authorize(_action_rule(action))
     found = _services().orders.get(order_id, **caller.scope())
     return _render('confirm.html', order=found, action=action)
 

@@ -144,6 +144,8 @@ def test_a_reader_sees_no_action_and_a_forged_one_is_refused(
     text = reader.get('/console/orders/%s' % order.id).get_data(
         as_text=True)
     assert order.id in text and 'Cancel this order' not in text
+    confirm = reader.get('/console/orders/%s/cancel' % order.id)
+    assert confirm.status_code == 403
     forged = reader.post('/console/orders/%s/cancel' % order.id,
                          data={'csrf_token': login.csrf_token})
     assert forged.status_code == 403
