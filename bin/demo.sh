@@ -4,6 +4,10 @@
 # worker and scheduler in one process on SQLite with the in-process
 # transport (no broker, no database server).
 #
+#   bin/demo.sh --console   then serves the operator console over the
+#                           demo's database on http://127.0.0.1:9312/console/
+#                           (no login, this host only) until Ctrl-C
+#
 # Environment:
 #   BARBICAN_RETRY_VENV=DIR   virtualenv to use/create (default .venv in
 #                             the checkout; a relative DIR is in it too)

@@ -49,6 +49,13 @@ def _parse_args(argv):
                         help='Where the SQLite file, the configuration '
                              'file and the log go (default: a new '
                              'temporary directory, kept at the end).')
+    parser.add_argument('--console', action='store_true',
+                        help='After the orders, serve the operator console '
+                             'over the demo\'s database on 127.0.0.1 '
+                             '(no login) until Ctrl-C; the worker and the '
+                             'retry daemon keep running meanwhile.')
+    parser.add_argument('--console-port', type=int, default=9312,
+                        help='The console\'s port (default 9312).')
     return parser.parse_args(argv)
 
 
@@ -191,9 +198,13 @@ def main(argv=None):
         with local.serve(api, upgrade_database=True):
             created, retried = _create_orders(api, args.orders)
             statuses = _watch(api, created, time.monotonic() + args.timeout)
+            _print_summary(statuses, retried, config_path, temporary_dir)
+            if args.console:
+                # Only now: the plain demo loads no web stack.
+                from worker.cmd import demo_console
+                demo_console.serve(conf, api, args.console_port)
     finally:
         api.close()
-    _print_summary(statuses, retried, config_path, temporary_dir)
     return 0 if all(status == api_module.ACTIVE
                     for status in statuses.values()) else 1
 

@@ -80,3 +80,20 @@ def test_a_temporary_state_dir_is_said_to_be_kept(capsys):
 
     assert lines[1] == ('demo: /tmp/br-x is a temporary directory, kept '
                         'for that; remove it when done: rm -r /tmp/br-x')
+
+
+def test_the_console_of_the_demo_is_noauth_on_the_loopback_only():
+    from worker.cmd import demo_console
+    from worker.rest import conf as api_conf
+
+    conf = cfg.ConfigOpts()
+    conf([], default_config_files=[])
+    demo_console.configure(conf, 19999)
+    assert (conf.api.auth_strategy, conf.api.bind_host,
+            conf.api.bind_port) == (api_conf.NOAUTH, '127.0.0.1', 19999)
+
+
+def test_the_console_option_is_off_by_default():
+    assert demo._parse_args([]).console is False
+    assert demo._parse_args(['--console', '--console-port', '8000']
+                            ).console_port == 8000
