@@ -23,6 +23,8 @@ LOG = logging.getLogger(__name__)
 #: How often ``wait`` reads the order's status: one probe of the primary
 #: key per waiter per second at most.
 WAIT_INTERVAL_SECONDS = 1.0
+#: The largest ``cap`` of ``count``: the index entries one count may read.
+MAX_COUNT_CAP = 100000
 
 
 class OrderQueries:
@@ -137,21 +139,26 @@ class OrderQueries:
         return tuple(values.step_run_of(row) for row in rows)
 
     def list(self, *, project_id=None, all_projects=False, status=None,
-             order_type=None, limit=100, marker=None, with_meta=True):
+             order_type=None, limit=100, marker=None, with_meta=True,
+             created_from=None, created_to=None, idempotency_key=None):
         """Return at most ``limit`` orders (without their steps) in
         creation order; the last one's id as ``marker`` gives the next
         page.
 
         :param with_meta: False: their ``meta`` is not read (it is ``{}``),
             for a listing that does not show it.
+        :param created_from: only those created at or after this
+            ``datetime`` (naive: UTC).
+        :param created_to: only those created before this one.
+        :param idempotency_key: only those created with this key.
 
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, the
             status is not one, or the marker is no order (of the project).
         :raises InvalidProjectScope: as ``get``.
         """
-        scope = checks.selection(project_id, all_projects, limit,
-                                 order_type)
-        checks.check_status(status)
+        scope, filters = self._filters(project_id, all_projects, limit,
+                                       status, order_type, created_from,
+                                       created_to, idempotency_key)
         if marker is not None:
             checks.check_order_id(marker, 'marker')
         repositories = self._database.repositories
@@ -164,9 +171,43 @@ class OrderQueries:
                                                 % (marker,))
                 after = (last.created_at, last.id)
             rows = self._database.queries.orders.list_orders(
-                session, status, limit, project_id=scope,
-                order_type=order_type, after=after, with_meta=with_meta)
+                session, limit=limit, after=after, with_meta=with_meta,
+                **filters)
         return [values.order_of(row, (), with_meta) for row in rows]
+
+    def count(self, *, cap, project_id=None, all_projects=False,
+              status=None, order_type=None, created_from=None,
+              created_to=None, idempotency_key=None):
+        """How many orders ``list`` selects with the same filters, counted
+        up to ``cap`` (``cap`` itself means "``cap`` or more"), so that a
+        count costs what it shows, not what is stored.
+
+        :raises InvalidRequest: as ``list``; ``cap`` is not 1 to
+            ``MAX_COUNT_CAP``.
+        :raises InvalidProjectScope: as ``get``.
+        """
+        checks.checked(inputs.check_count, cap, 'cap', MAX_COUNT_CAP)
+        _scope, filters = self._filters(project_id, all_projects, 1,
+                                        status, order_type, created_from,
+                                        created_to, idempotency_key)
+        with self._database.reader() as session:
+            return self._database.queries.orders.count_orders(
+                session, cap=cap, **filters)
+
+    @staticmethod
+    def _filters(project_id, all_projects, limit, status, order_type,
+                 created_from, created_to, idempotency_key):
+        """The checked scope, and the filters of ``list_orders``."""
+        scope = checks.selection(project_id, all_projects, limit,
+                                 order_type)
+        checks.check_status(status)
+        checks.check_key(idempotency_key)
+        return scope, {
+            'status': status or None, 'project_id': scope,
+            'order_type': order_type or None,
+            'created_from': checks.naive_utc(created_from, 'created_from'),
+            'created_to': checks.naive_utc(created_to, 'created_to'),
+            'idempotency_key': idempotency_key}
 
     def wait(self, order_id, *, timeout, project_id=None,
              all_projects=False):

@@ -199,7 +199,10 @@ def list_orders(session: orm.Session, status: str | None = None,
                 limit: int | None = None, *, project_id: str | None = None,
                 order_type: str | None = None,
                 after: tuple[Moment, str] | None = None,
-                with_meta: bool = True) -> list[rows.Order]:
+                with_meta: bool = True,
+                created_from: Moment | None = None,
+                created_to: Moment | None = None,
+                idempotency_key: str | None = None) -> list[rows.Order]:
     """Return orders, oldest first (by creation time, then id).
 
     :param with_meta: False: their ``meta`` is not read (it may be large)
@@ -209,17 +212,16 @@ def list_orders(session: orm.Session, status: str | None = None,
     :param order_type: only the orders of this type.
     :param after: ``(created_at, id)`` of an order: only those after it,
         the next page of a listing that ended there.
+    :param created_from: only those created at or after it.
+    :param created_to: only those created before it.
+    :param idempotency_key: only those of this key.
     """
     order = models.Order
     query = sa.select(order).order_by(order.created_at, order.id)
     if not with_meta:
         query = query.options(orm.defer(order.meta, raiseload=True))
-    if status:
-        query = query.where(order.status == status)
-    if project_id is not None:
-        query = query.where(order.project_id == project_id)
-    if order_type:
-        query = query.where(order.type == order_type)
+    query = _filtered(query, status, project_id, order_type, created_from,
+                      created_to, idempotency_key)
     if after is not None:
         created_at, order_id = after
         # The redundant ``created_at >= T`` gives the index a place to
@@ -231,6 +233,44 @@ def list_orders(session: orm.Session, status: str | None = None,
     if limit:
         query = query.limit(limit)
     return list(session.scalars(query))
+
+
+_Query = typing.TypeVar('_Query', bound=sa.Select[typing.Any])
+
+
+def _filtered(query: _Query, status: str | None,
+              project_id: str | None, order_type: str | None,
+              created_from: Moment | None, created_to: Moment | None,
+              idempotency_key: str | None) -> _Query:
+    """``query`` narrowed by the filters given (None: not filtered)."""
+    order = models.Order
+    for column, value in ((order.status, status),
+                          (order.project_id, project_id),
+                          (order.type, order_type),
+                          (order.idempotency_key, idempotency_key)):
+        if value is not None:
+            query = query.where(column == value)
+    if created_from is not None:
+        query = query.where(order.created_at >= created_from)
+    if created_to is not None:
+        query = query.where(order.created_at < created_to)
+    return query
+
+
+def count_orders(session: orm.Session, *, cap: int,
+                 status: str | None = None, project_id: str | None = None,
+                 order_type: str | None = None,
+                 created_from: Moment | None = None,
+                 created_to: Moment | None = None,
+                 idempotency_key: str | None = None) -> int:
+    """Count the orders ``list_orders`` selects with the same filters, up
+    to ``cap``: a count costs at most ``cap`` index entries however
+    many orders match (``cap`` means "at least that many")."""
+    matching = _filtered(sa.select(models.Order.id), status, project_id,
+                         order_type, created_from, created_to,
+                         idempotency_key).limit(cap).subquery()
+    return session.execute(
+        sa.select(sa.func.count()).select_from(matching)).scalar_one()
 
 
 def count_by_status(session: orm.Session) -> dict[str, int]:

@@ -46,9 +46,21 @@ class OrderQueries(typing.Protocol):
                     project_id: str | None = None,
                     order_type: str | None = None,
                     after: tuple[Moment, str] | None = None,
-                    with_meta: bool = True) -> list[rows.Order]:
+                    with_meta: bool = True,
+                    created_from: Moment | None = None,
+                    created_to: Moment | None = None,
+                    idempotency_key: str | None = None) -> list[rows.Order]:
         """Orders, oldest first, filtered; those ``after`` a page's last
         ``(created_at, id)``; without their meta if not ``with_meta``."""
+
+    def count_orders(self, session: Any, *, cap: int,
+                     status: str | None = None,
+                     project_id: str | None = None,
+                     order_type: str | None = None,
+                     created_from: Moment | None = None,
+                     created_to: Moment | None = None,
+                     idempotency_key: str | None = None) -> int:
+        """How many orders ``list_orders`` selects, up to ``cap``."""
 
     def count_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` over every order."""

@@ -8,6 +8,8 @@ is refused either way. Every response forbids inline scripts and
 styles and any other origin (``SECURITY_HEADERS``).
 """
 
+import datetime
+
 import flask
 
 from worker import api
@@ -34,7 +36,10 @@ SECURITY_HEADERS = {
     'Cache-Control': 'no-store',
 }
 PAGE_SIZE = 50
-ORDER_FILTERS = ('status', 'type', 'project_id', 'marker')
+ORDER_FILTERS = ('status', 'type', 'project_id', 'marker', 'created_from',
+                 'created_to', 'idempotency_key')
+#: The orders counted at most (more shows as "10000 or more").
+COUNT_CAP = 10000
 _OPEN = ('console.login', 'console.static')
 
 
@@ -159,20 +164,44 @@ def overview_json():
 
 @blueprint.get('/orders')
 def orders():
-    """A page of orders, filtered, with the next page's marker."""
+    """A page of orders, filtered, with their count and the next page's
+    marker."""
     caller.authorize('retry:order:list')
-    query = {name: value for name, value in flask.request.args.items()
-             if name in ORDER_FILTERS and value}
-    found = _services().orders.list(
+    query = {name: value.strip() for name, value in
+             flask.request.args.items()
+             if name in ORDER_FILTERS and value.strip()}
+    filters = dict(
         status=query.get('status'), order_type=query.get('type'),
-        limit=PAGE_SIZE, marker=query.get('marker'), with_meta=False,
+        created_from=_moment(query.get('created_from'), 'created_from'),
+        created_to=_moment(query.get('created_to'), 'created_to'),
+        idempotency_key=query.get('idempotency_key'),
         **caller.scope(query.get('project_id')))
+    orders_api = _services().orders
+    found = orders_api.list(limit=PAGE_SIZE, marker=query.get('marker'),
+                            with_meta=False, **filters)
     following = None
     if len(found) == PAGE_SIZE:
         following = dict(query, marker=found[-1].id)
     return _render('orders.html', orders=found, query=query,
                    following=following, statuses=api_statuses(),
+                   count=orders_api.count(cap=COUNT_CAP, **filters),
+                   count_cap=COUNT_CAP,
                    types=[info.name for info in api.order_type_infos()])
+
+
+def _moment(text, name):
+    """A filter's time (``YYYY-MM-DDTHH:MM``, UTC), or None.
+
+    :raises errors.APIError: 400 for another text.
+    """
+    if text is None:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise errors.APIError(400, 'retry.invalid_request',
+                              '%s must be a time such as 2026-11-28T09:00, '
+                              'not %r' % (name, text[:40])) from None
 
 
 def api_statuses():

@@ -201,3 +201,24 @@ def test_the_overview_counts_the_callers_project_only(keystone_app, orders):
     text = reader.get('/console/').get_data(as_text=True)
     assert 'id="count-PENDING">1<' in text
     assert 'Workers alive' not in text
+
+
+def test_the_orders_are_filtered_by_key_and_creation_time_and_counted(
+        local, orders):
+    keyed = orders.create('certificate', {}, project_id=conftest.PROJECT_A,
+                          idempotency_key='renew-42')
+    other = _order(orders)
+    local.get('/console/')
+    text = local.get('/console/orders?idempotency_key=renew-42').get_data(
+        as_text=True)
+    assert keyed.id in text and other.id not in text
+    assert '1 order match' in text
+    later = (keyed.created_at + datetime.timedelta(days=1)).strftime(
+        '%Y-%m-%dT%H:%M')
+    none = local.get('/console/orders?created_from=%s' % later).get_data(
+        as_text=True)
+    assert keyed.id not in none and '0 orders match' in none
+    both = local.get('/console/orders?created_to=%s' % later).get_data(
+        as_text=True)
+    assert keyed.id in both and other.id in both
+    assert local.get('/console/orders?created_to=soon').status_code == 400
