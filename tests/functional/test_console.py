@@ -3,11 +3,12 @@ driven by Selenium, tests/functional/browser.py) against the real
 ``barbican-retry-api``, worker and retry daemon under the real Keystone
 (tests/functional/keystone.py), on each database.
 
-A member logs in with the form, watches an order go from PENDING to
-ACTIVE on its page without a reload, and cancels another from the page
-after confirming; a reader sees no action; an action without its CSRF
-token is refused; another project's order is not found. The pages'
-screenshots are saved to doc/console/ (doc/console.md shows them).
+A member logs in with the form (a reader with an existing token),
+watches an order go from PENDING to ACTIVE on its page without a
+reload, and cancels another from the page after confirming, by keyboard
+alone; a reader sees no action; an action without its CSRF token is
+refused; another project's order is not found. The pages' screenshots
+are saved to doc/console/ (doc/console.md shows them).
 """
 
 import pathlib
@@ -69,6 +70,29 @@ def _log_in(driver, api, persona):
           'the overview after the login')
 
 
+def _log_in_with_token(driver, api, token, project_id):
+    driver.get(api.base_url + '/console/login')
+    driver.find_element('id', 'token').send_keys(token)
+    driver.find_element('id', 'project').send_keys(project_id)
+    driver.find_element('id', 'login').click()
+    _wait(driver, lambda: driver.find_elements('id', 'who'),
+          'the overview after the login')
+
+
+def _press_on(driver, element_id, tabs=60):
+    """Tab through the page until ``element_id`` has the focus, then
+    press Enter on it: the action is reachable by keyboard."""
+    from selenium.webdriver.common import action_chains
+    from selenium.webdriver.common import keys
+    for _ in range(tabs):
+        action_chains.ActionChains(driver).send_keys(keys.Keys.TAB).perform()
+        if driver.switch_to.active_element.get_attribute('id') == element_id:
+            action_chains.ActionChains(driver).send_keys(
+                keys.Keys.ENTER).perform()
+            return
+    raise AssertionError('%s is not reachable with Tab' % element_id)
+
+
 def _wait(driver, condition, what):
     from selenium.webdriver.support import ui
     return ui.WebDriverWait(driver, WAIT, poll_frequency=0.2).until(
@@ -115,17 +139,21 @@ def test_a_member_cancels_an_order_from_its_page(api, browser, personas,
     order = api.create(tokens['a_member'], not_before=LATER)
     _log_in(browser, api, personas.a_member)
     browser.get(api.base_url + '/console/orders/%s' % order['id'])
-    browser.find_element('id', 'cancel').click()
+    # By keyboard alone: Tab to the action, Enter; then to the button.
+    _press_on(browser, 'cancel')
     _screenshot(api, browser, 'confirm')
-    browser.find_element('id', 'confirm').click()
+    _press_on(browser, 'confirm')
     _wait(browser, lambda: _text(browser, 'order-status') in (
         'CANCELLING', 'CANCELLED'), 'the order cancelled')
     api.wait_for_status(order['id'], 'CANCELLED', tokens['a_member'])
 
 
-def test_a_reader_sees_no_action(api, browser, personas, tokens):
+def test_a_reader_logged_in_with_a_token_sees_no_action(
+        api, browser, keystone, personas, tokens):
     order = api.create(tokens['a_member'], not_before=LATER)
-    _log_in(browser, api, personas.a_reader)
+    _log_in_with_token(browser, api, keystone.token(personas.a_reader),
+                       personas.project_a)
+    assert 'reader' in _text(browser, 'who')
     browser.get(api.base_url + '/console/orders/%s' % order['id'])
     assert _text(browser, 'order-status') == 'PENDING'
     assert browser.find_elements('id', 'cancel') == []

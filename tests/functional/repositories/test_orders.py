@@ -343,3 +343,29 @@ def test_ids_by_update_lists_an_error_range_first_failed_first(db):
                 project_id=models.DEFAULT_PROJECT, order_type='certificate',
                 since=plus(2)) == [second, third, fourth]
     assert read(db, db.queries.orders.ids_by_update, models.ACTIVE, 10) == []
+
+
+@sql_contract
+def test_the_consoles_filters_and_capped_count(db):
+    repos = db.repositories
+    keyed = orders.Origin(project_id='mine', idempotency_key='renew-1')
+    certificate = order_types.get('certificate')
+    first = write(db, repos.orders.create, certificate, {}, plus(1),
+                  origin=keyed).id
+    later = [write(db, repos.orders.create, certificate, {}, plus(second),
+                   origin=orders.Origin(project_id='mine')).id
+             for second in (5, 6, 7)]
+    queries = db.queries.orders
+
+    assert [o.id for o in read(db, queries.list_orders,
+                               idempotency_key='renew-1')] == [first]
+    assert [o.id for o in read(db, queries.list_orders, project_id='mine',
+                               created_from=plus(5), created_to=plus(7))
+            ] == later[:2]
+    assert read(db, queries.count_orders, cap=100, project_id='mine') == 4
+    assert read(db, queries.count_orders, cap=2, project_id='mine') == 2
+    assert read(db, queries.count_orders, cap=100,
+                created_from=plus(6)) == 2
+    assert read(db, queries.count_by_status_and_type, 'mine') == {
+        (models.PENDING, 'certificate'): 4}
+    assert read(db, queries.times_since, plus(6)) == [plus(7), plus(6)]
