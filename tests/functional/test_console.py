@@ -105,9 +105,17 @@ def _text(driver, element_id):
 
 
 def _screenshot(api, driver, name):
-    if api.backend == SCREENSHOT_BACKEND:
-        SCREENSHOTS.mkdir(exist_ok=True)
-        driver.save_screenshot(str(SCREENSHOTS / ('%s.png' % name)))
+    if api.backend != SCREENSHOT_BACKEND:
+        return
+    SCREENSHOTS.mkdir(exist_ok=True)
+    # The whole page, not the window: as tall as the page, then back.
+    width, height = (driver.get_window_size()[key]
+                     for key in ('width', 'height'))
+    page_height = driver.execute_script(
+        'return document.documentElement.scrollHeight;')
+    driver.set_window_size(width, min(max(page_height + 100, height), 4000))
+    driver.save_screenshot(str(SCREENSHOTS / ('%s.png' % name)))
+    driver.set_window_size(width, height)
 
 
 def test_a_member_watches_an_order_turn_active_without_a_reload(
