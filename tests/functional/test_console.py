@@ -206,3 +206,15 @@ def test_an_admin_sees_the_deployment(api, browser, personas, tokens):
     browser.get(api.base_url + '/console/schedules')
     assert browser.find_elements('id', 'urls')
     _screenshot(api, browser, 'schedules')
+
+
+def test_a_wrong_password_is_refused_with_a_sentence(api, browser,
+                                                     personas):
+    browser.get(api.base_url + '/console/login')
+    browser.find_element('id', 'username').send_keys(
+        personas.a_member.username)
+    browser.find_element('id', 'password').send_keys('not-the-password')
+    browser.find_element('id', 'project').send_keys(personas.project_a)
+    browser.find_element('id', 'login').click()
+    assert _text(browser, 'failure') == 'Keystone refused these credentials'
+    assert browser.get_cookies() == []
