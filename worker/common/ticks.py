@@ -53,6 +53,7 @@ _ONE_SECOND = datetime.timedelta(seconds=1)
 
 #: The idempotency key of a tick's order: ``schedule:<id>:<tick>``.
 _KEY = 'schedule:%s:%s'
+_TRIGGER_KEY = 'schedule:%s:trigger:%s'
 
 #: What a tick does while the order of the one before is still open
 #: (PENDING or CANCELLING): create its order beside it (``allow``, the
@@ -323,6 +324,12 @@ def due(spec: Spec, next_tick_at: datetime.datetime,
     first = latest - (count - 1) * every
     return Due(ticks=tuple(first + index * every for index in range(count)),
                following=following, missed=(first - next_tick_at) // every)
+
+
+def trigger_key(schedule_id: str, nonce: str) -> str:
+    """The idempotency key of an order triggered outside the series:
+    ``schedule:<id>:trigger:<nonce>``."""
+    return _TRIGGER_KEY % (schedule_id, nonce)
 
 
 def order_key(schedule_id: str, tick: datetime.datetime) -> str:

@@ -24,6 +24,7 @@ time is a parameter, nothing here reads a clock.
 """
 
 import datetime
+import typing
 import zoneinfo
 
 import croniter
@@ -86,9 +87,8 @@ def _offset(instant: datetime.datetime,
             tz: zoneinfo.ZoneInfo) -> datetime.timedelta:
     """The offset of ``tz`` at a naive UTC instant."""
     aware = instant.replace(tzinfo=datetime.timezone.utc).astimezone(tz)
-    offset = aware.utcoffset()
-    assert offset is not None
-    return offset
+    # A ZoneInfo always has an offset; typed Optional by datetime.
+    return typing.cast(datetime.timedelta, aware.utcoffset())
 
 
 def _offsets_near(instant: datetime.datetime,
