@@ -58,3 +58,9 @@ def backfills(policy: str) -> bool:
     ``allow`` only, since under any other policy the second would find
     the first open."""
     return policy == ticks.OVERLAP_ALLOW
+
+
+def looks_at_previous(policy: str) -> bool:
+    """True if the decision of ``policy`` depends on whether the last
+    order is open (every policy but ``allow``)."""
+    return policy != ticks.OVERLAP_ALLOW

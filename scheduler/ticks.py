@@ -62,6 +62,8 @@ BATCH_SIZE = 100
 #: Seconds to the next look after one that left a schedule due (a create
 #: that failed on the database): not a busy loop on a lasting failure.
 RETRY_SECONDS = 5.0
+# What ``Ticks._create`` returns for an order it could not create.
+_FAILED = object()
 
 
 @dataclasses.dataclass
@@ -158,8 +160,11 @@ class Ticks:
             result.passed_over += 1
             self._advance(schedule, plan, [], now, result)
             return
-        decision = overlap.decide(schedule.overlap,
-                                  self._open(schedule.last_order_id))
+        # Under ``allow`` the last order's status changes nothing: not
+        # read.
+        looks = overlap.looks_at_previous(schedule.overlap)
+        decision = overlap.decide(
+            schedule.overlap, looks and self._open(schedule.last_order_id))
         if decision is overlap.Decision.SKIP:
             LOG.info('Schedule %s: tick %s skipped, order %s is still open',
                      schedule.id, plan.tick.isoformat(),
@@ -192,20 +197,17 @@ class Ticks:
         """Create the order of each of the plan's ticks, then move on."""
         made = []
         for tick in plan.ticks:
-            try:
-                order_id = self._create(schedule, tick, result)
-            except Exception:
-                LOG.exception('Schedule %s: could not create the order of '
-                              'tick %s; the next look tries again',
-                              schedule.id, tick.isoformat())
-                result.failed += 1
+            order_id = self._create(schedule, tick, result)
+            if order_id is _FAILED:
                 return
             if order_id is not None:
                 made.append((tick, order_id))
         self._advance(schedule, plan, made, now, result)
 
     def _create(self, schedule, tick, result):
-        """The id of the order of ``tick``, or None if it was refused."""
+        """The id of the order of ``tick``; None if it was refused (the
+        tick is skipped), ``_FAILED`` if it could not be created (the
+        tick stays for the next look)."""
         try:
             return self._schedules.create_order(schedule, tick).id
         except schedule_api.OrderAPIError as exc:
@@ -217,6 +219,12 @@ class Ticks:
                         tick.isoformat(), exc)
             result.skipped += 1
             return None
+        except Exception:
+            LOG.exception('Schedule %s: could not create the order of tick '
+                          '%s; the next look tries again', schedule.id,
+                          tick.isoformat())
+            result.failed += 1
+            return _FAILED
 
     def _open(self, order_id):
         """True if the order ``order_id`` exists and has not ended."""
@@ -269,13 +277,8 @@ class Ticks:
                 result.still_held += 1
                 continue
             tick = schedule.buffered_tick_at
-            try:
-                order_id = self._create(schedule, tick, result)
-            except Exception:
-                LOG.exception('Schedule %s: could not create the order of '
-                              'held tick %s; the next look tries again',
-                              schedule.id, tick.isoformat())
-                result.failed += 1
+            order_id = self._create(schedule, tick, result)
+            if order_id is _FAILED:
                 result.still_held += 1
                 continue
             with self._database.session() as session, session.begin():
@@ -296,11 +299,12 @@ class Ticks:
                                          plan.following, now, tick,
                                          order_id)) and made:
             result.created += len(made)
-            LOG.info('Schedule %s: orders %s for ticks %s%s; next tick %s',
+            LOG.info('Schedule %s: order %s for tick %s%s; next tick %s',
                      schedule.id, ', '.join(order for _, order in made),
                      ', '.join(tick.isoformat() for tick, _ in made),
-                     ' (%d missed ticks before them made no order)'
-                     % plan.missed if plan.missed else '',
+                     ' (%d missed ticks before %s made no order of their '
+                     'own)' % (plan.missed, 'it' if len(made) == 1
+                               else 'them') if plan.missed else '',
                      plan.following.isoformat())
 
     def _move(self, schedule, result, write):

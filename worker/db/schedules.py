@@ -102,16 +102,10 @@ def advance(session: orm.Session, schedule_id: str, read: Moment,
         last tick; None when the tick was skipped (its create was
         refused), which leaves the last tick and order as they were.
     """
-    values: dict[str, typing.Any] = {'next_tick_at': following,
-                                     'updated_at': now}
-    if order_id is not None:
-        values.update(last_tick_at=tick, last_order_id=order_id)
-    return statements.changed(session, (
-        sa.update(models.Schedule)
-        .where(models.Schedule.id == schedule_id,
-               models.Schedule.next_tick_at == read)
-        .values(**values)
-        .execution_options(synchronize_session=False))) == 1
+    return _update(session, schedule_id,
+                   models.Schedule.next_tick_at == read,
+                   {'next_tick_at': following, 'updated_at': now},
+                   tick, order_id)
 
 
 def hold(session: orm.Session, schedule_id: str, read: Moment,
@@ -119,13 +113,10 @@ def hold(session: orm.Session, schedule_id: str, read: Moment,
     """Move ``next_tick_at`` from ``read`` to ``following`` and hold
     ``tick`` (replacing a tick held before) until the open order ends;
     False, changing nothing, as ``advance``."""
-    return statements.changed(session, (
-        sa.update(models.Schedule)
-        .where(models.Schedule.id == schedule_id,
-               models.Schedule.next_tick_at == read)
-        .values(next_tick_at=following, buffered_tick_at=tick,
-                updated_at=now)
-        .execution_options(synchronize_session=False))) == 1
+    return _update(session, schedule_id,
+                   models.Schedule.next_tick_at == read,
+                   {'next_tick_at': following, 'buffered_tick_at': tick,
+                    'updated_at': now})
 
 
 def held(session: orm.Session, limit: int) -> list[rows.Schedule]:
@@ -142,24 +133,31 @@ def release_held(session: orm.Session, schedule_id: str, tick: Moment,
     """Forget the held ``tick``, recording ``order_id`` (its order, or
     None if it was refused) as the last; False, changing nothing, if
     the schedule no longer holds ``tick``."""
-    values: dict[str, typing.Any] = {'buffered_tick_at': None,
-                                     'updated_at': now}
-    if order_id is not None:
-        values.update(last_tick_at=tick, last_order_id=order_id)
-    return statements.changed(session, (
-        sa.update(models.Schedule)
-        .where(models.Schedule.id == schedule_id,
-               models.Schedule.buffered_tick_at == tick)
-        .values(**values)
-        .execution_options(synchronize_session=False))) == 1
+    return _update(session, schedule_id,
+                   models.Schedule.buffered_tick_at == tick,
+                   {'buffered_tick_at': None, 'updated_at': now},
+                   tick, order_id)
 
 
 def record_order(session: orm.Session, schedule_id: str, tick: Moment,
                  order_id: str, now: Moment) -> bool:
     """Record ``order_id``, made at ``tick`` outside the series (a
     trigger), as the schedule's last order; False if it is gone."""
+    return _update(session, schedule_id, sa.true(), {'updated_at': now},
+                   tick, order_id)
+
+
+def _update(session: orm.Session, schedule_id: str,
+            condition: typing.Any, values: dict[str, typing.Any],
+            tick: Moment | None = None,
+            order_id: str | None = None) -> bool:
+    """Set ``values`` on the schedule if ``condition`` holds, and
+    ``order_id`` (unless None) as the order of its last tick ``tick``;
+    True if it changed (the row count is the answer)."""
+    if order_id is not None:
+        values = dict(values, last_tick_at=tick, last_order_id=order_id)
     return statements.changed(session, (
         sa.update(models.Schedule)
-        .where(models.Schedule.id == schedule_id)
-        .values(last_tick_at=tick, last_order_id=order_id, updated_at=now)
+        .where(models.Schedule.id == schedule_id, condition)
+        .values(**values)
         .execution_options(synchronize_session=False))) == 1

@@ -55,29 +55,19 @@ class InMemorySchedules(base.Repository):
                 order_id: str | None = None) -> bool:
         """Move ``next_tick_at`` from ``read`` to ``following``; returns
         False if it is no longer ``read``."""
-        schedule = self._store.schedules.get(schedule_id)
-        if schedule is None or schedule.next_tick_at != read:
-            return False
-        changes: dict[str, typing.Any] = {'next_tick_at': following,
-                                          'updated_at': now}
-        if order_id is not None:
-            changes.update(last_tick_at=tick, last_order_id=order_id)
-        self._store.schedules[schedule_id] = base.replace(schedule,
-                                                          **changes)
-        return True
+        return self._update(
+            schedule_id, lambda schedule: schedule.next_tick_at == read,
+            {'next_tick_at': following, 'updated_at': now}, tick, order_id)
 
     @base.writes
     def hold(self, session: Session, schedule_id: str, read: Moment,
              following: Moment, now: Moment, tick: Moment) -> bool:
         """Move ``next_tick_at`` from ``read`` to ``following`` and hold
         ``tick``; False if it is no longer ``read``."""
-        schedule = self._store.schedules.get(schedule_id)
-        if schedule is None or schedule.next_tick_at != read:
-            return False
-        self._store.schedules[schedule_id] = base.replace(
-            schedule, next_tick_at=following, buffered_tick_at=tick,
-            updated_at=now)
-        return True
+        return self._update(
+            schedule_id, lambda schedule: schedule.next_tick_at == read,
+            {'next_tick_at': following, 'buffered_tick_at': tick,
+             'updated_at': now})
 
     @base.reads
     def held(self, session: Session, limit: int) -> list[rows.Schedule]:
@@ -94,13 +84,21 @@ class InMemorySchedules(base.Repository):
                      order_id: str | None) -> bool:
         """Forget the held ``tick``, recording ``order_id`` as the last;
         False if the schedule no longer holds ``tick``."""
+        return self._update(
+            schedule_id, lambda schedule: schedule.buffered_tick_at == tick,
+            {'buffered_tick_at': None, 'updated_at': now}, tick, order_id)
+
+    def _update(self, schedule_id: str,
+                condition: abc.Callable[[rows.Schedule], bool],
+                changes: dict[str, typing.Any], tick: Moment | None = None,
+                order_id: str | None = None) -> bool:
+        """``worker.db.schedules._update`` on the store (under the
+        caller's ``writes``)."""
         schedule = self._store.schedules.get(schedule_id)
-        if schedule is None or schedule.buffered_tick_at != tick:
+        if schedule is None or not condition(schedule):
             return False
-        changes: dict[str, typing.Any] = {'buffered_tick_at': None,
-                                          'updated_at': now}
         if order_id is not None:
-            changes.update(last_tick_at=tick, last_order_id=order_id)
+            changes = dict(changes, last_tick_at=tick, last_order_id=order_id)
         self._store.schedules[schedule_id] = base.replace(schedule,
                                                           **changes)
         return True
