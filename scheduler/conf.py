@@ -101,6 +101,17 @@ scheduler_opts = [
                     'daemon wakes at the next tick of any schedule, so '
                     'ticks are not late by this much; each look is one '
                     'indexed read.'),
+    cfg.IntOpt('schedule_backfill_max_runs',
+               default=1, min=1, max=1000,
+               mutable=True,
+               help='Of the ticks of a schedule missed while every retry '
+                    'daemon was down, how many (the latest) make an order '
+                    'each when a daemon returns; the ones before make '
+                    'none. 1, the default, makes one order for the latest '
+                    'missed tick. Applies to the schedules whose overlap '
+                    'policy is allow; under the other policies one order '
+                    'is made, since the second would find the first still '
+                    'open.'),
 ]
 
 

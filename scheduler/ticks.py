@@ -22,11 +22,20 @@ live. No lock is needed for the ticks to be exactly once:
   look finds its order by the key and moves on.
 
 A schedule whose ``next_tick_at`` is long past (every daemon was down)
-makes one order, for the latest tick at or before now, and moves to the
-first tick after now (``worker.common.ticks.due``): a tick missed while
-every daemon was down is created once. Two daemons that read one late
-tick at moments a tick apart may create the orders of two distinct ticks,
-each once.
+makes the orders of the latest ``[scheduler] schedule_backfill_max_runs``
+ticks at or before now (1 by default; of the latest one only unless its
+overlap policy is ``allow``), and moves to the first tick after now
+(``worker.common.ticks.due``): the ticks before those make none. Two
+daemons that read one late tick at moments a tick apart may create the
+orders of two distinct ticks, each once.
+
+While the schedule's last order is open, a due tick follows the
+schedule's overlap policy (``scheduler.overlap``). A ``buffer-one``
+schedule holds its tick (``schedules.hold``); each look first creates the
+orders of the held ticks whose open order has ended, so that a held run
+comes before the tick after it, and looks again within
+``RETRY_SECONDS`` while a tick is held. A cancelled previous order is
+cancelled through ``worker.api`` as an operator's would be.
 
 A schedule whose order is refused for good (its type is no longer
 installed, its meta no longer valid, its type's admission limit reached)
@@ -41,7 +50,9 @@ import time
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from scheduler import overlap
 from worker.common import ticks
+from worker.db import models
 from worker import schedule_api
 
 LOG = logging.getLogger(__name__)
@@ -51,6 +62,8 @@ BATCH_SIZE = 100
 #: Seconds to the next look after one that left a schedule due (a create
 #: that failed on the database): not a busy loop on a lasting failure.
 RETRY_SECONDS = 5.0
+# What ``Ticks._create`` returns for an order it could not create.
+_FAILED = object()
 
 
 @dataclasses.dataclass
@@ -63,6 +76,14 @@ class LookResult:
     skipped: int = 0
     #: Ticks left due after a failure.
     failed: int = 0
+    #: Ticks that made no order by their overlap policy (``skip``) or
+    #: because their schedule is paused.
+    passed_over: int = 0
+    #: Ticks held by ``buffer-one``, and held ticks still waiting.
+    held: int = 0
+    still_held: int = 0
+    #: Open orders cancelled by ``cancel-previous``.
+    cancelled: int = 0
     #: Seconds to the next look.
     next_look_in: float = 0.0
 
@@ -74,13 +95,18 @@ class Ticks:
         daemon's database and RPC client.
     :param stop_event: set when the daemon stops: the look stops before
         its next schedule.
+    :param paused: a callable that takes a schedule (a row) and returns
+        True if it is paused: its due ticks make no order and it moves
+        on to its next tick, and a tick it holds waits. None: no schedule
+        is paused.
     """
 
-    def __init__(self, conf, database, schedules, stop_event):
+    def __init__(self, conf, database, schedules, stop_event, paused=None):
         self._conf = conf
         self._database = database
         self._schedules = schedules
         self._stop_event = stop_event
+        self._paused = paused or _never_paused
 
     def run_once(self, now):
         """Create the orders of the ticks due at ``now`` (the database's
@@ -88,6 +114,7 @@ class Ticks:
         started = time.monotonic()
         result = LookResult()
         repository = self._database.repositories.schedules
+        self._release_held(now, result)
         with self._database.reader() as session, session.begin():
             due = repository.due(session, now, BATCH_SIZE)
         for schedule in due:
@@ -98,10 +125,12 @@ class Ticks:
         with self._database.reader() as session, session.begin():
             upcoming = repository.next_tick_at(session)
         result.next_look_in = self._wait(due, upcoming, now, elapsed, result)
-        if result.created or result.skipped or result.failed:
+        if result.created or result.skipped or result.failed or \
+                result.passed_over or result.held:
             LOG.info('Schedules: %d ticks made their orders, %d skipped, %d '
-                     'failed, in %.3fs', result.created, result.skipped,
-                     result.failed, elapsed)
+                     'failed, %d passed over, %d held, in %.3fs',
+                     result.created, result.skipped, result.failed,
+                     result.passed_over, result.held, elapsed)
         return result
 
     def _wait(self, due, upcoming, now, elapsed, result):
@@ -114,59 +143,191 @@ class Ticks:
         wait = (upcoming - now).total_seconds() - elapsed
         if wait <= 0 and result.failed:
             return RETRY_SECONDS
+        if result.still_held:
+            # A held tick fires when its open order ends: look again soon.
+            longest = min(longest, RETRY_SECONDS)
         return min(max(wait, 0.0), longest)
 
     def _tick(self, schedule, now, result):
-        """Create the order of one schedule's due tick and move it on."""
+        """Create the orders of one schedule's due ticks, as its overlap
+        policy says, and move it on."""
+        plan = self._plan(schedule, now, result)
+        if plan is None:
+            return
+        if self._paused(schedule):
+            LOG.info('Schedule %s is paused: tick %s makes no order',
+                     schedule.id, plan.tick.isoformat())
+            result.passed_over += 1
+            self._advance(schedule, plan, [], now, result)
+            return
+        # Under ``allow`` the last order's status changes nothing: not
+        # read.
+        looks = overlap.looks_at_previous(schedule.overlap)
+        decision = overlap.decide(
+            schedule.overlap, looks and self._open(schedule.last_order_id))
+        if decision is overlap.Decision.SKIP:
+            LOG.info('Schedule %s: tick %s skipped, order %s is still open',
+                     schedule.id, plan.tick.isoformat(),
+                     schedule.last_order_id)
+            result.passed_over += 1
+            self._advance(schedule, plan, [], now, result)
+            return
+        if decision is overlap.Decision.HOLD:
+            self._hold(schedule, plan, now, result)
+            return
+        if decision is overlap.Decision.CANCEL_AND_CREATE:
+            self._cancel_previous(schedule, plan, result)
+        self._create_and_advance(schedule, plan, now, result)
+
+    def _plan(self, schedule, now, result):
+        """The schedule's ``ticks.Due``, or None if it cannot tick."""
+        backfill = self._conf.scheduler.schedule_backfill_max_runs
+        if not overlap.backfills(schedule.overlap):
+            backfill = 1
         try:
-            plan = ticks.due(ticks.Spec.of(schedule.every_seconds,
-                                           schedule.cron),
-                             schedule.next_tick_at, now)
+            return ticks.due(ticks.Spec.of(schedule.every_seconds,
+                                           schedule.cron, schedule.timezone),
+                             schedule.next_tick_at, now, backfill)
         except ticks.InvalidSchedule as exc:
             LOG.error('Schedule %s cannot tick: %s', schedule.id, exc)
             result.failed += 1
-            return
-        order_id = None
+            return None
+
+    def _create_and_advance(self, schedule, plan, now, result):
+        """Create the order of each of the plan's ticks, then move on."""
+        made = []
+        for tick in plan.ticks:
+            order_id = self._create(schedule, tick, result)
+            if order_id is _FAILED:
+                return
+            if order_id is not None:
+                made.append((tick, order_id))
+        self._advance(schedule, plan, made, now, result)
+
+    def _create(self, schedule, tick, result):
+        """The id of the order of ``tick``; None if it was refused (the
+        tick is skipped), ``_FAILED`` if it could not be created (the
+        tick stays for the next look)."""
         try:
-            order_id = self._schedules.create_order(schedule, plan.tick).id
+            return self._schedules.create_order(schedule, tick).id
         except schedule_api.OrderAPIError as exc:
             # NOTE(admission): worker.api.TooManyPendingOrders ([order_type]
             # max_pending) is an OrderAPIError too: that tick is skipped
             # like any refusal, and the next tick tries again.
             LOG.warning('Schedule %s: the order of tick %s was refused and '
                         'the tick skipped: %s', schedule.id,
-                        plan.tick.isoformat(), exc)
+                        tick.isoformat(), exc)
             result.skipped += 1
+            return None
         except Exception:
             LOG.exception('Schedule %s: could not create the order of tick '
                           '%s; the next look tries again', schedule.id,
-                          plan.tick.isoformat())
+                          tick.isoformat())
             result.failed += 1
-            return
-        self._advance(schedule, plan, order_id, now, result)
+            return _FAILED
 
-    def _advance(self, schedule, plan, order_id, now, result):
+    def _open(self, order_id):
+        """True if the order ``order_id`` exists and has not ended."""
+        if order_id is None:
+            return False
+        with self._database.reader() as session, session.begin():
+            status = self._database.repositories.orders.status_of(
+                session, order_id)
+        return status is not None and status not in models.TERMINAL_STATUSES
+
+    def _cancel_previous(self, schedule, plan, result):
+        """Cancel the schedule's open order for ``plan``'s tick; an order
+        that ended meanwhile is left as it is."""
+        try:
+            self._schedules.cancel_order(
+                schedule, schedule.last_order_id,
+                'cancelled by schedule %s: tick %s came while it was open '
+                '(overlap cancel-previous)' % (schedule.id,
+                                               plan.tick.isoformat()))
+        except schedule_api.OrderAPIError as exc:
+            LOG.info('Schedule %s: order %s was not cancelled: %s',
+                     schedule.id, schedule.last_order_id, exc)
+            return
+        result.cancelled += 1
+        LOG.info('Schedule %s: order %s cancelled for tick %s (overlap '
+                 'cancel-previous)', schedule.id, schedule.last_order_id,
+                 plan.tick.isoformat())
+
+    def _hold(self, schedule, plan, now, result):
+        """Hold ``plan``'s tick until the open order ends, and move on."""
+        if self._move(schedule, result, lambda session, repository:
+                      repository.hold(session, schedule.id,
+                                      schedule.next_tick_at, plan.following,
+                                      now, plan.tick)):
+            result.held += 1
+            result.still_held += 1
+            LOG.info('Schedule %s: tick %s held until order %s ends '
+                     '(overlap buffer-one)', schedule.id,
+                     plan.tick.isoformat(), schedule.last_order_id)
+
+    def _release_held(self, now, result):
+        """Create the orders of the held ticks whose open order ended."""
+        repository = self._database.repositories.schedules
+        with self._database.reader() as session, session.begin():
+            held = repository.held(session, BATCH_SIZE)
+        for schedule in held:
+            if self._stop_event.is_set():
+                return
+            if self._paused(schedule) or self._open(schedule.last_order_id):
+                result.still_held += 1
+                continue
+            tick = schedule.buffered_tick_at
+            order_id = self._create(schedule, tick, result)
+            if order_id is _FAILED:
+                result.still_held += 1
+                continue
+            with self._database.session() as session, session.begin():
+                released = repository.release_held(session, schedule.id,
+                                                   tick, now, order_id)
+            if released and order_id is not None:
+                result.created += 1
+                LOG.info('Schedule %s: order %s for held tick %s',
+                         schedule.id, order_id, tick.isoformat())
+
+    def _advance(self, schedule, plan, made, now, result):
+        """Move the schedule on past ``plan``, recording the last of the
+        ``(tick, order id)`` pairs ``made`` (None if empty)."""
+        tick, order_id = made[-1] if made else (None, None)
+        if self._move(schedule, result, lambda session, repository:
+                      repository.advance(session, schedule.id,
+                                         schedule.next_tick_at,
+                                         plan.following, now, tick,
+                                         order_id)) and made:
+            result.created += len(made)
+            LOG.info('Schedule %s: order %s for tick %s%s; next tick %s',
+                     schedule.id, ', '.join(order for _, order in made),
+                     ', '.join(tick.isoformat() for tick, _ in made),
+                     ' (%d missed ticks before %s made no order of their '
+                     'own)' % (plan.missed, 'it' if len(made) == 1
+                               else 'them') if plan.missed else '',
+                     plan.following.isoformat())
+
+    def _move(self, schedule, result, write):
+        """Run ``write(session, repository)``, a conditional move of the
+        schedule; its answer, False on a lost race or a failure."""
         try:
             with self._database.session() as session, session.begin():
-                moved = self._database.repositories.schedules.advance(
-                    session, schedule.id, schedule.next_tick_at,
-                    plan.following, now, plan.tick, order_id)
+                return write(session,
+                             self._database.repositories.schedules)
         except db_exc.DBDeadlock:
             # Another daemon moved it at the same moment (on Galera, its
             # write set certified first): a lost race, not a failure.
             LOG.debug('Schedule %s was moved on by another daemon',
                       schedule.id)
-            return
+            return False
         except Exception:
             LOG.exception('Schedule %s: could not move to its next tick; '
                           'the next look finds the order of this one',
                           schedule.id)
             result.failed += 1
-            return
-        if moved and order_id is not None:
-            result.created += 1
-            LOG.info('Schedule %s: order %s for tick %s%s; next tick %s',
-                     schedule.id, order_id, plan.tick.isoformat(),
-                     ' (%d missed ticks before it made no order of their '
-                     'own)' % plan.missed if plan.missed else '',
-                     plan.following.isoformat())
+            return False
+
+
+def _never_paused(schedule):
+    """No schedule is paused."""
+    return False

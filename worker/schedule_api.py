@@ -6,10 +6,13 @@ keep working (release note ``api-package``): its names are those of
 ``worker.api.schedules`` instead; this module goes in the release after.
 """
 
+from worker.api.schedules import DEFAULT_OVERLAP
+from worker.api.schedules import DEFAULT_TIMEZONE
 from worker.api.schedules import InvalidSchedule
 from worker.api.schedules import MAX_EVERY_SECONDS
 from worker.api.schedules import MIN_EVERY_SECONDS
 from worker.api.schedules import OrderAPIError
+from worker.api.schedules import OVERLAP_POLICIES
 from worker.api.schedules import parse_duration
 from worker.api.schedules import Schedule
 from worker.api.schedules import ScheduleAPI
@@ -17,4 +20,5 @@ from worker.api.schedules import ScheduleNotFound
 
 __all__ = ['ScheduleAPI', 'Schedule', 'ScheduleNotFound', 'InvalidSchedule',
            'OrderAPIError', 'parse_duration', 'MIN_EVERY_SECONDS',
-           'MAX_EVERY_SECONDS']
+           'MAX_EVERY_SECONDS', 'OVERLAP_POLICIES', 'DEFAULT_OVERLAP',
+           'DEFAULT_TIMEZONE']

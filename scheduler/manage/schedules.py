@@ -1,9 +1,9 @@
 """``barbican-retry-manage schedule …``: periodic orders.
 
 A schedule creates an order of its type every interval or at the times of
-a cron expression (UTC); the retry daemons create each tick's order once
-(``scheduler.ticks``). Through ``worker.schedule_api`` only, as a service
-would.
+a cron expression (in its time zone, UTC by default); the retry daemons
+create each tick's order once (``scheduler.ticks``). Through
+``worker.schedule_api`` only, as a service would.
 """
 
 import argparse
@@ -17,9 +17,10 @@ from worker import schedule_api
 
 COLUMNS = ('id', 'type', 'project_id', 'priority', 'every_seconds', 'cron',
            'meta', 'next_tick_at', 'last_tick_at', 'last_order_id',
-           'created_at', 'updated_at')
+           'created_at', 'updated_at', 'timezone', 'overlap',
+           'buffered_tick_at')
 LIST_COLUMNS = ('id', 'type', 'project_id', 'every_seconds', 'cron',
-                'next_tick_at', 'last_order_id')
+                'next_tick_at', 'last_order_id', 'timezone', 'overlap')
 
 
 def duration(text):
@@ -30,11 +31,12 @@ def duration(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def schedules_api(app):
+def schedules_api(app, casts=False):
     """A ``schedule_api.ScheduleAPI`` on the app's database and
     configuration; it casts nothing (the retry daemons create the
-    orders)."""
-    return schedule_api.ScheduleAPI(app.database, app.conf, now=app.now)
+    orders) unless ``casts`` (a trigger's order), as ``order create``."""
+    return schedule_api.ScheduleAPI(app.database, app.conf,
+                                    orders=orders.order_api(app, casts))
 
 
 class _OneSchedule:
@@ -48,12 +50,16 @@ class _OneSchedule:
 
 class CreateSchedule(base.ShowOne):
     """Create a schedule of orders: one every interval, or at the times
-    of a cron expression (UTC).
+    of a cron expression in a time zone (UTC by default).
 
     The type, meta, project and priority are checked as ``order create``
     checks them. The first tick is one interval from now, or the cron
     expression's next time; the retry daemons create each tick's order
-    once, and one order for the ticks missed while none ran.
+    once, and of the ticks missed while none ran, the orders of the
+    latest [scheduler] schedule_backfill_max_runs (1 by default). On the
+    day clocks spring forward, a time that does not exist runs once, an
+    hour later (02:30 at 03:30); on the day they fall back, a time that
+    happens twice runs once, the first time.
     """
 
     def get_parser(self, prog_name):
@@ -74,8 +80,24 @@ class CreateSchedule(base.ShowOne):
                                % (schedule_api.MAX_EVERY_SECONDS // 86400))
         when.add_argument('--cron', metavar='EXPR',
                           help='An order at the times of this five-field '
-                               'cron expression, in UTC, such as '
-                               '"0 3 * * *".')
+                               'cron expression, such as "0 3 * * *", in '
+                               'the --timezone.')
+        parser.add_argument('--timezone', metavar='ZONE',
+                            default=schedule_api.DEFAULT_TIMEZONE,
+                            help='The IANA time zone the --cron times are '
+                                 'in, such as Europe/Paris (default UTC; '
+                                 'an --every interval takes UTC only).')
+        parser.add_argument('--overlap',
+                            choices=schedule_api.OVERLAP_POLICIES,
+                            default=schedule_api.DEFAULT_OVERLAP,
+                            help='What a tick does while the schedule\'s '
+                                 'last order is still open: allow (the '
+                                 'default) creates its order beside it, '
+                                 'skip creates none, cancel-previous '
+                                 'cancels the open order and creates, '
+                                 'buffer-one creates it once the open '
+                                 'order ends (the latest tick held, one '
+                                 'at most).')
         parser.add_argument('--project', default=api.DEFAULT_PROJECT,
                             help='The project that owns the orders '
                                  '(default %r).' % api.DEFAULT_PROJECT)
@@ -89,7 +111,8 @@ class CreateSchedule(base.ShowOne):
         schedule = schedules_api(self.app).create(
             parsed_args.type, parsed_args.meta,
             project_id=parsed_args.project, every=parsed_args.every,
-            cron=parsed_args.cron, priority=parsed_args.priority)
+            cron=parsed_args.cron, priority=parsed_args.priority,
+            timezone=parsed_args.timezone, overlap=parsed_args.overlap)
         return COLUMNS, display.row(schedule, COLUMNS)
 
 
@@ -126,3 +149,17 @@ class DeleteSchedule(_OneSchedule, base.Command):
         schedules_api(self.app).delete(parsed_args.schedule_id,
                                        all_projects=True)
         self.write('schedule %s deleted\n' % parsed_args.schedule_id)
+
+
+class TriggerSchedule(_OneSchedule, base.ShowOne):
+    """Create an order of a schedule now, outside its ticks: its next
+    tick stays as it was.
+
+    The order is checked and cast as "order create" does; it becomes the
+    schedule's last order, which the next tick's overlap policy sees.
+    """
+
+    def take_action(self, parsed_args):
+        order = schedules_api(self.app, casts=True).trigger(
+            parsed_args.schedule_id, all_projects=True)
+        return orders.ORDER_COLUMNS, display.row(order, orders.ORDER_COLUMNS)

@@ -253,6 +253,33 @@ def test_order_types_and_schedules(api):
     assert api.get(path, MEMBER_A).status_code == 404
 
 
+def test_a_schedule_in_a_time_zone_is_triggered_in_its_project_only(api):
+    created = api.post('/v1/schedules', MEMBER_A, json={
+        'type': 'certificate', 'cron': '30 2 * * *',
+        'timezone': 'America/New_York', 'overlap': 'skip'})
+    assert created.status_code == 201, created.text
+    schedule = created.json()
+    assert (schedule['timezone'], schedule['overlap']) == (
+        'America/New_York', 'skip')
+    trigger = '/v1/schedules/%s/trigger' % schedule['id']
+    assert api.post(trigger, MEMBER_B).status_code == 404
+    assert api.post(trigger, READER_A).status_code == 403
+    triggered = api.post(trigger, MEMBER_A)
+    assert triggered.status_code == 201, triggered.text
+    order = triggered.json()
+    assert order['schedule_id'] == schedule['id']
+    assert api.get('/v1/orders/%s' % order['id'], MEMBER_B).status_code == \
+        404
+    shown = api.get('/v1/schedules/%s' % schedule['id'], READER_A).json()
+    assert (shown['last_order_id'], shown['next_tick_at']) == (
+        order['id'], schedule['next_tick_at'])
+    refused = api.post('/v1/schedules', MEMBER_A, json={
+        'type': 'certificate', 'cron': '0 3 * * *',
+        'timezone': 'Mars/Olympus'})
+    assert refused.status_code == 400
+    assert 'Mars/Olympus' in refused.text
+
+
 def test_notification_url_secrets(api):
     url = 'https://%s/%s' % (ALLOWED_HOST, uuid.uuid4().hex)
     assert api.post('/v1/notification-urls', MEMBER_A, json={

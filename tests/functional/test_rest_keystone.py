@@ -299,6 +299,14 @@ def test_schedules_by_persona(api, callers):
             '/v1/schedules', callers['admin']).json()['schedules']]
     _refused(api.call('DELETE', path, callers['a_reader']), 403,
              'retry.forbidden')
+    _refused(api.post(path + '/trigger', callers['b_member']), 404,
+             'retry.schedule_not_found')
+    _refused(api.post(path + '/trigger', callers['a_reader']), 403,
+             'retry.forbidden')
+    for caller in ('a_member', 'admin'):
+        triggered = api.post(path + '/trigger', callers[caller])
+        assert triggered.status_code == 201, triggered.text
+        assert triggered.json()['schedule_id'] == created.json()['id']
     assert api.call('DELETE', path, callers['a_member']).status_code == 204
     _refused(api.get(path, callers['a_member']), 404,
              'retry.schedule_not_found')

@@ -1,5 +1,6 @@
 """The public Python API of periodic orders: schedules that create an
-order every interval or at the times of a cron expression (UTC).
+order every interval or at the times of a cron expression, read in the
+schedule's IANA time zone (UTC by default).
 
 Beside ``worker.api`` and built on it: a schedule is checked as an order
 is (its type installed, its meta against the type's ``meta_schema``, its
@@ -17,13 +18,19 @@ Example::
 The retry daemons create the orders (``scheduler.ticks``): the order of
 a tick has the idempotency key ``schedule:<id>:<tick>`` in the
 schedule's project, so however many daemons see one tick, it makes one
-order. Ticks missed while every daemon was down make one order, for the
-latest of them, when a daemon returns.
+order. Of the ticks missed while every daemon was down, the latest
+``[scheduler] schedule_backfill_max_runs`` (1 by default) make an order
+each when a daemon returns. A tick that comes while the schedule's last
+order is still open follows the schedule's overlap policy
+(``OVERLAP_POLICIES``); ``trigger`` makes an order now, outside the
+series of ticks. doc/operations.md ("Schedules") says what a daylight
+saving change does to a tick.
 """
 
 import dataclasses
 import datetime
 import typing
+import uuid
 
 from worker.api import checks
 from worker.api import errors
@@ -33,13 +40,20 @@ from worker.common import ticks
 
 __all__ = ['ScheduleAPI', 'Schedule', 'ScheduleNotFound', 'InvalidSchedule',
            'OrderAPIError', 'parse_duration', 'MIN_EVERY_SECONDS',
-           'MAX_EVERY_SECONDS']
+           'MAX_EVERY_SECONDS', 'OVERLAP_POLICIES', 'DEFAULT_OVERLAP',
+           'DEFAULT_TIMEZONE']
 
 #: The shortest and longest interval, in seconds.
 MIN_EVERY_SECONDS = ticks.MIN_EVERY_SECONDS
 MAX_EVERY_SECONDS = ticks.MAX_EVERY_SECONDS
 #: The errors of ``worker.api``, of which this module's are kinds.
 OrderAPIError = errors.OrderAPIError
+#: What a tick does while the last order is open: ``skip``, ``allow``,
+#: ``cancel-previous`` or ``buffer-one``; ``allow`` by default.
+OVERLAP_POLICIES = ticks.OVERLAP_POLICIES
+DEFAULT_OVERLAP = ticks.OVERLAP_ALLOW
+#: The time zone of a schedule created without one.
+DEFAULT_TIMEZONE = 'UTC'
 
 
 class ScheduleNotFound(errors.OrderAPIError, LookupError):
@@ -83,6 +97,13 @@ class Schedule:
     last_order_id: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    #: The IANA time zone its cron expression is read in.
+    timezone: str = DEFAULT_TIMEZONE
+    #: Its overlap policy, one of ``OVERLAP_POLICIES``.
+    overlap: str = DEFAULT_OVERLAP
+    #: The tick a ``buffer-one`` schedule holds until its last order
+    #: ends; None when it holds none.
+    buffered_tick_at: datetime.datetime | None = None
 
 
 class ScheduleAPI:
@@ -113,13 +134,18 @@ class ScheduleAPI:
         self._orders.close()
 
     def create(self, order_type, meta, *, project_id, every=None,
-               cron=None, priority=0):
+               cron=None, priority=0, timezone=None, overlap=None):
         """Create a schedule of orders of ``order_type``; returns it.
 
         :param every: the interval, seconds or a duration such as
             ``'30d'``: the first tick is one interval after now.
-        :param cron: a five-field cron expression, in UTC, such as
-            ``'0 3 * * *'``; one of ``every`` and ``cron``.
+        :param cron: a five-field cron expression, such as
+            ``'0 3 * * *'``, read in ``timezone``; one of ``every`` and
+            ``cron``.
+        :param timezone: an IANA time zone name such as
+            ``'Europe/Paris'`` for ``cron``; None for UTC.
+        :param overlap: what a tick does while the last order is still
+            open, one of ``OVERLAP_POLICIES``; None for ``allow``.
         :raises UnknownOrderType, InvalidMeta, InvalidRequest,
             InvalidSchedule: (``worker.api``'s but the last) nothing was
             written.
@@ -129,7 +155,9 @@ class ScheduleAPI:
         if isinstance(every, str):
             every = parse_duration(every)
         try:
-            spec = ticks.Spec.of(every, cron)
+            spec = ticks.Spec.of(every, cron, timezone)
+            overlap = ticks.check_overlap(
+                DEFAULT_OVERLAP if overlap is None else overlap)
         except ticks.InvalidSchedule as exc:
             raise InvalidSchedule(str(exc)) from None
         now = self._orders.now()
@@ -137,7 +165,7 @@ class ScheduleAPI:
             row = self._database.repositories.schedules.create(
                 session, project_id, order_type, meta, priority,
                 spec.every_seconds, spec.cron, ticks.first_tick(spec, now),
-                now)
+                now, timezone=spec.timezone, overlap=overlap)
             return _schedule(row)
 
     def get(self, schedule_id, *, project_id=None, all_projects=False):
@@ -187,6 +215,43 @@ class ScheduleAPI:
                     session, schedule_id):
                 raise ScheduleNotFound('no schedule %s' % schedule_id)
 
+    def trigger(self, schedule_id, *, project_id=None, all_projects=False):
+        """Create an order of the schedule now, outside its series of
+        ticks: its next tick stays as it was. The order is recorded as
+        the schedule's last, so the next tick's overlap policy sees it;
+        the trigger itself ignores the policy (it is asked for).
+
+        :returns: the ``worker.api.Order``.
+        :raises ScheduleNotFound: no such schedule (in ``project_id``).
+        :raises worker.api.OrderAPIError: the order is refused (its type
+            is no longer installed, its project's quota is reached...).
+        :raises worker.api.InvalidProjectScope: as ``get``.
+        """
+        schedule = self._get(schedule_id,
+                             checks.scope(project_id, all_projects))
+        now = self._orders.now()
+        # Each trigger is an order of its own: two in one second are two.
+        [order] = self._orders.submit(requests.NewOrder(
+            schedule.type, _meta_of(schedule), schedule.project_id,
+            idempotency_key=ticks.trigger_key(schedule.id, uuid.uuid4().hex),
+            priority=schedule.priority, schedule_id=schedule.id))
+        with self._database.session() as session, session.begin():
+            self._database.queries.schedules.record_order(
+                session, schedule.id, now, order.id, now)
+        return order
+
+    def cancel_order(self, schedule, order_id, reason):
+        """Cancel ``order_id``, an open order of ``schedule``, for a tick
+        whose overlap policy is ``cancel-previous``: ``OrderAPI.cancel``
+        in the schedule's project.
+
+        :returns: the ``worker.api.Order``.
+        :raises worker.api.OrderAPIError: it cannot be cancelled (it has
+            ended meanwhile, or is gone).
+        """
+        return self._orders.cancel(order_id, project_id=schedule.project_id,
+                                   reason=reason)
+
     def create_order(self, schedule, tick):
         """Create the order of ``schedule``'s ``tick``, or return it if
         it exists: ``worker.api.OrderAPI.create`` with the tick's
@@ -232,4 +297,5 @@ def _schedule(row):
         every_seconds=row.every_seconds, cron=row.cron,
         next_tick_at=row.next_tick_at, last_tick_at=row.last_tick_at,
         last_order_id=row.last_order_id, created_at=row.created_at,
-        updated_at=row.updated_at)
+        updated_at=row.updated_at, timezone=row.timezone,
+        overlap=row.overlap, buffered_tick_at=row.buffered_tick_at)

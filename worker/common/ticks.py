@@ -2,18 +2,20 @@
 arithmetic of ticks.
 
 A schedule runs ``every`` a duration (``30s``, ``5m``, ``1h``, ``30d``)
-or at the times of a five-field cron expression, read in UTC by croniter
-(the cron library of Airflow and others, kept by pallets-eco). Its ticks
-are whole seconds: an interval's series starts one interval after the
-second the schedule was created, a cron expression's ticks are its
+or at the times of a five-field cron expression, read by croniter (the
+cron library of Airflow and others, kept by pallets-eco) on the wall
+clock of the schedule's IANA time zone, UTC by default
+(``worker.common.zones`` says what a daylight saving change does). Its
+ticks are whole seconds: an interval's series starts one interval after
+the second the schedule was created, a cron expression's ticks are its
 matches.
 
-``due(spec, next_tick_at, now)`` says what a retry daemon does with a
-schedule whose ``next_tick_at`` has come: the one tick it creates an
-order for, the latest tick at or before ``now`` (ticks missed while every
-daemon was down collapse into it), and the first tick after ``now``,
-which becomes the schedule's ``next_tick_at``. The time is a parameter:
-nothing here reads a clock.
+``due(spec, next_tick_at, now, backfill)`` says what a retry daemon does
+with a schedule whose ``next_tick_at`` has come: the ticks it creates
+orders for, the latest ``backfill`` ticks at or before ``now`` (the ticks
+missed while every daemon was down before those make none), and the
+first tick after ``now``, which becomes the schedule's ``next_tick_at``.
+The time is a parameter: nothing here reads a clock.
 """
 
 import dataclasses
@@ -24,6 +26,7 @@ import typing
 import croniter
 
 from worker.common import inputs
+from worker.common import zones
 
 #: The shortest and longest interval: one second, ten years.
 MIN_EVERY_SECONDS = 1
@@ -32,9 +35,11 @@ MAX_EVERY_SECONDS = 3650 * 86400
 #: The longest cron expression (its column).
 MAX_CRON_LENGTH = 255
 _CRON_CHARACTERS = re.compile(r'^[0-9A-Za-z*/,?#\- ]*$')
-# The fields of a cron expression, and the values each takes.
+# The fields of a cron expression, the values each takes, and their
+# numeric range.
 _FIELDS = (('minute', '0-59'), ('hour', '0-23'), ('day-of-month', '1-31'),
            ('month', '1-12 or jan-dec'), ('day-of-week', '0-7 or sun-sat'))
+_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 # Where the search for an expression's first match starts: any moment
 # would do.
 _REFERENCE = datetime.datetime(2000, 1, 1)
@@ -44,13 +49,54 @@ _DURATION = re.compile(r'^([0-9]{1,10})([smhd])$')
 
 #: Missed ticks of a cron expression counted at most, for a log line.
 _MAX_COUNTED = 10000
+_ONE_SECOND = datetime.timedelta(seconds=1)
 
 #: The idempotency key of a tick's order: ``schedule:<id>:<tick>``.
 _KEY = 'schedule:%s:%s'
+_TRIGGER_KEY = 'schedule:%s:trigger:%s'
+
+#: What a tick does while the order of the one before is still open
+#: (PENDING or CANCELLING): create its order beside it (``allow``, the
+#: default, as before overlap policies), make no order (``skip``), cancel
+#: the open order and create (``cancel-previous``), or remember the tick
+#: and create its order once the open one ends (``buffer-one``).
+OVERLAP_ALLOW = 'allow'
+OVERLAP_SKIP = 'skip'
+OVERLAP_CANCEL_PREVIOUS = 'cancel-previous'
+OVERLAP_BUFFER_ONE = 'buffer-one'
+OVERLAP_POLICIES = (OVERLAP_SKIP, OVERLAP_ALLOW, OVERLAP_CANCEL_PREVIOUS,
+                    OVERLAP_BUFFER_ONE)
+#: The most missed ticks one look may create the orders of.
+MAX_BACKFILL = 1000
 
 
 class InvalidSchedule(ValueError):
-    """A duration, cron expression or pair of them that is no schedule."""
+    """A duration, cron expression, time zone, overlap policy or
+    combination of them that is no schedule."""
+
+
+def check_timezone(name: str) -> str:
+    """``name`` if it is an IANA time zone this host knows.
+
+    :raises InvalidSchedule: it is not; the message names it.
+    """
+    try:
+        zones.zone(name)
+    except zones.UnknownTimeZone as exc:
+        raise InvalidSchedule(str(exc)) from None
+    return name
+
+
+def check_overlap(policy: str) -> str:
+    """``policy`` if it is one of ``OVERLAP_POLICIES``.
+
+    :raises InvalidSchedule: it is not.
+    """
+    if policy not in OVERLAP_POLICIES:
+        raise InvalidSchedule('the overlap policy is one of %s, not %s'
+                              % (', '.join(OVERLAP_POLICIES),
+                                 inputs.short(policy)))
+    return policy
 
 
 def parse_duration(text: str) -> int:
@@ -124,39 +170,79 @@ def _check_cron_field(index: int, field: str, expression: str) -> None:
     """Check one field of a cron expression alone (the others ``*``),
     so that the message names it."""
     name, allowed = _FIELDS[index]
+    if _valid_alone(index, field):
+        return
+    raise InvalidSchedule(
+        'the %s field %r of the cron expression %r is not valid: %s; %s '
+        'takes %s, *, and lists (,), ranges (-) and steps (/) of them'
+        % (name, field, expression, _what_is_wrong(index, field), name,
+           allowed))
+
+
+def _valid_alone(index: int, field: str) -> bool:
+    """True if croniter takes ``field`` as field ``index`` of an
+    expression whose other fields are ``*``."""
     probe = ['*'] * len(_FIELDS)
     probe[index] = field
     # croniter's random (R) and hashed (H) values would give a schedule
     # another tick at each reading.
     tokens = set(re.split('[,/-]', field.upper()))
-    if tokens & {'R', 'H'} or not croniter.croniter.is_valid(
-            ' '.join(probe)):
-        raise InvalidSchedule(
-            'the %s field %r of the cron expression %r is out of range or '
-            'not valid: %s takes %s, *, and lists (,), ranges (-) and steps '
-            '(/) of them' % (name, field, expression, name, allowed))
+    return not tokens & {'R', 'H'} and bool(
+        croniter.croniter.is_valid(' '.join(probe)))
+
+
+def _what_is_wrong(index: int, field: str) -> str:
+    """The first item of a list field that is not valid, and why: a
+    number out of the field's range is named as such."""
+    low, high = _RANGES[index]
+    items = field.split(',')
+    item = next((item for item in items if not _valid_alone(index, item)),
+                field)
+    if item.upper() in ('R', 'H') or item.upper().startswith(('H(', 'R(')):
+        return 'random (R) and hashed (H) values are not supported'
+    values, _, step = item.partition('/')
+    for value in values.split('-'):
+        if value.isdigit() and not low <= int(value) <= high:
+            return '%s is out of range %d-%d' % (value, low, high)
+    if step and not (step.isdigit() and int(step) >= 1):
+        return 'the step %r is not a positive integer' % step
+    if item == '':
+        return 'an empty item in a list'
+    return '%r is not a value, range or step of this field' % item
 
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """How a schedule repeats: ``every_seconds`` or ``cron``, one of the
-    two."""
+    two; a cron expression is read in ``timezone``."""
 
     every_seconds: int | None = None
     cron: str | None = None
+    timezone: str = zones.UTC
 
     @classmethod
-    def of(cls, every_seconds: int | None, cron: str | None) -> 'Spec':
+    def of(cls, every_seconds: int | None, cron: str | None,
+           timezone: str | None = None) -> 'Spec':
         """A checked ``Spec``.
 
-        :raises InvalidSchedule: neither or both are given, or the one
-            given is invalid.
+        :param timezone: an IANA time zone name for ``cron``; None or
+            ``UTC`` for UTC. An interval counts seconds, in no zone.
+        :raises InvalidSchedule: neither or both are given, the one given
+            is invalid, the zone unknown, or an interval has a zone other
+            than UTC.
         """
         if (every_seconds is None) == (cron is None):
             raise InvalidSchedule('a schedule has an interval (every) or a '
                                   'cron expression, one of the two')
+        timezone = check_timezone(zones.UTC if timezone is None
+                                  else timezone)
         if every_seconds is None:
-            return cls(cron=check_cron(typing.cast(str, cron)))
+            return cls(cron=check_cron(typing.cast(str, cron)),
+                       timezone=timezone)
+        if timezone != zones.UTC:
+            raise InvalidSchedule('a time zone (%s) applies to a cron '
+                                  'expression only: an interval counts '
+                                  'seconds, in no zone' % timezone)
         return cls(every_seconds=check_every(every_seconds))
 
     def interval(self) -> datetime.timedelta:
@@ -172,9 +258,7 @@ class Spec:
             ``anchor`` plus whole intervals); unused by a cron expression.
         """
         if self.cron is not None:
-            following: datetime.datetime = croniter.croniter(
-                self.cron, moment).get_next(datetime.datetime)
-            return following
+            return zones.after(self.cron, moment, self.timezone)
         every = self.interval()
         if moment < anchor:
             return anchor
@@ -194,35 +278,58 @@ def first_tick(spec: Spec, now: datetime.datetime) -> datetime.datetime:
 class Due:
     """What to do with a schedule whose ``next_tick_at`` has come."""
 
-    #: The tick to create the order of: the latest at or before now.
-    tick: datetime.datetime
+    #: The ticks to create the orders of, oldest first: the latest
+    #: ``backfill`` at or before now (one unless daemons were down).
+    ticks: tuple[datetime.datetime, ...]
     #: The schedule's next ``next_tick_at``: the first tick after now.
     following: datetime.datetime
-    #: Ticks before ``tick`` that get no order of their own: 0 unless no
-    #: daemon ran at their time.
+    #: Ticks before ``ticks`` that get no order: 0 unless no daemon ran
+    #: at their time (counted up to 10,000, for a log line).
     missed: int
+
+    @property
+    def tick(self) -> datetime.datetime:
+        """The latest tick, which the schedule records as its last."""
+        return self.ticks[-1]
 
 
 def due(spec: Spec, next_tick_at: datetime.datetime,
-        now: datetime.datetime) -> Due:
+        now: datetime.datetime, backfill: int = 1) -> Due:
     """The ``Due`` of a schedule whose ``next_tick_at`` is at or before
-    ``now``: every tick from ``next_tick_at`` to ``now`` makes one order,
-    for the latest of them."""
+    ``now``: of the ticks from ``next_tick_at`` to ``now``, the latest
+    ``backfill`` (at least one) make an order each; those before them
+    make none."""
     following = spec.after(now, next_tick_at)
+    wanted = max(1, min(backfill, MAX_BACKFILL))
     if spec.cron is not None:
-        tick = max(next_tick_at, croniter.croniter(
-            spec.cron, following).get_prev(datetime.datetime))
+        chosen = [max(next_tick_at, zones.at_or_before(
+            spec.cron, following - _ONE_SECOND, spec.timezone))]
+        while len(chosen) < wanted:
+            earlier = zones.at_or_before(spec.cron, chosen[-1] - _ONE_SECOND,
+                                         spec.timezone)
+            if earlier < next_tick_at:
+                break
+            chosen.append(earlier)
         missed = 0
         probe = next_tick_at
         # Counted for the log line only.
-        while missed < _MAX_COUNTED and probe < tick:
+        while missed < _MAX_COUNTED and probe < chosen[-1]:
             probe = spec.after(probe, next_tick_at)
             missed += 1
-        return Due(tick=tick, following=following, missed=missed)
+        return Due(ticks=tuple(reversed(chosen)), following=following,
+                   missed=missed)
     every = spec.interval()
-    tick = following - every
-    return Due(tick=tick, following=following,
-               missed=(tick - next_tick_at) // every)
+    latest = following - every
+    count = min(wanted, (latest - next_tick_at) // every + 1)
+    first = latest - (count - 1) * every
+    return Due(ticks=tuple(first + index * every for index in range(count)),
+               following=following, missed=(first - next_tick_at) // every)
+
+
+def trigger_key(schedule_id: str, nonce: str) -> str:
+    """The idempotency key of an order triggered outside the series:
+    ``schedule:<id>:trigger:<nonce>``."""
+    return _TRIGGER_KEY % (schedule_id, nonce)
 
 
 def order_key(schedule_id: str, tick: datetime.datetime) -> str:

@@ -496,7 +496,8 @@ class Schedules(typing.Protocol):
     def create(self, session: Any, project_id: str, order_type: str,
                meta: abc.Mapping[str, Any], priority: int,
                every_seconds: int | None, cron: str | None,
-               next_tick_at: Moment, now: Moment) -> rows.Schedule:
+               next_tick_at: Moment, now: Moment, timezone: str = 'UTC',
+               overlap: str = 'allow') -> rows.Schedule:
         """Insert a schedule whose first tick is ``next_tick_at``."""
 
     def due(self, session: Any, now: Moment,
@@ -511,3 +512,15 @@ class Schedules(typing.Protocol):
                 order_id: str | None = None) -> bool:
         """Move ``next_tick_at`` from ``read`` to ``following``; False if
         it is no longer ``read``."""
+
+    def hold(self, session: Any, schedule_id: str, read: Moment,
+             following: Moment, now: Moment, tick: Moment) -> bool:
+        """``advance``, holding ``tick`` until the open order ends."""
+
+    def held(self, session: Any, limit: int) -> list[rows.Schedule]:
+        """Up to ``limit`` schedules holding a tick, oldest tick first."""
+
+    def release_held(self, session: Any, schedule_id: str, tick: Moment,
+                     now: Moment, order_id: str | None) -> bool:
+        """Forget the held ``tick``, recording ``order_id`` as the last;
+        False if it is no longer held."""

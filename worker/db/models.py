@@ -448,7 +448,8 @@ class ResourceStart(Base):
 
 class Schedule(Base):
     """Orders created on a schedule: every ``every_seconds``, or at the
-    times of the cron expression ``cron`` (UTC), one of the two.
+    times of the cron expression ``cron`` (in ``timezone``), one of the
+    two.
 
     The retry daemons create the order of each tick (``next_tick_at``)
     with the idempotency key ``schedule:<id>:<tick>`` in the schedule's
@@ -473,6 +474,17 @@ class Schedule(Base):
     last_order_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    #: The IANA time zone ``cron`` is read in (migration 0019).
+    timezone: orm.Mapped[str] = orm.mapped_column(
+        sa.String(64), default='UTC', server_default='UTC')
+    #: What a tick does while the last order is open:
+    #: ``worker.common.ticks.OVERLAP_POLICIES``.
+    overlap: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default='allow', server_default='allow')
+    #: The tick a ``buffer-one`` schedule holds until its open order
+    #: ends; indexed, the daemons look for these at each look.
+    buffered_tick_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(Timestamp, index=True)
 
 
 class ProjectQuota(Base):

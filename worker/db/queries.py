@@ -153,6 +153,10 @@ class ScheduleQueries(typing.Protocol):
     def delete(self, session: Any, schedule_id: str) -> bool:
         """Delete the schedule; False if there was none."""
 
+    def record_order(self, session: Any, schedule_id: str, tick: Moment,
+                     order_id: str, now: Moment) -> bool:
+        """Record a triggered order as the schedule's last."""
+
 
 class QuotaQueries(typing.Protocol):
     """``worker.db.quotas``: the admin's overrides of the per-project

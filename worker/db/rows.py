@@ -65,6 +65,9 @@ class Schedule(typing.Protocol):
     last_order_id: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    timezone: str
+    overlap: str
+    buffered_tick_at: datetime.datetime | None
 
 
 class Step(typing.Protocol):

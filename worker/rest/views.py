@@ -23,7 +23,8 @@ RUN_FIELDS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
 
 SCHEDULE_FIELDS = ('id', 'type', 'project_id', 'priority', 'every_seconds',
                    'cron', 'meta', 'next_tick_at', 'last_tick_at',
-                   'last_order_id', 'created_at', 'updated_at')
+                   'last_order_id', 'created_at', 'updated_at', 'timezone',
+                   'overlap', 'buffered_tick_at')
 
 
 def value(item):

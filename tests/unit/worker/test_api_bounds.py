@@ -216,6 +216,7 @@ _SCHEDULE_SCOPED = [
     ('get', ('00000000-0000-0000-0000-000000000000',), {}),
     ('delete', ('00000000-0000-0000-0000-000000000000',), {}),
     ('list', (), {}),
+    ('trigger', ('00000000-0000-0000-0000-000000000000',), {}),
 ]
 
 
@@ -270,6 +271,13 @@ def test_all_projects_is_every_projects_view(orders, schedules):
     pytest.param(dict(every=10 ** 5000), 'interval', id='huge'),
     (dict(every='\ud800'), 'duration'),
     (dict(every=60, meta={'deep': _nested(1000)}), 'nested'),
+    (dict(cron='0 3 * * *', timezone=7), 'time zone is a string'),
+    (dict(cron='0 3 * * *', timezone='\ud800'), 'unknown time zone'),
+    (dict(cron='0 3 * * *', timezone='Europe/\x00'), 'unknown time zone'),
+    (dict(cron='0 3 * * *', timezone='A/' * 600), 'unknown time zone'),
+    (dict(cron='0 3 * * *', timezone='/etc/localtime'), 'unknown time zone'),
+    (dict(every=60, overlap=['skip']), 'overlap policy'),
+    (dict(every=60, overlap='\ud800'), 'overlap policy'),
 ])
 def test_a_schedule_is_refused_by_an_invalid_request(schedules, database,
                                                      arguments, error):

@@ -1,4 +1,5 @@
-"""``/v1/schedules``: periodic orders (create, list, show, delete)."""
+"""``/v1/schedules``: periodic orders (create, list, show, delete,
+trigger)."""
 
 import flask
 
@@ -7,19 +8,22 @@ from worker.rest import views
 
 blueprint = flask.Blueprint('schedules', __name__)
 
-CREATE_MEMBERS = ('type', 'meta', 'priority', 'every', 'cron')
+CREATE_MEMBERS = ('type', 'meta', 'priority', 'every', 'cron', 'timezone',
+                  'overlap')
 
 
 @blueprint.post('/v1/schedules')
 def create():
     """Create a schedule in the caller's project: ``every`` (seconds or
-    a duration such as ``"30d"``) or ``cron``."""
+    a duration such as ``"30d"``) or ``cron`` (in ``timezone``), with an
+    ``overlap`` policy."""
     context = caller.authorize('retry:schedule:create')
     body = caller.json_body(CREATE_MEMBERS)
     schedule = caller.services().schedules.create(
         body.get('type'), body.get('meta', {}),
         project_id=context.project_id, every=body.get('every'),
-        cron=body.get('cron'), priority=body.get('priority', 0))
+        cron=body.get('cron'), priority=body.get('priority', 0),
+        timezone=body.get('timezone'), overlap=body.get('overlap'))
     response = flask.jsonify(views.schedule(schedule))
     response.status_code = 201
     response.headers['Location'] = '/v1/schedules/%s' % schedule.id
@@ -50,3 +54,15 @@ def delete(schedule_id):
     caller.authorize('retry:schedule:delete')
     caller.services().schedules.delete(schedule_id, **caller.scope())
     return flask.Response(status=204)
+
+
+@blueprint.post('/v1/schedules/<schedule_id>/trigger')
+def trigger(schedule_id):
+    """Create an order of the schedule now; its next tick stays."""
+    caller.authorize('retry:schedule:trigger')
+    order = caller.services().schedules.trigger(schedule_id,
+                                                **caller.scope())
+    response = flask.jsonify(views.order(order))
+    response.status_code = 201
+    response.headers['Location'] = '/v1/orders/%s' % order.id
+    return response

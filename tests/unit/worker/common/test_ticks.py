@@ -92,13 +92,13 @@ def test_first_tick_is_one_interval_after_the_second_of_creation():
 
 def test_a_tick_on_time_makes_its_own_order():
     due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(10.4))
-    assert due == ticks.Due(tick=_at(10), following=_at(12), missed=0)
+    assert due == ticks.Due(ticks=(_at(10),), following=_at(12), missed=0)
 
 
 def test_ticks_missed_collapse_into_the_latest():
     # Down from tick 10 to 21.5: ticks 10, 12, ..., 20 make one order, 20.
     due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(21.5))
-    assert due == ticks.Due(tick=_at(20), following=_at(22), missed=5)
+    assert due == ticks.Due(ticks=(_at(20),), following=_at(22), missed=5)
     # Exactly on a tick: that tick is the one, the next is after it.
     due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(22))
     assert (due.tick, due.following) == (_at(22), _at(24))
@@ -107,9 +107,9 @@ def test_ticks_missed_collapse_into_the_latest():
 def test_cron_ticks_missed_collapse_into_the_latest():
     spec = ticks.Spec.of(None, '*/5 * * * *')
     assert ticks.due(spec, _at(300), _at(301)) == ticks.Due(
-        tick=_at(300), following=_at(600), missed=0)
+        ticks=(_at(300),), following=_at(600), missed=0)
     assert ticks.due(spec, _at(300), _at(1800)) == ticks.Due(
-        tick=_at(1800), following=_at(2100), missed=5)
+        ticks=(_at(1800),), following=_at(2100), missed=5)
 
 
 def test_the_tick_s_key_names_the_schedule_and_the_tick_in_utc():
@@ -117,3 +117,48 @@ def test_the_tick_s_key_names_the_schedule_and_the_tick_in_utc():
         'schedule:abc:2026-11-26T12:00:02Z'
     aware = _at(2).replace(tzinfo=datetime.timezone.utc)
     assert ticks.order_key('abc', aware) == ticks.order_key('abc', _at(2))
+
+
+def test_missed_interval_ticks_are_backfilled_up_to_the_bound():
+    # Down from tick 10 to 21.5: ticks 10, 12, ..., 20; the latest 3 run.
+    due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(21.5), 3)
+    assert due.ticks == (_at(16), _at(18), _at(20))
+    assert (due.missed, due.following, due.tick) == (3, _at(22), _at(20))
+    # Fewer missed than the bound: each runs once.
+    due = ticks.due(ticks.Spec.of(2, None), _at(10), _at(13), 5)
+    assert due.ticks == (_at(10), _at(12))
+    assert due.missed == 0
+
+
+def test_missed_cron_ticks_are_backfilled_up_to_the_bound():
+    spec = ticks.Spec.of(None, '*/5 * * * *')
+    due = ticks.due(spec, _at(300), _at(1800), 2)
+    assert due.ticks == (_at(1500), _at(1800))
+    assert due.missed == 4
+
+
+@pytest.mark.parametrize('expression, message', [
+    ('0 8-25 * * *', "hour field '8-25' .*: 25 is out of range 0-23"),
+    ('0 1,2,99 * * *', "hour field '1,2,99' .*: 99 is out of range 0-23"),
+    ('*/0 * * * *', "minute field '\\*/0' .*: the step '0' is not a "
+                    "positive integer"),
+    ('0 0 0 * *', "day-of-month field '0' .*: 0 is out of range 1-31"),
+    ('0 1,,2 * * *', 'an empty item in a list'),
+    ('0 0 * jan-foo *', "'jan-foo' is not a value, range or step"),
+    ('H * * * *', 'hashed \\(H\\) values are not supported')])
+def test_a_cron_error_names_the_field_and_the_value_at_fault(expression,
+                                                             message):
+    with pytest.raises(ticks.InvalidSchedule, match=message):
+        ticks.check_cron(expression)
+
+
+@pytest.mark.parametrize('policy', ticks.OVERLAP_POLICIES)
+def test_overlap_policies_are_known(policy):
+    assert ticks.check_overlap(policy) == policy
+
+
+@pytest.mark.parametrize('policy', ['queue', '', None, 'SKIP'])
+def test_an_unknown_overlap_policy_is_refused_with_the_known_ones(policy):
+    with pytest.raises(ticks.InvalidSchedule,
+                       match='skip, allow, cancel-previous, buffer-one'):
+        ticks.check_overlap(policy)
