@@ -9,7 +9,7 @@
 Additive only: a new table.
 
 Revision ID: 0020
-Revises: 0013
+Revises: 0019
 Create Date: 2026-11-28
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy.dialects import mysql
 _TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 
 revision = '0020'
-down_revision = '0013'
+down_revision = '0019'
 branch_labels = None
 depends_on = None
 
