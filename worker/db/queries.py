@@ -25,6 +25,7 @@ from worker.db import quotas
 from worker.db import retry_tasks
 from worker.db import rows
 from worker.db import schedules
+from worker.db import signals
 from worker.db import steps
 
 Any = typing.Any
@@ -143,6 +144,27 @@ class QuotaQueries(typing.Protocol):
         """Set or clear the override; False without a row."""
 
 
+class SignalQueries(typing.Protocol):
+    """``worker.db.signals``: the front door's writes and reads of the
+    signals sent to an order."""
+
+    def find(self, session: Any, order_id: str,
+             signal_id: str) -> rows.OrderSignal | None:
+        """The order's signal sent with ``signal_id``, or None."""
+
+    def add(self, session: Any, order_id: str, signal_id: str, name: str,
+            payload: Any, now: Moment) -> rows.OrderSignal:
+        """Insert a signal; ``DBDuplicateEntry`` if its id is taken."""
+
+    def hold_steps(self, session: Any, order_id: str,
+                   names: abc.Collection[str]) -> list[rows.Step]:
+        """These steps' rows, held until the transaction ends."""
+
+    def for_order(self, session: Any,
+                  order_id: str) -> list[rows.OrderSignal]:
+        """Every signal of the order, oldest first."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Queries:
     """One narrower repository per aggregate the front door and the
@@ -154,8 +176,9 @@ class Queries:
     notifications: NotificationQueries
     schedules: ScheduleQueries
     quotas: QuotaQueries
+    signals: SignalQueries
 
 
 SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
               notifications=notifications, schedules=schedules,
-              quotas=quotas)
+              quotas=quotas, signals=signals)

@@ -50,6 +50,19 @@ class ProjectQuota(typing.Protocol):
     held_at: datetime.datetime
 
 
+class OrderSignal(typing.Protocol):
+    """A row of ``order_signals`` (``models.OrderSignal``)."""
+
+    id: int
+    order_id: str
+    signal_id: str
+    name: str
+    payload: typing.Any
+    created_at: datetime.datetime
+    consumed_at: datetime.datetime | None
+    consumed_by: str | None
+
+
 class Schedule(typing.Protocol):
     """A row of ``schedules`` (``models.Schedule``)."""
 

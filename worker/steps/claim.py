@@ -15,6 +15,7 @@ that crashed before, while another that did is claimed in this process
 and has not run (``worker.steps.isolation``).
 """
 
+import dataclasses
 import datetime
 import types
 import typing
@@ -128,6 +129,7 @@ class Claimer:
         if refused or any(facts.taken for facts in wanted.values()):
             self._settle(session, steps, wanted, claimed, refused, now)
         pending = self._read_pending(session, steps, wanted, claimed)
+        signals = self._read_signals(session, steps, wanted, claimed)
         answers = [None] * len(steps)
         waiting = []
         for index, facts in wanted.items():
@@ -137,7 +139,8 @@ class Claimer:
             elif (step.order_id, step.step) in claimed:
                 answers[index] = self._claimed(
                     step, now, facts,
-                    pending.get((step.order_id, step.step)))
+                    pending.get((step.order_id, step.step)),
+                    signals.get((step.order_id, step.step), ()))
             else:
                 dropped.append((step, facts.rows[step.step]))
         return Claimed(answers, dropped, waiting)
@@ -177,6 +180,28 @@ class Claimer:
             return {}
         return self._kinds.delivery.read_pending(
             session, self._repositories, deliveries)
+
+    def _read_signals(self, session, steps, wanted, claimed):
+        """``{(order_id, step): (base.Signal, ...)}``: the unconsumed
+        signals each workflow step claimed declares, read for all of them
+        at once; those whose steps declare none cost nothing."""
+        declared = {}
+        for index, facts in wanted.items():
+            step = steps[index]
+            if facts.kind.runs_workflow and \
+                    (step.order_id, step.step) in claimed and \
+                    facts.workflow.has_step(step.step) and \
+                    facts.workflow.step(step.step).signals:
+                declared[step.order_id, step.step] = frozenset(
+                    facts.workflow.step(step.step).signals)
+        if not declared:
+            return {}
+        found = self._repositories.signals.unconsumed_many(
+            session, {order_id for order_id, _ in declared},
+            set().union(*declared.values()))
+        return {key: tuple(signal for signal in found.get(key[0], ())
+                           if signal.name in names)
+                for key, names in declared.items()}
 
     def _isolate(self, steps, wanted, now):
         """``{index: flow.Refusal}`` of the steps of ``wanted`` that
@@ -264,19 +289,23 @@ class Claimer:
             taken.add(key)
         return wanted, dropped
 
-    def _claimed(self, step, now, facts, pending):
+    def _claimed(self, step, now, facts, pending, signals=()):
         """The ``(Run, OrderView)`` of a step just claimed at ``now``; a
-        delivery's view is its ``pending`` (``posting.Pending``)."""
+        delivery's view is its ``pending`` (``posting.Pending``), a
+        workflow step's holds its unconsumed ``signals`` (rows)."""
         workflow = facts.workflow
         run = _run(step, now, facts, self._owner,
                    workflow is not None and
                    self._kinds.workflow_step.step_events(workflow))
+        if signals:
+            run = dataclasses.replace(
+                run, signals=tuple(signal.id for signal in signals))
         if not facts.kind.runs_workflow:
             return run, pending
         if not workflow.has_step(step.step):
             return run, None
         return run, _view(facts.order, workflow, facts.rows, run,
-                          self._leases.extender(run))
+                          self._leases.extender(run), signals)
 
 
 class Claimed(typing.NamedTuple):
@@ -334,9 +363,10 @@ def _run(step, now, facts, owner, step_events):
                else None))
 
 
-def _view(order, workflow, steps, run, lease_extender):
+def _view(order, workflow, steps, run, lease_extender, signals=()):
     """The ``OrderView`` a run of ``run.step`` is given, which extends
-    its lease with ``lease_extender``.
+    its lease with ``lease_extender``, with the ``signals`` (rows) it
+    sees.
 
     Its metadata is the order's with the outputs of its DONE steps merged
     in, in declaration order.
@@ -350,7 +380,9 @@ def _view(order, workflow, steps, run, lease_extender):
         idempotency_key=base.idempotency_key(order.id, run.step),
         steps=types.MappingProxyType(
             {name: step.status for name, step in steps.items()}),
-        lease_extender=lease_extender)
+        lease_extender=lease_extender,
+        signals=tuple(base.Signal(signal.signal_id, signal.name,
+                                  signal.payload) for signal in signals))
 
 
 def _seconds(step_policy):
