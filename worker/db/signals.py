@@ -86,7 +86,7 @@ def wake(session: orm.Session, order_id: str, step: str,
         _TASKS.c.order_id == order_id, _TASKS.c.retry_task == step,
         _TASKS.c.parked.is_(False), _TASKS.c.waiting_for.is_(None),
         _TASKS.c.retry_at > now, sent).values(
-            retry_at=now, updated_at=now)) > 0
+            retry_at=now)) > 0
 
 
 def find(session: orm.Session, order_id: str,
