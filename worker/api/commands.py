@@ -353,4 +353,3 @@ def _signal_in_a_transaction(database, workflow, order_id, name, signal_id,
                                             step.generation, request,
                                             workflow.type_name))
     return Signalled(row, repeated=False, to_cast=tuple(woken))
-

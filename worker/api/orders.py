@@ -1,6 +1,7 @@
 """``OrderAPI``: the front door's class. Built here, with its cancel,
-resume and signal; its creation is its base class's (``worker.api.creating``), its
-reads that one's base's (``worker.api.queries``).
+resume and signal; its creation is its base class's
+(``worker.api.creating``), its reads that one's base's
+(``worker.api.queries``).
 
 A write goes downhill: the input checks (``worker.api.checks``), then one
 command (``worker.api.commands``) that commits and returns what it wrote

@@ -107,9 +107,7 @@ def add(session: orm.Session, order_id: str, signal_id: str, name: str,
     statements.execute(session, sa.insert(_TABLE).values(
         order_id=order_id, signal_id=signal_id, name=name, payload=payload,
         created_at=now))
-    found = find(session, order_id, signal_id)
-    assert found is not None  # nosec: inserted just above
-    return found
+    return typing.cast(rows.OrderSignal, find(session, order_id, signal_id))
 
 
 def hold_steps(session: orm.Session, order_id: str,

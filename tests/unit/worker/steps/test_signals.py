@@ -143,15 +143,22 @@ def _waiting_workflow(script):
     return Waiting
 
 
-def test_wait_for_signal_is_a_poll_bounded_by_its_timeout(database,
-                                                         monkeypatch):
-    script = harness.Script(wait=[base.WaitForSignal('go', 120)])
-    _install(monkeypatch, script)
+def _waited(database, monkeypatch, answer):
+    """The state of a ``waiting`` order whose one step answered
+    ``answer``."""
+    script = harness.Script(wait=[answer])
+    workflows = dict(order_types.installed(), waiting=types_base.check(
+        'waiting', _waiting_workflow(script)))
+    monkeypatch.setattr(order_types, 'installed', lambda: workflows)
     order_id = harness._order(database, 'waiting')
-
     harness._worker(database).run('wait', order_id, 0)
+    return harness._state(database, order_id)
 
-    state = harness._state(database, order_id)
+
+def test_wait_for_signal_is_a_poll_bounded_by_its_timeout(
+        database, monkeypatch):
+    state = _waited(database, monkeypatch, base.WaitForSignal('go', 120))
+
     [retry] = state.retries
     assert retry.retry_at == NOW + datetime.timedelta(seconds=120)
     assert (state.steps['wait'].status, state.steps['wait'].polls) == (
@@ -160,21 +167,11 @@ def test_wait_for_signal_is_a_poll_bounded_by_its_timeout(database,
 
 def test_waiting_for_a_signal_the_step_does_not_declare_fails_it(
         database, monkeypatch):
-    script = harness.Script(wait=[base.WaitForSignal('stop', 120)])
-    _install(monkeypatch, script)
-    order_id = harness._order(database, 'waiting')
+    order = _waited(database, monkeypatch,
+                    base.WaitForSignal('stop', 120)).order
 
-    harness._worker(database).run('wait', order_id, 0)
-
-    order = harness._state(database, order_id).order
     assert order.status == models.ERROR
     assert "waits for signal 'stop'" in order.error_reason
-
-
-def _install(monkeypatch, script):
-    workflows = dict(order_types.installed(), waiting=types_base.check(
-        'waiting', _waiting_workflow(script)))
-    monkeypatch.setattr(order_types, 'installed', lambda: workflows)
 
 
 def test_a_step_declares_signal_names_that_a_check_accepts():
