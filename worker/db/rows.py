@@ -208,6 +208,7 @@ class PurgeCounts:
     order_retry_tasks: int = 0
     notification_events: int = 0
     order_step_runs: int = 0
+    order_signals: int = 0
 
     def __add__(self, other: 'PurgeCounts') -> 'PurgeCounts':
         return PurgeCounts(*(mine + theirs for mine, theirs in zip(
