@@ -203,14 +203,11 @@ class OrderAPI(creating.OrderCreation):
         """Send the signal ``name`` to a PENDING order; return it (a
         ``Signal``).
 
-        The signal is stored in the order's transaction: durable, and
-        ordered after the order's earlier signals. A step of the order's
-        type that declares ``name`` (``Step(signals=...)``) sees it at its
-        next run (``OrderView.signals``), whether it waits already or not
-        yet; one that waits (it polls, or returned ``WaitForSignal``) is
-        cast at once. Sent again with the same ``signal_id``, nothing is
-        written and the first signal is returned (``repeated``), even if
-        the order has ended since.
+        Stored under the order's lock (durable, after its earlier ones);
+        a step that declares ``name`` (``Step(signals=...)``) sees it at
+        its next run, and one that waits is cast at once. Sent again with
+        a ``signal_id``, nothing is written and the first signal is
+        returned (``repeated``), even once the order ended.
 
         :param payload: any JSON value, bounded as metadata
             (``[api_limits] max_meta_bytes`` and ``max_meta_depth``).

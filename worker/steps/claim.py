@@ -15,7 +15,6 @@ that crashed before, while another that did is claimed in this process
 and has not run (``worker.steps.isolation``).
 """
 
-import dataclasses
 import datetime
 import types
 import typing
@@ -29,6 +28,7 @@ from worker.plugins import base
 from worker.steps import flow
 from worker.steps import leases
 from worker.steps import runs
+from worker.steps import signals as step_signals
 from worker.steps import transactions
 from worker import tracing
 from worker import values
@@ -129,7 +129,10 @@ class Claimer:
         if refused or any(facts.taken for facts in wanted.values()):
             self._settle(session, steps, wanted, claimed, refused, now)
         pending = self._read_pending(session, steps, wanted, claimed)
-        signals = self._read_signals(session, steps, wanted, claimed)
+        signals = step_signals.read(session, self._repositories, [
+            (steps[index], facts.workflow) for index, facts in wanted.items()
+            if facts.kind.runs_workflow and
+            (steps[index].order_id, steps[index].step) in claimed])
         answers = [None] * len(steps)
         waiting = []
         for index, facts in wanted.items():
@@ -180,28 +183,6 @@ class Claimer:
             return {}
         return self._kinds.delivery.read_pending(
             session, self._repositories, deliveries)
-
-    def _read_signals(self, session, steps, wanted, claimed):
-        """``{(order_id, step): (base.Signal, ...)}``: the unconsumed
-        signals each workflow step claimed declares, read for all of them
-        at once; those whose steps declare none cost nothing."""
-        declared = {}
-        for index, facts in wanted.items():
-            step = steps[index]
-            if facts.kind.runs_workflow and \
-                    (step.order_id, step.step) in claimed and \
-                    facts.workflow.has_step(step.step) and \
-                    facts.workflow.step(step.step).signals:
-                declared[step.order_id, step.step] = frozenset(
-                    facts.workflow.step(step.step).signals)
-        if not declared:
-            return {}
-        found = self._repositories.signals.unconsumed_many(
-            session, {order_id for order_id, _ in declared},
-            set().union(*declared.values()))
-        return {key: tuple(signal for signal in found.get(key[0], ())
-                           if signal.name in names)
-                for key, names in declared.items()}
 
     def _isolate(self, steps, wanted, now):
         """``{index: flow.Refusal}`` of the steps of ``wanted`` that
@@ -296,10 +277,7 @@ class Claimer:
         workflow = facts.workflow
         run = _run(step, now, facts, self._owner,
                    workflow is not None and
-                   self._kinds.workflow_step.step_events(workflow))
-        if signals:
-            run = dataclasses.replace(
-                run, signals=tuple(signal.id for signal in signals))
+                   self._kinds.workflow_step.step_events(workflow), signals)
         if not facts.kind.runs_workflow:
             return run, pending
         if not workflow.has_step(step.step):
@@ -336,9 +314,10 @@ class _Wanted(typing.NamedTuple):
     taken: list[flow.Taken]
 
 
-def _run(step, now, facts, owner, step_events):
+def _run(step, now, facts, owner, step_events, signals=()):
     """The ``runs.Run`` of ``step`` claimed at ``now`` by ``owner``, from
-    what the claim read of it (``facts``, a ``_Wanted``)."""
+    what the claim read of it (``facts``, a ``_Wanted``), with the
+    ``signals`` (rows) its view holds."""
     order, rows, kind = facts.order, facts.rows, facts.kind
     row = rows[step.step]
     return runs.Run(
@@ -360,7 +339,8 @@ def _run(step, now, facts, owner, step_events):
                    if facts.need is not None else ()),
         resource_error=facts.need.error if facts.need else None,
         trace=(tracing.carrier(order.trace_context) if tracing.ENABLED
-               else None))
+               else None),
+        signals=tuple(signal.id for signal in signals))
 
 
 def _view(order, workflow, steps, run, lease_extender, signals=()):
