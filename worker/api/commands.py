@@ -316,8 +316,16 @@ def signal(database, workflow, order_id, name, signal_id, payload, now,
     :returns: a ``Signalled``; or None if the order is not PENDING and
         never had a signal ``signal_id``.
     """
-    return _signal_in_a_transaction(database, workflow, order_id, name,
-                                    signal_id, payload, now, request)
+    try:
+        return _signal_in_a_transaction(database, workflow, order_id, name,
+                                        signal_id, payload, now, request)
+    except _NotPending:
+        return None
+
+
+class _NotPending(Exception):
+    """Raised in ``signal``'s transaction to roll back its lock of an
+    order that is not PENDING (a CANCELLING one)."""
 
 
 @db_session.retry_lost_race
@@ -334,9 +342,11 @@ def _signal_in_a_transaction(database, workflow, order_id, name, signal_id,
         first = queries.signals.find(session, order_id, signal_id)
         if first is not None:
             return Signalled(first, repeated=True)
-        order = repositories.orders.get(session, order_id) if live else None
-        if order is None or order.status != models.PENDING:
+        if not live:
             return None
+        if repositories.orders.get(session, order_id).status != \
+                models.PENDING:
+            raise _NotPending(order_id)
         row = queries.signals.add(session, order_id, signal_id, name,
                                   payload, now)
         woken = []
