@@ -68,9 +68,15 @@ class RecordingPlugin(simple_certificate.SimpleCertificatePlugin):
                             super().issue_certificate_request)
 
     def check_certificate_status(self, order):
-        """Check, recorded."""
+        """Check, recorded; with ``poll_seconds`` in the order's meta, the
+        authority answers "not yet, ask again after poll_seconds"."""
         return self._record(order, 'check_certificate_status',
-                            super().check_certificate_status)
+                            self._check_or_poll)
+
+    def _check_or_poll(self, order):
+        if 'poll_seconds' in order.meta:
+            return results.RetryLater(float(order.meta['poll_seconds']))
+        return super().check_certificate_status(order)
 
 
 def _hold(order):

@@ -25,17 +25,30 @@ def priority(text):
     return value
 
 
-def meta_json(text):
-    """An argparse type: a JSON object, or ``@FILE`` for the one in FILE
-    (``@-``: standard input), as curl's ``--data @FILE``."""
+def any_json(text):
+    """An argparse type: any JSON value, or ``@FILE`` for the one in FILE
+    (``@-``: standard input), as curl's ``--data @FILE``; ``(value,
+    where it was read)``."""
     source = 'the argument'
     if text.startswith('@'):
         source, text = text[1:], _read_meta(text[1:])
     try:
-        meta = json.loads(text)
+        return json.loads(text), source
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
             'not JSON (in %s): %s' % (source, exc)) from None
+
+
+def payload_json(text):
+    """An argparse type: a signal's payload, any JSON value (``@FILE``
+    as ``meta_json``)."""
+    return any_json(text)[0]
+
+
+def meta_json(text):
+    """An argparse type: a JSON object, or ``@FILE`` for the one in FILE
+    (``@-``: standard input), as curl's ``--data @FILE``."""
+    meta, source = any_json(text)
     if not isinstance(meta, dict):
         raise argparse.ArgumentTypeError(
             'must be a JSON object {...} (in %s), not %s'

@@ -59,6 +59,8 @@ def explain_order(database, conf, order_id, now):
                                   bool(daemons), cutoffs, conf,
                                   None if models.is_delivery(name)
                                   else topic)
+            if reason.startswith(_WAITING):
+                reason += _signalled(workflow, name, order.id)
             reasons.setdefault(reason, []).append(name)
     if not reasons:
         return Why(order.status, 'no step is running or due: its steps '
@@ -69,6 +71,10 @@ def explain_order(database, conf, order_id, now):
              for reason, names in reasons.items()]
     return Why(order.status, _later(order, cutoffs.now) +
                '; '.join(parts + _held_back(workflow, steps)))
+
+
+#: How the reason of a step that waits for its retry row starts.
+_WAITING = 'waiting for a retry at'
 
 
 def _later(order, now):
@@ -97,6 +103,17 @@ def _held_back(workflow, steps):
                                 if steps.get(b) is None or
                                 steps[b].status != models.STEP_DONE)))
     return parts
+
+
+def _signalled(workflow, name, order_id):
+    """What ends the wait of a step that declares signals sooner, after
+    its reason (``_WAITING``); '' for any other step."""
+    signals = (workflow.step(name).signals if workflow.has_step(name)
+               else ())
+    if not signals:
+        return ''
+    return (', or at once when a signal %s comes (order signal %s %s)'
+            % (' or '.join(signals), order_id, signals[0]))
 
 
 def _terminal(order):
@@ -139,8 +156,7 @@ def _step_reason(step, retry, live, daemons_alive, cutoffs, conf,
         if retry.retry_at > cutoffs.now:
             why = step.last_error or ('polling' if step.attempt
                                       else 'its first run')
-            return 'waiting for a retry at %s (%s)' % (_at(retry.retry_at),
-                                                       why)
+            return '%s %s (%s)' % (_WAITING, _at(retry.retry_at), why)
         if not daemons_alive:
             return ('due since %s, but no barbican-retry daemon is alive'
                     % _at(retry.retry_at))

@@ -674,6 +674,15 @@ def _row_latency(measurement, figures, reference, target_ms):
         None if target_ms is None else p99 <= target_ms)
 
 
+def _rows_signal_latency(result):
+    """Issue 45, part 2: p50 / p99 of a signal -> its step completed."""
+    return [_row_latency(
+        '45.2 signal -> waiting step completed, at rest, %s (%d signals)'
+        % (dict(_DATABASES).get(backend, backend), figures['count']),
+        figures, 'the poll it cut short: 3600 s', 1000.0)
+        for backend, figures in result['backends'].items()]
+
+
 def _rows_rest_api(result):
     # Imported here: rest_report builds its rows with this module's Row.
     from tests.benchmarks import rest_report
@@ -688,6 +697,7 @@ _ROWS = {
     'cluster': _rows_cluster, 'create': _rows_create,
     'rest_api': _rows_rest_api,
     'purge': _rows_purge,
+    'signal_latency': _rows_signal_latency,
 }
 
 

@@ -141,6 +141,7 @@ _PROJECT = st.sampled_from(['p', 'q', None]) | _ANY
 _SCOPE = st.fixed_dictionaries({}, optional={'project_id': _PROJECT,
                                              'all_projects': _ANY})
 _TYPE = st.sampled_from(['certificate', 'fanout']) | _ANY
+_SIGNAL = st.sampled_from(['certificate.issued', 'x.y']) | _ANY
 
 
 def _optional(draw, **strategies):
@@ -174,6 +175,8 @@ def _call(draw, name, ids):
             project_id=draw(_PROJECT), **_optional(
                 draw, every=_ANY, cron=_ANY, priority=_ANY))),
         'schedule.list': lambda: ((), draw(_SCOPE)),
+        'signal': lambda: (one + (draw(_SIGNAL), draw(_META)), dict(
+            draw(_SCOPE), **_optional(draw, signal_id=_ANY))),
     }
     if name in calls:
         return calls[name]()
@@ -184,7 +187,7 @@ def _call(draw, name, ids):
 _METHODS = ['create', 'create_many', 'check', 'get', 'find', 'history',
             'list', 'cancel', 'resume', 'resume_many', 'wait',
             'schedule.create', 'schedule.get', 'schedule.list',
-            'schedule.delete']
+            'schedule.delete', 'signal']
 
 
 @pytest.mark.parametrize('backend', ['sqlite'])

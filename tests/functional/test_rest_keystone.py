@@ -338,3 +338,19 @@ def test_project_quotas_by_persona(api, callers, personas):
         dropped = api.call('DELETE', quota_a, admin)
     assert dropped.status_code == 204
     assert api.get(quota_a, admin).json()['override'] is None
+
+
+def test_signals_by_persona(api, callers):
+    order = api.create(callers['a_member'], not_before=LATER)
+    path = '/v1/orders/%s/signals' % order['id']
+    body = {'name': 'certificate.issued', 'signal_id': 's1'}
+    _refused(api.post(path, callers['b_member'], json=body), 404,
+             'retry.order_not_found')
+    for name in ('a_reader', 'b_reader'):
+        _refused(api.post(path, callers[name], json=body), 403,
+                 'retry.forbidden')
+    sent = api.post(path, callers['a_member'], json=body)
+    assert sent.status_code == 202, sent.text
+    again = api.post(path, callers['admin'], json=body)
+    assert (again.status_code, again.json()['repeated']) == (200, True)
+    assert again.json()['created_at'] == sent.json()['created_at']

@@ -1,5 +1,5 @@
-"""The public Python API of barbican-retry: create, read, cancel, resume
-and wait for orders.
+"""The public Python API of barbican-retry: create, read, cancel, resume,
+signal and wait for orders.
 
 This is the interface that a service builds on, as nova's API service
 builds on ``nova.compute.api``: an API server creates its long-running
@@ -62,6 +62,7 @@ from worker.api.errors import OrderAPIError
 from worker.api.errors import OrderNotCancellable
 from worker.api.errors import OrderNotFound
 from worker.api.errors import OrderNotResumable
+from worker.api.errors import OrderNotSignallable
 from worker.api.errors import OutOfBounds
 from worker.api.errors import ProjectQuotaExceeded
 from worker.api.errors import Timeout
@@ -88,6 +89,7 @@ from worker.api.values import order_type_info
 from worker.api.values import order_type_infos
 from worker.api.values import OrderTypeInfo
 from worker.api.values import PENDING
+from worker.api.values import Signal
 from worker.api.values import StepRun
 from worker.api.values import StepState
 
@@ -102,7 +104,8 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
-           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS']
+           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
+           'Signal', 'OrderNotSignallable']
 
 #: The names outside ``__all__`` that callers use: the other bounds
 #: (doc/api.md "Bounds"), ``connect`` and ``checked`` (not stable).

@@ -17,6 +17,7 @@ from worker.common import targets
 from worker.db import models
 from worker.notifications import subscriptions
 from worker import order_types
+from worker.order_types import base as order_types_base
 from worker.order_types import meta as meta_module
 
 #: The longest project id, idempotency key, order id (or schedule id),
@@ -159,6 +160,39 @@ def check_meta(workflow, meta, conf):
         # jsonschema quotes the value refused, whatever its size.
         raise errors.InvalidMeta(exc.path, exc.rule,
                                  SHORT.repr(exc.reason)[1:-1]) from None
+
+
+#: The longest ``signal_id`` (``order_signals.signal_id``).
+MAX_SIGNAL_ID_LENGTH = 64
+
+
+def check_signal(workflow, name, signal_id, payload, conf):
+    """A signal's name (one its order's type waits for), its id (None, or
+    text of at most ``MAX_SIGNAL_ID_LENGTH``) and its payload (any JSON
+    value, bounded as metadata by ``[api_limits]``)."""
+    check_text(name, 'name', order_types_base.MAX_SIGNAL_NAME_LENGTH)
+    if not order_types_base.SIGNAL_NAME.match(name):
+        raise errors.InvalidRequest(
+            'name %s is not a signal name: lower case letters, digits and '
+            '_, in parts separated by dots' % SHORT.repr(name))
+    if name not in workflow.signals:
+        raise errors.InvalidRequest(
+            'order type %s waits for no signal %s (its steps wait for: %s)'
+            % (workflow.type_name, name,
+               ', '.join(workflow.signals) or 'none'))
+    if signal_id is not None:
+        check_text(signal_id, 'signal_id', MAX_SIGNAL_ID_LENGTH)
+    limits = conf.api_limits
+    try:
+        inputs.check_meta(payload, limits.max_meta_bytes,
+                          limits.max_meta_depth)
+    except inputs.NotJSON as exc:
+        raise errors.InvalidRequest(
+            'payload is not JSON: %s' % str(exc).replace('meta', 'payload',
+                                                         1)) from None
+    except inputs.Refused as exc:
+        raise errors.OutOfBounds(str(exc).replace('meta', 'payload', 1),
+                                 'payload', exc.bound) from None
 
 
 def check_context(context):

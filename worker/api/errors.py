@@ -122,6 +122,11 @@ class OrderNotResumable(OrderAPIError):
     status."""
 
 
+class OrderNotSignallable(OrderAPIError):
+    """The order is not PENDING (it ended, or is being cancelled): no step
+    of it will wait for a signal again. The message names its status."""
+
+
 class Timeout(OrderAPIError):
     """``wait`` timed out before the order ended; ``order`` is the order
     as last read."""

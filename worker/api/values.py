@@ -121,6 +121,36 @@ class Order:
 
 
 @dataclasses.dataclass(frozen=True)
+class Signal:
+    """A signal sent to an order (``OrderAPI.signal``). Times are naive
+    UTC."""
+
+    order_id: str
+    #: The sender's key, or the one generated for it: unique within the
+    #: order.
+    signal_id: str
+    name: str
+    #: The JSON value sent with it, or None.
+    payload: typing.Any
+    created_at: datetime.datetime
+    #: When a step consumed it (the run that completed the step), and
+    #: which; None while none has.
+    consumed_at: datetime.datetime | None = None
+    consumed_by: str | None = None
+    #: True when this call sent a ``signal_id`` already sent: nothing was
+    #: written, and this is the first signal as it is now.
+    repeated: bool = False
+
+
+def signal_of(row, repeated=False):
+    """The ``Signal`` of an ``order_signals`` row."""
+    return Signal(order_id=row.order_id, signal_id=row.signal_id,
+                  name=row.name, payload=row.payload,
+                  created_at=row.created_at, consumed_at=row.consumed_at,
+                  consumed_by=row.consumed_by, repeated=repeated)
+
+
+@dataclasses.dataclass(frozen=True)
 class BulkResume:
     """What ``resume_many`` did."""
 

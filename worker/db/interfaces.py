@@ -524,3 +524,23 @@ class Schedules(typing.Protocol):
                      now: Moment, order_id: str | None) -> bool:
         """Forget the held ``tick``, recording ``order_id`` as the last;
         False if it is no longer held."""
+
+
+class Signals(typing.Protocol):
+    """``worker.db.signals``: the signals a step sees, consumes and is
+    woken by."""
+
+    def unconsumed_many(self, session: Any, order_ids: abc.Collection[str],
+                        names: abc.Collection[str]
+                        ) -> dict[str, list[rows.OrderSignal]]:
+        """``{order_id: [signal]}`` not consumed, of ``names``, oldest
+        first."""
+
+    def consume(self, session: Any, order_id: str, step: str,
+                ids: abc.Collection[int], now: Moment) -> int:
+        """Mark the signals ``ids`` consumed by ``step``; how many."""
+
+    def wake(self, session: Any, order_id: str, step: str,
+             names: abc.Collection[str], after_id: int, now: Moment) -> bool:
+        """Move the step's retry row due at ``now`` if a signal of
+        ``names`` above ``after_id`` waits; True if it did."""

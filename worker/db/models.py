@@ -509,6 +509,42 @@ class ProjectQuota(Base):
     held_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
 
 
+class OrderSignal(Base):
+    """A named message sent to an order, for the step that waits for it.
+
+    Written by ``OrderAPI.signal`` under its order's lock, so that the
+    ids of one order's signals are in the order they were sent; a step
+    that declares the name sees the unconsumed ones at its claim, and the
+    run that completes it consumes them (``consumed_at``, ``consumed_by``
+    its step). ``signal_id`` is the caller's key (or a generated one),
+    unique within the order: a signal sent twice is stored once. Deleted
+    with its order.
+    """
+
+    __tablename__ = 'order_signals'
+    __table_args__ = (
+        # A repeated signal_id finds the first; an order's signals are
+        # one range of it (a few rows, sorted by id).
+        sa.UniqueConstraint('order_id', 'signal_id'),
+        {'sqlite_autoincrement': True},
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        BigId, primary_key=True, autoincrement=True)
+    order_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(36), sa.ForeignKey('orders.id', ondelete='CASCADE'))
+    signal_id: orm.Mapped[str] = orm.mapped_column(ExactString(64))
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    payload: orm.Mapped[typing.Any] = orm.mapped_column(sa.JSON,
+                                                        nullable=True)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    #: When a run that saw it completed its step, and that step; NULL
+    #: while no step consumed it.
+    consumed_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        Timestamp)
+    consumed_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+
+
 class EntityLock(Base):
     """A lock on a whole entity (table), held by one process at a time.
 

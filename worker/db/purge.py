@@ -46,7 +46,7 @@ _ORDERS = statements.ORDERS
 #: the order the purge deletes them (and ``rows.PurgeCounts`` counts).
 _CHILDREN = tuple(typing.cast(sa.Table, model.__table__) for model in (
     models.OrderStep, models.OrderRetryTask, models.NotificationEvent,
-    models.OrderStepRun))
+    models.OrderStepRun, models.OrderSignal))
 Counts = rows.PurgeCounts
 check_statuses = models.check_purgeable
 

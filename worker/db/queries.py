@@ -26,6 +26,7 @@ from worker.db import quotas
 from worker.db import retry_tasks
 from worker.db import rows
 from worker.db import schedules
+from worker.db import signals
 from worker.db import steps
 
 Any = typing.Any
@@ -188,6 +189,27 @@ class ConsoleSessionQueries(typing.Protocol):
         """Delete up to ``limit`` expired logins; how many went."""
 
 
+class SignalQueries(typing.Protocol):
+    """``worker.db.signals``: the front door's writes and reads of the
+    signals sent to an order."""
+
+    def find(self, session: Any, order_id: str,
+             signal_id: str) -> rows.OrderSignal | None:
+        """The order's signal sent with ``signal_id``, or None."""
+
+    def add(self, session: Any, order_id: str, signal_id: str, name: str,
+            payload: Any, now: Moment) -> rows.OrderSignal:
+        """Insert a signal; ``DBDuplicateEntry`` if its id is taken."""
+
+    def hold_steps(self, session: Any, order_id: str,
+                   names: abc.Collection[str]) -> list[rows.Step]:
+        """These steps' rows, held until the transaction ends."""
+
+    def for_order(self, session: Any,
+                  order_id: str) -> list[rows.OrderSignal]:
+        """Every signal of the order, oldest first."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Queries:
     """One narrower repository per aggregate the front door and the
@@ -200,8 +222,10 @@ class Queries:
     schedules: ScheduleQueries
     quotas: QuotaQueries
     console_sessions: ConsoleSessionQueries
+    signals: SignalQueries
 
 
 SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
               notifications=notifications, schedules=schedules,
-              quotas=quotas, console_sessions=console_sessions)
+              quotas=quotas, console_sessions=console_sessions,
+              signals=signals)

@@ -4,7 +4,7 @@ another implementation of them.
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
 ``history``, ``services``, ``notifications``, ``purge``,
-``resources``, ``schedules``). A
+``resources``, ``schedules``, ``signals``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -33,6 +33,7 @@ from worker.db import resources
 from worker.db import retry_tasks
 from worker.db import schedules
 from worker.db import services
+from worker.db import signals
 from worker.db import steps
 
 
@@ -52,13 +53,14 @@ class Repositories:
     resources: interfaces.Resources
     schedules: interfaces.Schedules
     quotas: interfaces.Quotas
+    signals: interfaces.Signals
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
                    retry_tasks=retry_tasks, history=history,
                    services=services, notifications=notifications,
                    purge=purge, resources=resources,
-                   schedules=schedules, quotas=quotas)
+                   schedules=schedules, quotas=quotas, signals=signals)
 
 
 class Session(typing.Protocol):

@@ -50,6 +50,19 @@ class ProjectQuota(typing.Protocol):
     held_at: datetime.datetime
 
 
+class OrderSignal(typing.Protocol):
+    """A row of ``order_signals`` (``models.OrderSignal``)."""
+
+    id: int
+    order_id: str
+    signal_id: str
+    name: str
+    payload: typing.Any
+    created_at: datetime.datetime
+    consumed_at: datetime.datetime | None
+    consumed_by: str | None
+
+
 class Schedule(typing.Protocol):
     """A row of ``schedules`` (``models.Schedule``)."""
 
@@ -198,6 +211,7 @@ class PurgeCounts:
     order_retry_tasks: int = 0
     notification_events: int = 0
     order_step_runs: int = 0
+    order_signals: int = 0
 
     def __add__(self, other: 'PurgeCounts') -> 'PurgeCounts':
         return PurgeCounts(*(mine + theirs for mine, theirs in zip(

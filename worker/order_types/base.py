@@ -37,6 +37,10 @@ from worker import policy as policy_module
 # A step name is a retry row's ``retry_task`` and part of an option
 # group's name.
 _NAME = re.compile(r'^[a-z][a-z0-9_]{0,63}$')
+# A signal name (``order_signals.name``): dotted, as
+# ``certificate.issued``.
+SIGNAL_NAME = re.compile(r'^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$')
+MAX_SIGNAL_NAME_LENGTH = 64
 # A type name is ``orders.type`` (32 characters) and part of option groups.
 _TYPE_NAME = re.compile(r'^[a-z][a-z0-9_]{0,31}$')
 
@@ -61,6 +65,11 @@ class Step:
         a ``rate``, a start (``worker.steps.flow``). A callable that
         raises or returns a key that is not a string of 1 to 255
         characters fails the step, as its policy decides on a give-up.
+    :param signals: the names of the signals the step waits for
+        (``OrderAPI.signal``): a run sees those sent to its order and not
+        consumed yet (``OrderView.signals``), the run that completes the
+        step consumes them, and one that arrives while the step waits
+        (``WaitForSignal``, or any ``RetryLater``) runs it at once.
     """
 
     name: str
@@ -68,6 +77,7 @@ class Step:
     policy: policy_module.StepPolicy = policy_module.StepPolicy()
     resources: typing.Callable[[typing.Any], typing.Iterable[str]] | \
         None = None
+    signals: tuple[str, ...] = ()
 
 
 class OrderType:
@@ -172,6 +182,17 @@ class Workflow:
         except KeyError:
             return False
         return True
+
+    def waiting_for(self, signal: str) -> tuple[str, ...]:
+        """The steps that declare ``signal`` (``Step.signals``)."""
+        return tuple(step.name for step in self.steps
+                     if signal in step.signals)
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        """Every signal a step of the workflow waits for, once each."""
+        return tuple(dict.fromkeys(
+            name for step in self.steps for name in step.signals))
 
     def roots(self) -> tuple[str, ...]:
         """The steps that come after none: they run first."""
@@ -279,6 +300,12 @@ def _step_problem(type_class: type[OrderType], step: object,
     if step.resources is not None and not callable(step.resources):
         return ('step %s: resources must be a callable of the order, not '
                 '%r' % (step.name, step.resources))
+    if isinstance(step.signals, str) or not all(
+            isinstance(name, str) and SIGNAL_NAME.match(name) and
+            len(name) <= MAX_SIGNAL_NAME_LENGTH for name in step.signals):
+        return ('step %s: signals must be a tuple of names of lower case '
+                'letters, digits, _ and dots (at most %d long), not %r'
+                % (step.name, MAX_SIGNAL_NAME_LENGTH, step.signals))
     if step.name in seen:
         return 'step %s is declared twice' % step.name
     if not callable(getattr(type_class, step.name, None)):

@@ -3,7 +3,9 @@
 Two steps in sequence over the configured certificate plugin
 (``[worker] certificate_plugin``): ``process_type_order`` asks the
 certificate authority to issue, ``check_certificate_status`` polls it
-until the certificate is issued (R-1).
+until the certificate is issued (R-1), or until the authority says so
+with the signal ``certificate.issued`` (``OrderAPI.signal``), which ends
+the wait at once.
 """
 
 from worker.order_types import base
@@ -13,6 +15,10 @@ from worker.plugins import base as results
 
 # In the output of process_type_order when the plugin issued at once.
 _ISSUED = 'issued_on_request'
+#: The signal that says the certificate is issued.
+ISSUED_SIGNAL = 'certificate.issued'
+# In the output of check_certificate_status when that signal ended it.
+_SIGNALLED = 'issued_by_signal'
 
 
 class CertificateOrder(base.OrderType):
@@ -20,7 +26,8 @@ class CertificateOrder(base.OrderType):
 
     steps = (
         base.Step('process_type_order'),
-        base.Step('check_certificate_status', after=('process_type_order',)),
+        base.Step('check_certificate_status', after=('process_type_order',),
+                  signals=(ISSUED_SIGNAL,)),
     )
 
     meta_schema = {
@@ -83,10 +90,16 @@ class CertificateOrder(base.OrderType):
     def check_certificate_status(self, order):
         """Poll the certificate authority until the certificate is issued.
 
-        Not asked at all when the request was issued at once.
+        Not asked at all when the request was issued at once, nor once
+        the signal ``certificate.issued`` came: its id and payload are
+        the step's output (``issued_by_signal``).
         """
         if order.meta.get(_ISSUED):
             return results.Completed()
+        signal = order.signal(ISSUED_SIGNAL)
+        if signal is not None:
+            return results.Completed({_SIGNALLED: {
+                'signal_id': signal.signal_id, 'payload': signal.payload}})
         result = self._plugin.check_certificate_status(order)
         if isinstance(result, results.RetryLater) and \
                 result.method not in (None, 'check_certificate_status'):

@@ -41,6 +41,21 @@ def idempotency_key(order_id: str, step: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class Signal:
+    """A signal sent to the order (``OrderAPI.signal``) that no step has
+    consumed yet, as a step sees it.
+
+    :param signal_id: the sender's key of the signal (or a generated
+        one): the same for every run that sees it.
+    :param payload: the JSON value sent with it, or None.
+    """
+
+    signal_id: str
+    name: str
+    payload: typing.Any = None
+
+
+@dataclasses.dataclass(frozen=True)
 class OrderView:
     """The read-only facts about an order that a step may use.
 
@@ -60,6 +75,10 @@ class OrderView:
         compensation step reads to know what to undo).
     :param lease_extender: the worker's, behind ``extend_lease``; None
         in a view that holds no lease (one built by a test).
+    :param signals: the signals sent to the order that the step declares
+        (``Step.signals``) and no step consumed yet, oldest first. The
+        run that completes the step consumes those it saw; a run that
+        polls, waits or fails sees them again next time.
     """
 
     id: str
@@ -74,6 +93,15 @@ class OrderView:
         default_factory=lambda: types.MappingProxyType({}))
     lease_extender: typing.Callable[[float], None] | None = \
         dataclasses.field(default=None, repr=False, compare=False)
+    signals: tuple[Signal, ...] = ()
+
+    def signal(self, name: str) -> Signal | None:
+        """The oldest signal ``name`` the step has not consumed, or None.
+        """
+        for found in self.signals:
+            if found.name == name:
+                return found
+        return None
 
     def extend_lease(self, seconds: float) -> None:
         """Hold this run's lease until ``seconds`` from now.
@@ -163,8 +191,25 @@ class RemoteUnavailable:
     retry_after_seconds: float | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class WaitForSignal:
+    """Not done yet: run this step again when the signal ``name`` is sent
+    to the order, or after ``timeout_seconds`` if none is.
+
+    Decided as a poll (``RetryLater(timeout_seconds)``): counted against
+    the policy's ``max_polls`` and ``deadline_seconds``, and the run
+    after the timeout decides what to do without the signal (poll the
+    remote side, wait again, fail). The step must declare the name
+    (``Step(signals=...)``); a signal that arrives while it waits runs it
+    at once.
+    """
+
+    name: str
+    timeout_seconds: float
+
+
 #: What a plugin's step returns.
-Result = Completed | Failed | RetryLater | RemoteUnavailable
+Result = Completed | Failed | RetryLater | RemoteUnavailable | WaitForSignal
 
 
 class CertificatePluginBase(abc.ABC):

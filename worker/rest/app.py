@@ -23,13 +23,15 @@ from worker.rest.routes import order_types
 from worker.rest.routes import orders
 from worker.rest.routes import project_quotas
 from worker.rest.routes import schedules
+from worker.rest.routes import signals
 from worker.rest.routes import versions
 
 LOG = logging.getLogger(__name__)
 
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
               schedules.blueprint, notification_urls.blueprint,
-              project_quotas.blueprint, console_pages.blueprint)
+              project_quotas.blueprint, signals.blueprint,
+              console_pages.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,

@@ -48,6 +48,7 @@ _MAPPING = (
     (api.IdempotencyConflict, 409, 'retry.idempotency_conflict'),
     (api.OrderNotCancellable, 409, 'retry.order_not_cancellable'),
     (api.OrderNotResumable, 409, 'retry.order_not_resumable'),
+    (api.OrderNotSignallable, 409, 'retry.order_not_signallable'),
     (api.ProjectQuotaExceeded, 429, 'retry.project_quota_exceeded'),
     (api.TooManyPendingOrders, 429, 'retry.too_many_pending_orders'),
 )

@@ -2,8 +2,8 @@
 
 - a project **reader** reads its project's orders, schedules and the
   order types;
-- a project **member** also creates, cancels and resumes orders and
-  creates and deletes schedules;
+- a project **member** also creates, cancels, resumes and signals orders
+  and creates and deletes schedules;
 - an **admin** sees and acts on every project's, and alone manages the
   notification URLs and their secrets.
 
@@ -103,6 +103,9 @@ _RULES = [
     _rule('retry:project_quota:delete', 'rule:admin_api',
           'Drop the override of a project\'s quota: the default applies.',
           [('DELETE', '/v1/project-quotas/{project_id}')]),
+    _rule('retry:order:signal', PROJECT_MEMBER_OR_ADMIN,
+          'Send a signal to a PENDING order (its waiting step runs).',
+          [('POST', '/v1/orders/{order_id}/signals')]),
 ]
 
 

@@ -62,6 +62,17 @@ def run(step_run):
     return _fields(step_run, RUN_FIELDS)
 
 
+SIGNAL_FIELDS = ('order_id', 'signal_id', 'name', 'created_at',
+                 'consumed_at', 'consumed_by', 'repeated')
+
+
+def signal(sent):
+    """An ``api.Signal``, as ``order signal -f json``: its payload as its
+    JSON text whatever its kind, as meta."""
+    return dict(_fields(sent, SIGNAL_FIELDS),
+                payload=json.dumps(sent.payload, sort_keys=True))
+
+
 def schedule(found):
     """A ``schedule_api.Schedule``."""
     return _fields(found, SCHEDULE_FIELDS)

@@ -28,6 +28,7 @@ from worker.plugins import base
 from worker.steps import flow
 from worker.steps import leases
 from worker.steps import runs
+from worker.steps import signals as step_signals
 from worker.steps import transactions
 from worker import tracing
 from worker import values
@@ -128,6 +129,10 @@ class Claimer:
         if refused or any(facts.taken for facts in wanted.values()):
             self._settle(session, steps, wanted, claimed, refused, now)
         pending = self._read_pending(session, steps, wanted, claimed)
+        signals = step_signals.read(session, self._repositories, [
+            (steps[index], facts.workflow) for index, facts in wanted.items()
+            if facts.kind.runs_workflow and
+            (steps[index].order_id, steps[index].step) in claimed])
         answers = [None] * len(steps)
         waiting = []
         for index, facts in wanted.items():
@@ -137,7 +142,8 @@ class Claimer:
             elif (step.order_id, step.step) in claimed:
                 answers[index] = self._claimed(
                     step, now, facts,
-                    pending.get((step.order_id, step.step)))
+                    pending.get((step.order_id, step.step)),
+                    signals.get((step.order_id, step.step), ()))
             else:
                 dropped.append((step, facts.rows[step.step]))
         return Claimed(answers, dropped, waiting)
@@ -264,19 +270,20 @@ class Claimer:
             taken.add(key)
         return wanted, dropped
 
-    def _claimed(self, step, now, facts, pending):
+    def _claimed(self, step, now, facts, pending, signals=()):
         """The ``(Run, OrderView)`` of a step just claimed at ``now``; a
-        delivery's view is its ``pending`` (``posting.Pending``)."""
+        delivery's view is its ``pending`` (``posting.Pending``), a
+        workflow step's holds its unconsumed ``signals`` (rows)."""
         workflow = facts.workflow
         run = _run(step, now, facts, self._owner,
                    workflow is not None and
-                   self._kinds.workflow_step.step_events(workflow))
+                   self._kinds.workflow_step.step_events(workflow), signals)
         if not facts.kind.runs_workflow:
             return run, pending
         if not workflow.has_step(step.step):
             return run, None
         return run, _view(facts.order, workflow, facts.rows, run,
-                          self._leases.extender(run))
+                          self._leases.extender(run), signals)
 
 
 class Claimed(typing.NamedTuple):
@@ -307,9 +314,10 @@ class _Wanted(typing.NamedTuple):
     taken: list[flow.Taken]
 
 
-def _run(step, now, facts, owner, step_events):
+def _run(step, now, facts, owner, step_events, signals=()):
     """The ``runs.Run`` of ``step`` claimed at ``now`` by ``owner``, from
-    what the claim read of it (``facts``, a ``_Wanted``)."""
+    what the claim read of it (``facts``, a ``_Wanted``), with the
+    ``signals`` (rows) its view holds."""
     order, rows, kind = facts.order, facts.rows, facts.kind
     row = rows[step.step]
     return runs.Run(
@@ -331,12 +339,14 @@ def _run(step, now, facts, owner, step_events):
                    if facts.need is not None else ()),
         resource_error=facts.need.error if facts.need else None,
         trace=(tracing.carrier(order.trace_context) if tracing.ENABLED
-               else None))
+               else None),
+        signals=tuple(signal.id for signal in signals))
 
 
-def _view(order, workflow, steps, run, lease_extender):
+def _view(order, workflow, steps, run, lease_extender, signals=()):
     """The ``OrderView`` a run of ``run.step`` is given, which extends
-    its lease with ``lease_extender``.
+    its lease with ``lease_extender``, with the ``signals`` (rows) it
+    sees.
 
     Its metadata is the order's with the outputs of its DONE steps merged
     in, in declaration order.
@@ -350,7 +360,9 @@ def _view(order, workflow, steps, run, lease_extender):
         idempotency_key=base.idempotency_key(order.id, run.step),
         steps=types.MappingProxyType(
             {name: step.status for name, step in steps.items()}),
-        lease_extender=lease_extender)
+        lease_extender=lease_extender,
+        signals=tuple(base.Signal(signal.signal_id, signal.name,
+                                  signal.payload) for signal in signals))
 
 
 def _seconds(step_policy):

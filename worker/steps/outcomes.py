@@ -95,6 +95,12 @@ class _Decider:
             if policy_module.retries(run.policy, result.class_names):
                 return self._failed_run(result.description, None)
             return self._give_up(result.description)
+        if isinstance(result, step_results.WaitForSignal):
+            if result.name not in self._declared():
+                return self._give_up(
+                    'waits for signal %r, which it does not declare '
+                    '(Step signals)' % result.name)
+            return self._poll(result.timeout_seconds)
         if isinstance(result, step_results.RetryLater):
             if result.method not in (None, run.step):
                 # A workflow moves on by completing steps; a jump to
@@ -143,6 +149,9 @@ class _Decider:
         finished: tuple[typing.Any, ...] = (
             writes.FinishStep.done(run, output),
             writes.DeleteRetryRows(run.order_id, run.step))
+        if run.signals:
+            finished += (writes.ConsumeSignals(run.order_id, run.step,
+                                               run.signals),)
         recorded = (writes.RecordRun.of(run, models.RUN_DONE),)
         if run.compensating:
             return runs.Decision(
@@ -216,8 +225,24 @@ class _Decider:
                                             float(delay))
         if isinstance(decision, policy_module.GiveUp):
             return self._give_up(decision.reason, as_given=True)
-        return self._retry(decision.delay_seconds, 0, polls, None,
-                           'poll %d' % polls)
+        retry = self._retry(decision.delay_seconds, 0, polls, None,
+                            'poll %d' % polls)
+        names = self._declared()
+        if not names:
+            return retry
+        # A signal sent while it ran found it claimed: this wakes it.
+        return dataclasses.replace(retry, writes=retry.writes + (
+            writes.WakeOnSignals(
+                run.order_id, run.step, run.token, names,
+                max(run.signals, default=0), run.request,
+                _workflow(run).type_name),))
+
+    def _declared(self) -> tuple[str, ...]:
+        """The signals the run's step declares (``Step.signals``)."""
+        workflow = self._run.workflow
+        if workflow is None or not workflow.has_step(self._run.step):
+            return ()
+        return tuple(workflow.step(self._run.step).signals)
 
     def _retry(self, delay: float, failures: int, polls: int,
                last_error: str | None, what: str) -> runs.Decision:

@@ -129,6 +129,10 @@ class Run:
     #: before this one (``worker.steps.continuation``): 0 for a run
     #: claimed from a message.
     continued: int = 0
+    #: The ids of the signals its view holds (``OrderView.signals``),
+    #: oldest first: the run that completes the step consumes them, and
+    #: one sent after them wakes a step that polls.
+    signals: tuple[int, ...] = ()
 
     @property
     def context(self) -> oslo_context.RequestContext | None:

@@ -424,6 +424,52 @@ class RecordEvents:
         return woken
 
 
+@dataclasses.dataclass(frozen=True)
+class ConsumeSignals(Single):
+    """Mark the signals a run saw consumed by its step, which it
+    completed (``OrderView.signals``)."""
+
+    order_id: str
+    step: str
+    ids: tuple[int, ...]
+
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
+        """Execute it."""
+        repositories.signals.consume(session, self.order_id, self.step,
+                                     self.ids, now)
+        return ()
+
+
+@dataclasses.dataclass(frozen=True)
+class WakeOnSignals(Single):
+    """After the retry row of a step that polls: if a signal it declares
+    was sent while it ran (after those it saw), make that row due now and
+    cast the step (the sender found it claimed and left it to this).
+
+    Follows the write of the step's row (``RetryStep``), which waits for
+    a sender that holds it (``worker.db.signals``).
+    """
+
+    order_id: str
+    step: str
+    generation: int
+    names: tuple[str, ...]
+    #: The last signal the run saw, or 0.
+    after_id: int
+    request: values.RequestIds | None = None
+    type_name: str | None = None
+
+    def write(self, session: typing.Any, repositories: Repos,
+              now: Moment) -> Casts:
+        """Execute it; the step, to cast if it was woken."""
+        if not repositories.signals.wake(session, self.order_id, self.step,
+                                         self.names, self.after_id, now):
+            return ()
+        return (values.StepRef(self.step, self.order_id, self.generation,
+                               self.request, self.type_name),)
+
+
 #: The kinds a batch writes, in this order: the fenced writes first (a
 #: status change holds its order's row before its events are numbered),
 #: then a retry's delete of its step's row before the row it adds; the

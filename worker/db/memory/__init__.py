@@ -27,7 +27,7 @@ behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
 ``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``,
-``resources``, ``schedules``),
+``resources``, ``schedules``, ``signals``),
 as in ``worker.db``; ``base`` holds the store, its sessions and the
 records, ``recovery`` the retry daemon's reads of the steps.
 """
@@ -43,6 +43,7 @@ from worker.db.memory import resources
 from worker.db.memory import retry_tasks
 from worker.db.memory import schedules
 from worker.db.memory import services
+from worker.db.memory import signals
 from worker.db.memory import steps
 from worker.db import repositories
 
@@ -67,7 +68,8 @@ class InMemoryDatabase:
             purge=purge.InMemoryPurge(store),
             resources=resources.InMemoryResources(store),
             schedules=schedules.InMemorySchedules(store),
-            quotas=quotas.InMemoryQuotas(store))
+            quotas=quotas.InMemoryQuotas(store),
+            signals=signals.InMemorySignals(store))
 
     def session(self) -> base.InMemorySession:
         """Return a new read-write session."""

@@ -52,6 +52,8 @@ QuotaRecord: abc.Callable[..., rows.ProjectQuota] = _record(
     models.ProjectQuota)
 ScheduleRecord: abc.Callable[..., rows.Schedule] = _record(
     models.Schedule)
+SignalRecord: abc.Callable[..., rows.OrderSignal] = _record(
+    models.OrderSignal)
 
 
 def replace(record: _Row, **changes: Any) -> _Row:
@@ -63,7 +65,8 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events', 'runs', 'slots', 'starts', 'schedules', 'quotas')
+           'events', 'runs', 'slots', 'starts', 'schedules', 'quotas',
+           'signals')
 
 
 class Store:
@@ -94,6 +97,9 @@ class Store:
         #: ``{(key, slot): started_at}``.
         self.slots: dict[tuple[str, int], tuple[str, str, int]] = {}
         self.starts: dict[tuple[str, int], datetime.datetime] = {}
+        #: ``{id: SignalRecord}``.
+        self.signals: dict[int, rows.OrderSignal] = {}
+        self.signal_ids = itertools.count(1)
         self.holder: int | None = None
         self._lock = threading.Lock()
 

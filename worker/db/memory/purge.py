@@ -41,7 +41,7 @@ class InMemoryPurge(base.Repository):
         return rows.PurgeCounts(orders, *(
             _of(table, lambda row: row.order_id in ids, delete)
             for table in (store.steps, store.tasks, store.events,
-                          store.runs)))
+                          store.runs, store.signals)))
 
     @base.reads
     def select_batch(self, session: Session, statuses: abc.Collection[str],

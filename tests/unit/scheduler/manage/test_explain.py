@@ -367,3 +367,15 @@ def test_an_order_created_to_start_later_says_when_it_starts(db, conf):
         'run)' % _text(start) in sentence
     # Once started, it is explained as any other.
     assert 'start later' not in _explain(db, conf, now=_at(3601)).sentence
+
+
+def test_a_step_that_waits_for_a_signal_names_it(db, conf):
+    db.add_order(Order(type='certificate'),
+                 process_type_order=StepRow(models.STEP_DONE),
+                 check_certificate_status=StepRow(models.STEP_PENDING))
+    db.retries.append(RetryRow(1, ORDER_ID, 'check_certificate_status',
+                               _at(3600)))
+    sentence = _explain(db, conf).sentence
+    assert sentence.endswith(
+        ', or at once when a signal certificate.issued comes (order signal '
+        '%s certificate.issued)' % ORDER_ID)
