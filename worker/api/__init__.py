@@ -34,7 +34,8 @@ stable API): ``errors``, ``values``, ``checks``, ``requests`` (one value
 per request), ``commands`` (the transactions, which return what they
 wrote and the steps to cast), ``casts``, ``queries`` and ``creating``
 (``OrderAPI``'s bases), ``orders`` (``OrderAPI``), ``admission`` and
-``coalesce``; but for ``schedules``, the public API of schedules
+``coalesce``, ``bulk`` (bulk actions) and ``meta_filters`` (search by
+metadata); but for ``schedules``, the public API of schedules
 (doc/api.md), which ``worker.schedule_api`` re-exports for one release.
 This module re-exports what callers use, and
 ``tests/unit/worker/api/test_exports.py`` pins the list.
@@ -74,6 +75,7 @@ from worker.api.project_quotas import ProjectQuota
 from worker.api.project_quotas import QuotaAPI
 from worker.api.queries import WAIT_INTERVAL_SECONDS  # noqa: F401
 from worker.api.values import ACTIVE
+from worker.api.values import BulkResult
 from worker.api.values import BulkResume
 from worker.api.values import CANCELLED
 from worker.api.values import CANCELLING
@@ -102,7 +104,7 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
-           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS']
+           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS', 'BulkResult']
 
 #: The names outside ``__all__`` that callers use: the other bounds
 #: (doc/api.md "Bounds"), ``connect`` and ``checked`` (not stable).

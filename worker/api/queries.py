@@ -14,6 +14,7 @@ from oslo_log import log as logging
 
 from worker.api import checks
 from worker.api import errors
+from worker.api import meta_filters as filters_module
 from worker.api import values
 from worker.common import inputs
 from worker import context as context_module
@@ -137,21 +138,28 @@ class OrderQueries:
         return tuple(values.step_run_of(row) for row in rows)
 
     def list(self, *, project_id=None, all_projects=False, status=None,
-             order_type=None, limit=100, marker=None, with_meta=True):
+             order_type=None, limit=100, marker=None, with_meta=True,
+             meta=None):
         """Return at most ``limit`` orders (without their steps) in
         creation order; the last one's id as ``marker`` gives the next
         page.
 
         :param with_meta: False: their ``meta`` is not read (it is ``{}``),
             for a listing that does not show it.
+        :param meta: ``{'path.to.key': value}``: only the orders whose
+            metadata holds each value (a JSON scalar) at its dotted path,
+            of the same JSON type (``worker.api.meta_filters``).
 
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, the
-            status is not one, or the marker is no order (of the project).
+            status is not one, the marker is no order (of the project),
+            or a meta filter is not one.
+        :raises OutOfBounds: the meta filters are beyond their bounds.
         :raises InvalidProjectScope: as ``get``.
         """
         scope = checks.selection(project_id, all_projects, limit,
                                  order_type)
         checks.check_status(status)
+        meta_filters = filters_module.check(meta)
         if marker is not None:
             checks.check_order_id(marker, 'marker')
         repositories = self._database.repositories
@@ -165,7 +173,8 @@ class OrderQueries:
                 after = (last.created_at, last.id)
             rows = self._database.queries.orders.list_orders(
                 session, status, limit, project_id=scope,
-                order_type=order_type, after=after, with_meta=with_meta)
+                order_type=order_type, after=after, with_meta=with_meta,
+                meta=meta_filters)
         return [values.order_of(row, (), with_meta) for row in rows]
 
     def wait(self, order_id, *, timeout, project_id=None,

@@ -26,6 +26,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from worker.db import meta_search
 from worker.db import models
 from worker.db import rows
 from worker.db import statements
@@ -199,7 +200,9 @@ def list_orders(session: orm.Session, status: str | None = None,
                 limit: int | None = None, *, project_id: str | None = None,
                 order_type: str | None = None,
                 after: tuple[Moment, str] | None = None,
-                with_meta: bool = True) -> list[rows.Order]:
+                with_meta: bool = True,
+                meta: abc.Sequence[meta_search.MetaFilter] = ()
+                ) -> list[rows.Order]:
     """Return orders, oldest first (by creation time, then id).
 
     :param with_meta: False: their ``meta`` is not read (it may be large)
@@ -209,9 +212,14 @@ def list_orders(session: orm.Session, status: str | None = None,
     :param order_type: only the orders of this type.
     :param after: ``(created_at, id)`` of an order: only those after it,
         the next page of a listing that ended there.
+    :param meta: only the orders whose metadata holds each filter's value
+        at its path (``worker.db.meta_search``).
     """
     order = models.Order
     query = sa.select(order).order_by(order.created_at, order.id)
+    if meta:
+        query = query.where(meta_search.clause(
+            session.get_bind().dialect.name, order.meta, meta))
     if not with_meta:
         query = query.options(orm.defer(order.meta, raiseload=True))
     if status:

@@ -19,6 +19,8 @@ import dataclasses
 import datetime
 import typing
 
+from worker.db import bulk_orders
+from worker.db import meta_search
 from worker.db import notifications
 from worker.db import orders
 from worker.db import quotas
@@ -45,9 +47,12 @@ class OrderQueries(typing.Protocol):
                     project_id: str | None = None,
                     order_type: str | None = None,
                     after: tuple[Moment, str] | None = None,
-                    with_meta: bool = True) -> list[rows.Order]:
-        """Orders, oldest first, filtered; those ``after`` a page's last
-        ``(created_at, id)``; without their meta if not ``with_meta``."""
+                    with_meta: bool = True,
+                    meta: abc.Sequence[meta_search.MetaFilter] = ()
+                    ) -> list[rows.Order]:
+        """Orders, oldest first, filtered (``meta``: equality on paths
+        of their metadata); those ``after`` a page's last ``(created_at,
+        id)``; without their meta if not ``with_meta``."""
 
     def count_by_status(self, session: Any) -> dict[str, int]:
         """``{status: count}`` over every order."""
@@ -143,6 +148,26 @@ class QuotaQueries(typing.Protocol):
         """Set or clear the override; False without a row."""
 
 
+class BulkOrderQueries(typing.Protocol):
+    """``worker.db.bulk_orders``: the orders a bulk action selects, and
+    its writes that no single-order command has."""
+
+    def batch_after(self, session: Any, selection: bulk_orders.Selection,
+                    after: str | None, limit: int) -> list[Any]:
+        """Up to ``limit`` orders of the selection (their id, type,
+        project and request ids), by id, after ``after``."""
+
+    def count(self, session: Any, selection: bulk_orders.Selection,
+              limit: int | None = None) -> int:
+        """How many orders the selection holds (up to ``limit``)."""
+
+    def set_priority_many(self, session: Any, order_ids: abc.Collection[str],
+                          statuses: abc.Collection[str], priority: int,
+                          now: Moment) -> list[str]:
+        """Set the priority of the orders still in ``statuses`` and of
+        their retry rows; the ids changed."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Queries:
     """One narrower repository per aggregate the front door and the
@@ -154,8 +179,9 @@ class Queries:
     notifications: NotificationQueries
     schedules: ScheduleQueries
     quotas: QuotaQueries
+    bulk_orders: BulkOrderQueries
 
 
 SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
               notifications=notifications, schedules=schedules,
-              quotas=quotas)
+              quotas=quotas, bulk_orders=bulk_orders)

@@ -1,0 +1,120 @@
+"""Repository of the bulk actions' reads and writes of orders: the orders
+a filter selects, a batch at a time, and the re-prioritizing of a batch.
+
+The selection is read by keyset over the primary key (``id > last``,
+ordered by id, a batch at a time), not by ``(created_at, id)``: each
+batch is one short read that starts where the last one ended, the orders
+a batch changed no longer match (cancelled, resumed) or are behind the
+keyset anyway, and the whole action reads the primary key once however
+many batches it takes. The other filters (status, type, project,
+creation range, metadata) are conditions on the rows read; on
+PostgreSQL a metadata filter may instead be served by the GIN index
+``ix_orders_meta_path_ops`` when the planner finds it more selective.
+"""
+
+import collections.abc as abc
+import dataclasses
+import datetime
+import typing
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from worker.db import meta_search
+from worker.db import models
+from worker.db import statements
+
+Moment = datetime.datetime
+
+_ORDERS = statements.ORDERS
+_RETRY_TASKS = statements.RETRY_TASKS
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The orders a bulk action applies to: every condition given holds.
+
+    ``since`` and ``until`` bound the creation time (``since`` included,
+    ``until`` excluded), naive UTC.
+    """
+
+    statuses: tuple[str, ...]
+    order_type: str | None = None
+    project_id: str | None = None
+    since: Moment | None = None
+    until: Moment | None = None
+    meta: tuple[meta_search.MetaFilter, ...] = ()
+
+
+def _where(session: orm.Session,
+           selection: Selection) -> list[sa.ColumnElement[bool]]:
+    """The conditions of ``selection`` on the orders table."""
+    order = _ORDERS.c
+    conditions = [order.status.in_(selection.statuses)]
+    if selection.order_type:
+        conditions.append(order.type == selection.order_type)
+    if selection.project_id is not None:
+        conditions.append(order.project_id == selection.project_id)
+    if selection.since is not None:
+        conditions.append(order.created_at >= selection.since)
+    if selection.until is not None:
+        conditions.append(order.created_at < selection.until)
+    if selection.meta:
+        conditions.append(meta_search.clause(
+            session.get_bind().dialect.name, order.meta, selection.meta))
+    return conditions
+
+
+def batch_after(session: orm.Session, selection: Selection,
+                after: str | None, limit: int) -> list[typing.Any]:
+    """Up to ``limit`` orders of ``selection``, by id, after the id
+    ``after`` (None: from the first): rows of their ``id``, ``type``,
+    ``project_id``, ``request_id`` and ``global_request_id``, what a
+    command and its announcement need."""
+    order = _ORDERS.c
+    query = (sa.select(order.id, order.type, order.project_id,
+                       order.request_id, order.global_request_id)
+             .where(*_where(session, selection))
+             .order_by(order.id).limit(limit))
+    if after is not None:
+        query = query.where(order.id > after)
+    return list(session.execute(query))
+
+
+def count(session: orm.Session, selection: Selection,
+          limit: int | None = None) -> int:
+    """How many orders ``selection`` holds, counting up to ``limit`` at
+    most (None: all)."""
+    query = sa.select(_ORDERS.c.id).where(*_where(session, selection))
+    if limit is not None:
+        query = query.limit(limit)
+    return session.scalar(
+        sa.select(sa.func.count()).select_from(query.subquery())) or 0
+
+
+def set_priority_many(session: orm.Session, order_ids: abc.Collection[str],
+                      statuses: abc.Collection[str], priority: int,
+                      now: Moment) -> list[str]:
+    """Give the orders of ``order_ids`` still in one of ``statuses`` the
+    priority ``priority``, and their retry rows too (the due query reads
+    a row's own copy: ``models.OrderRetryTask.priority``); return the ids
+    of those changed.
+
+    The orders' rows are locked (by id) before their retry rows are
+    written, as a cancel or a resume does.
+    """
+    models.check_priority(priority)
+    changed = list(session.scalars(
+        sa.select(_ORDERS.c.id)
+        .where(_ORDERS.c.id.in_(list(order_ids)),
+               _ORDERS.c.status.in_(list(statuses)),
+               _ORDERS.c.priority != priority)
+        .order_by(_ORDERS.c.id).with_for_update()))
+    if not changed:
+        return []
+    session.execute(sa.update(_ORDERS).where(_ORDERS.c.id.in_(changed))
+                    .values(priority=priority, updated_at=now))
+    session.execute(sa.update(_RETRY_TASKS)
+                    .where(_RETRY_TASKS.c.order_id.in_(changed))
+                    .values(priority=priority))
+    return changed
