@@ -65,6 +65,19 @@ def worker_api_or_none(app):
         return None
 
 
+def add_meta_filter(parser):
+    """The repeatable ``--meta KEY=VALUE`` of ``order list`` and ``order
+    bulk``."""
+    parser.add_argument('--meta', action='append', default=[],
+                        metavar='KEY=VALUE',
+                        help='Only the orders whose metadata holds VALUE at '
+                             'KEY, a dotted path (issuer.name=x); may be '
+                             'repeated (all must hold). VALUE is a JSON '
+                             'scalar if it reads as one (3, true, null, '
+                             '"3" the string), else a string: n=3 matches '
+                             'the number 3, not the string "3".')
+
+
 class _OneOrder:
     """Mixin: the ``order_id`` argument."""
 
@@ -243,6 +256,7 @@ class ListOrders(base.Lister):
         parser.add_argument('--marker', metavar='ORDER_ID',
                             help='Only the orders after this one (the last '
                                  'of the previous page).')
+        add_meta_filter(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -269,7 +283,8 @@ def _list_orders(orders, parsed_args, wanted):
     read page by page so that no read is long."""
     filters = dict(projects(parsed_args.project),
                    status=parsed_args.status,
-                   order_type=parsed_args.order_type)
+                   order_type=parsed_args.order_type,
+                   meta=api.parse_meta_filters(parsed_args.meta) or None)
     count, marker = 0, parsed_args.marker
     while wanted is None or count < wanted:
         limit = api.MAX_LIMIT if wanted is None else min(

@@ -69,6 +69,7 @@ from worker.api.errors import Timeout
 from worker.api.errors import TooManyPendingOrders
 from worker.api.errors import UnknownOrderType
 from worker.api.errors import URLNotAllowed
+from worker.api.meta_filters import parse as parse_meta_filters  # noqa: F401
 from worker.api.orders import connect  # noqa: F401
 from worker.api.orders import OrderAPI
 from worker.api.project_quotas import ProjectQuota
@@ -107,11 +108,14 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS', 'BulkResult']
 
 #: The names outside ``__all__`` that callers use: the other bounds
-#: (doc/api.md "Bounds"), ``connect`` and ``checked`` (not stable).
+#: (doc/api.md "Bounds"), ``connect``, ``checked`` and
+#: ``parse_meta_filters`` (``KEY=VALUE`` texts as ``list``'s ``meta``; not
+#: stable).
 OTHER_NAMES = ('MAX_IDEMPOTENCY_KEY_LENGTH', 'MAX_ORDER_ID_LENGTH',
                'MAX_ORDER_TYPE_LENGTH', 'MAX_URL_LENGTH', 'MAX_REASON_LENGTH',
                'MAX_REQUEST_ID_LENGTH', 'MAX_LIMIT', 'MAX_START_DELAY',
-               'WAIT_INTERVAL_SECONDS', 'connect', 'checked')
+               'WAIT_INTERVAL_SECONDS', 'connect', 'checked',
+               'parse_meta_filters')
 
 
 def _name_them_here():

@@ -27,7 +27,8 @@ STABLE = [
 OTHERS = ['MAX_IDEMPOTENCY_KEY_LENGTH', 'MAX_ORDER_ID_LENGTH',
           'MAX_ORDER_TYPE_LENGTH', 'MAX_URL_LENGTH', 'MAX_REASON_LENGTH',
           'MAX_REQUEST_ID_LENGTH', 'MAX_LIMIT', 'MAX_START_DELAY',
-          'WAIT_INTERVAL_SECONDS', 'connect', 'checked']
+          'WAIT_INTERVAL_SECONDS', 'connect', 'checked',
+          'parse_meta_filters']
 
 
 def test_the_stable_names_are_pinned():
