@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from tests import config
 from tests.functional import processes
+from tests.functional import workflows
 from worker import api
 from worker.db import meta_search
 from worker.db import models
@@ -88,10 +89,7 @@ OPTIONS = {
 def test_bulk_cancel_while_the_workers_run_the_other_orders(
         deployment, database):
     cluster = deployment(OPTIONS)
-    workers = cluster.start('barbican-worker', 'worker')
-    retry = cluster.start('barbican-retry', 'retry')
-    workers.wait_for_log('serving topic', count=2)
-    retry.wait_for_log('Retry scheduler started')
+    _, retry = workflows.start(cluster, count=2)
     later = (datetime.datetime.now(datetime.timezone.utc) +
              datetime.timedelta(hours=1)).strftime('%Y-%m-%dT%H:%M:%SZ')
     # Held in the retry table until later: PENDING while the bulk runs.

@@ -17,6 +17,7 @@ from worker.rest import caller
 from worker.rest import errors
 from worker.rest import microversions
 from worker.rest import policies
+from worker.rest.routes import bulk_actions
 from worker.rest.routes import notification_urls
 from worker.rest.routes import order_types
 from worker.rest.routes import orders
@@ -28,7 +29,7 @@ LOG = logging.getLogger(__name__)
 
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
               schedules.blueprint, notification_urls.blueprint,
-              project_quotas.blueprint)
+              project_quotas.blueprint, bulk_actions.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,

@@ -100,6 +100,11 @@ _RULES = [
     _rule('retry:project_quota:delete', 'rule:admin_api',
           'Drop the override of a project\'s quota: the default applies.',
           [('DELETE', '/v1/project-quotas/{project_id}')]),
+    _rule('retry:order:bulk', PROJECT_MEMBER_OR_ADMIN,
+          'Cancel, resume or reprioritize the orders that match a filter: '
+          'a member those of its own project, an admin (with '
+          'retry:all_projects) every project\'s.',
+          [('POST', '/v1/orders/bulk-actions')]),
 ]
 
 
