@@ -177,16 +177,44 @@ def cancel(database, workflow, order_id, reason, now, request=None):
 @db_session.retry_lost_race
 def cancel_batch(database, orders, reason, now):
     """``cancel`` each of ``orders`` (``(workflow, order_id, request)``
-    triples) in one transaction, run again whole when it lost a race;
-    return ``{order_id: Cancelled}`` of those that were PENDING."""
+    triples) in one transaction of a few statements whatever their
+    number (``bulk_orders.cancel_many``, ``events.record_many``), run
+    again whole when it lost a race; return ``{order_id: Cancelled}`` of
+    those that were PENDING (their ``revoked`` is not read: ``()``).
+    """
+    by_id = {order_id: (workflow, request)
+             for workflow, order_id, request in orders}
+    compensating = {order_id for order_id, (workflow, _) in by_id.items()
+                    if workflow.compensation}
+    repositories, queries = database.repositories, database.queries
     with database.session() as session, session.begin():
-        done = {}
-        for workflow, order_id, request in orders:
-            cancelled = _cancel_in(session, database, workflow, order_id,
-                                   reason, now, request)
-            if cancelled is not None:
-                done[order_id] = cancelled
-        return done
+        done = queries.bulk_orders.cancel_many(session, list(by_id), now,
+                                               reason, compensating)
+        for order_id in done:
+            if order_id in compensating:
+                queries.steps.add(session, order_id, by_id[order_id][
+                    0].compensation.name, now)
+        woken = events.record_many(session, repositories, [
+            (order_id, events.status_changed(
+                models.CANCELLING if order_id in compensating
+                else models.CANCELLED, reason), by_id[order_id][1])
+            for order_id in done], now)
+    return {order_id: _cancelled(by_id[order_id][0], order_id,
+                                 by_id[order_id][1], (), [
+                                     step for step in woken
+                                     if step.order_id == order_id])
+            for order_id in done}
+
+
+def _cancelled(workflow, order_id, request, revoked, woken):
+    """The ``Cancelled`` of one order: its compensation step, if its type
+    has one, and the deliveries ``woken``."""
+    compensation = workflow.compensation
+    step = (values.StepRef(compensation.name, order_id, 0, request,
+                           workflow.type_name)
+            if compensation else None)
+    return Cancelled(revoked=tuple(revoked), compensation=step,
+                     to_cast=tuple(([step] if step else []) + list(woken)))
 
 
 def _cancel_in(session, database, workflow, order_id, reason, now,
@@ -206,11 +234,7 @@ def _cancel_in(session, database, workflow, order_id, reason, now,
         session, repositories, order_id, events.status_changed(
             models.CANCELLING if compensation else models.CANCELLED,
             reason), now, request=request)
-    step = (values.StepRef(compensation.name, order_id, 0, request,
-                           workflow.type_name)
-            if compensation else None)
-    return Cancelled(revoked=tuple(revoked), compensation=step,
-                     to_cast=tuple(([step] if step else []) + woken))
+    return _cancelled(workflow, order_id, request, revoked, woken)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Repository of the bulk actions' reads and writes of orders: the orders
-a filter selects, a batch at a time, and the re-prioritizing of a batch.
+a filter selects, a batch at a time, and the writes of a batch that
+change many orders in a few statements (cancel, re-prioritize).
 
 The selection is read by keyset over the primary key (``id > last``,
 ordered by id, a batch at a time), not by ``(created_at, id)``: each
@@ -28,6 +29,7 @@ Moment = datetime.datetime
 
 _ORDERS = statements.ORDERS
 _RETRY_TASKS = statements.RETRY_TASKS
+_STEPS = statements.STEPS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +48,10 @@ class Selection:
     meta: tuple[meta_search.MetaFilter, ...] = ()
 
 
-def _where(session: orm.Session,
+def _where(dialect: str,
            selection: Selection) -> list[sa.ColumnElement[bool]]:
-    """The conditions of ``selection`` on the orders table."""
+    """The conditions of ``selection`` on the orders table, in the words
+    of ``dialect``."""
     order = _ORDERS.c
     conditions = [order.status.in_(selection.statuses)]
     if selection.order_type:
@@ -60,8 +63,8 @@ def _where(session: orm.Session,
     if selection.until is not None:
         conditions.append(order.created_at < selection.until)
     if selection.meta:
-        conditions.append(meta_search.clause(
-            session.get_bind().dialect.name, order.meta, selection.meta))
+        conditions.append(meta_search.clause(dialect, order.meta,
+                                             selection.meta))
     return conditions
 
 
@@ -71,21 +74,30 @@ def batch_after(session: orm.Session, selection: Selection,
     ``after`` (None: from the first): rows of their ``id``, ``type``,
     ``project_id``, ``request_id`` and ``global_request_id``, what a
     command and its announcement need."""
+    return list(session.execute(batch_statement(
+        session.get_bind().dialect.name, selection, after, limit)))
+
+
+def batch_statement(dialect: str, selection: Selection, after: str | None,
+                    limit: int) -> sa.Select[typing.Any]:
+    """``batch_after``'s SELECT in the words of ``dialect``, for it and
+    the plan benchmarks."""
     order = _ORDERS.c
     query = (sa.select(order.id, order.type, order.project_id,
                        order.request_id, order.global_request_id)
-             .where(*_where(session, selection))
+             .where(*_where(dialect, selection))
              .order_by(order.id).limit(limit))
     if after is not None:
         query = query.where(order.id > after)
-    return list(session.execute(query))
+    return query
 
 
 def count(session: orm.Session, selection: Selection,
           limit: int | None = None) -> int:
     """How many orders ``selection`` holds, counting up to ``limit`` at
     most (None: all)."""
-    query = sa.select(_ORDERS.c.id).where(*_where(session, selection))
+    query = sa.select(_ORDERS.c.id).where(
+        *_where(session.get_bind().dialect.name, selection))
     if limit is not None:
         query = query.limit(limit)
     return session.scalar(
@@ -118,3 +130,47 @@ def set_priority_many(session: orm.Session, order_ids: abc.Collection[str],
                     .where(_RETRY_TASKS.c.order_id.in_(changed))
                     .values(priority=priority))
     return changed
+
+
+def cancel_many(session: orm.Session, order_ids: abc.Collection[str],
+                now: Moment, reason: str,
+                compensating: abc.Collection[str]) -> list[str]:
+    """Cancel the orders of ``order_ids`` that are still PENDING, in a
+    few statements whatever their number; return their ids.
+
+    What ``orders.cancel``, ``steps.revoke_open`` and
+    ``retry_tasks.delete_for_order`` do for one order, set-wise: the
+    orders' rows are locked (by id), then moved to CANCELLING (those of
+    ``compensating``, whose type has a compensation step) or CANCELLED
+    with ``reason``; their WAITING and PENDING workflow steps are
+    CANCELLED, released, and their generation moved forward, so that a
+    run still going finds its token stale; their workflow's retry rows
+    are deleted. Their deliveries (``notify:*``) and its retry rows go
+    on: they notify the cancel.
+    """
+    order, step, task = _ORDERS.c, _STEPS.c, _RETRY_TASKS.c
+    locked = list(session.scalars(
+        sa.select(order.id).where(order.id.in_(list(order_ids)),
+                                  order.status == models.PENDING)
+        .order_by(order.id).with_for_update()))
+    if not locked:
+        return []
+    for status, ids in (
+            (models.CANCELLING, [i for i in locked if i in compensating]),
+            (models.CANCELLED, [i for i in locked if i not in compensating])):
+        if ids:
+            session.execute(sa.update(_ORDERS).where(order.id.in_(ids))
+                            .values(status=status, error_reason=reason,
+                                    updated_at=now))
+    session.execute(
+        sa.update(_STEPS)
+        .where(step.order_id.in_(locked),
+               step.status.in_([models.STEP_WAITING, models.STEP_PENDING]),
+               ~models.delivery_steps(step.name))
+        .values(generation=step.generation + 1,
+                status=models.STEP_CANCELLED, last_error='order cancelled',
+                finished_at=now, updated_at=now, owner=None,
+                claimed_at=None, lease_expires_at=None, dispatched_at=None))
+    session.execute(sa.delete(_RETRY_TASKS).where(
+        task.order_id.in_(locked), ~models.delivery_steps(task.retry_task)))
+    return locked

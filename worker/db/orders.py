@@ -215,11 +215,26 @@ def list_orders(session: orm.Session, status: str | None = None,
     :param meta: only the orders whose metadata holds each filter's value
         at its path (``worker.db.meta_search``).
     """
+    return list(session.scalars(list_statement(
+        session.get_bind().dialect.name, status, limit,
+        project_id=project_id, order_type=order_type, after=after,
+        with_meta=with_meta, meta=meta)))
+
+
+def list_statement(dialect: str, status: str | None = None,
+                   limit: int | None = None, *,
+                   project_id: str | None = None,
+                   order_type: str | None = None,
+                   after: tuple[Moment, str] | None = None,
+                   with_meta: bool = True,
+                   meta: abc.Sequence[meta_search.MetaFilter] = ()
+                   ) -> sa.Select[typing.Any]:
+    """``list_orders``' SELECT in the words of ``dialect`` (its meta
+    filters are), for its callers and the plan benchmarks."""
     order = models.Order
     query = sa.select(order).order_by(order.created_at, order.id)
     if meta:
-        query = query.where(meta_search.clause(
-            session.get_bind().dialect.name, order.meta, meta))
+        query = query.where(meta_search.clause(dialect, order.meta, meta))
     if not with_meta:
         query = query.options(orm.defer(order.meta, raiseload=True))
     if status:
@@ -238,7 +253,7 @@ def list_orders(session: orm.Session, status: str | None = None,
             sa.and_(order.created_at == created_at, order.id > order_id)))
     if limit:
         query = query.limit(limit)
-    return list(session.scalars(query))
+    return query
 
 
 def count_by_status(session: orm.Session) -> dict[str, int]:

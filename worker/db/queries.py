@@ -161,6 +161,12 @@ class BulkOrderQueries(typing.Protocol):
               limit: int | None = None) -> int:
         """How many orders the selection holds (up to ``limit``)."""
 
+    def cancel_many(self, session: Any, order_ids: abc.Collection[str],
+                    now: Moment, reason: str,
+                    compensating: abc.Collection[str]) -> list[str]:
+        """Cancel the PENDING ones, their steps and retry rows; their ids.
+        """
+
     def set_priority_many(self, session: Any, order_ids: abc.Collection[str],
                           statuses: abc.Collection[str], priority: int,
                           now: Moment) -> list[str]:

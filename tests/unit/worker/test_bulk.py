@@ -32,7 +32,10 @@ def clock():
 
 @pytest.fixture
 def conf():
-    return config.make_conf(**{'api_limits.bulk_batch_size': 2})
+    return config.make_conf(**{
+        'api_limits.bulk_batch_size': 2,
+        'notifications.allowed_hosts': ['hooks.example.org'],
+        'notifications.secret': 's'})
 
 
 @pytest.fixture
@@ -116,6 +119,47 @@ def test_bulk_cancel_cancels_the_matching_pending_orders_in_batches(
     assert len(client.casts) == before
     again = orders.bulk('cancel', project_id=P1, meta={'ca': 'acme'})
     assert (again.matched, again.changed) == (0, 0)
+
+
+def test_bulk_cancel_revokes_the_steps_and_casts_each_compensation(
+        orders, clock, client, database):
+    made = [_create(orders, clock, {}, order_type='fanout')
+            for _ in range(3)]
+    with database.reader() as session:
+        before = {order.id: database.repositories.steps.for_order(
+            session, order.id) for order in made}
+    cast = len(client.casts)
+    done = orders.bulk('cancel', all_projects=True, order_type='fanout')
+    assert done.changed == 3
+    assert set(_statuses(orders, made).values()) == {api.CANCELLING}
+    assert sorted((name, kwargs['order_id'])
+                  for name, kwargs in client.casts[cast:]) == [
+        ('revoke', order_id) for order_id in _ids(made)]
+    with database.reader() as session:
+        for order in made:
+            steps = database.repositories.steps.for_order(session, order.id)
+            for name, step in before[order.id].items():
+                if step.status in (models.STEP_WAITING, models.STEP_PENDING):
+                    assert steps[name].status == models.STEP_CANCELLED
+                    assert steps[name].generation == step.generation + 1
+            assert steps['revoke'].status == models.STEP_PENDING
+
+
+def test_bulk_cancel_records_the_events_a_single_cancel_records(
+        orders, clock, database):
+    made = [orders.create('certificate', {'ca': ca}, project_id=P1,
+                          callback_urls=['https://hooks.example.org/'])
+            for ca in ('single', 'acme', 'acme')]
+    orders.cancel(made[0].id, all_projects=True, reason='r')
+    orders.bulk('cancel', all_projects=True, meta={'ca': 'acme'},
+                reason='r')
+    with database.reader() as session:
+        found = database.repositories.notifications.events_after_many(
+            session, {order.id: 0 for order in made}, 10)
+    kinds = {order_id: [(event.event, event.status) for event in events]
+             for order_id, events in found.items()}
+    assert kinds[made[0].id][-1][1] == models.CANCELLED
+    assert kinds[made[1].id] == kinds[made[2].id] == kinds[made[0].id]
 
 
 def test_bulk_dry_run_counts_and_changes_nothing(orders, clock):
