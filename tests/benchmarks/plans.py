@@ -23,7 +23,8 @@ from worker.db import retry_tasks
 #: A search by metadata (issue 45): on PostgreSQL the GIN index over the
 #: metadata; elsewhere no index serves a path, and the listing reads the
 #: project's orders in order (``ix_orders_project_id_created_at``), the
-#: bulk action's keyset the primary key.
+#: bulk action's keyset the primary key (through ``ix_orders_status`` on
+#: MariaDB, which holds it).
 META_FILTERS = (meta_search.MetaFilter(('ca',), 'acme'),)
 META_INDEX = {'postgresql': 'ix_orders_meta_path_ops'}
 DUE_INDEX = 'ix_order_retry_tasks_due'
@@ -108,9 +109,11 @@ def _meta_statements(backend):
     batch = bulk_orders.batch_statement(dialect, bulk_orders.Selection(
         statuses=(models.PENDING,), meta=META_FILTERS), None, 200)
     gin = META_INDEX.get(backend)
+    # InnoDB's secondary index holds the primary key: ``status = S``
+    # comes in id order from ``ix_orders_status``.
     primary = {'sqlite': 'sqlite_autoindex_orders_1',
                'postgresql': 'pk_orders',
-               'mysql': 'PRIMARY'}[backend]
+               'mysql': 'ix_orders_status'}[backend]
     return {
         'orders by meta, a listing page': (
             page, gin or 'ix_orders_project_id_created_at', bool(gin)),
