@@ -4,10 +4,10 @@ One call selects the orders that match every filter given (type,
 status, project, creation range, metadata) and applies one action to
 them, a batch at a time: each batch is read by keyset over the orders'
 ids (``worker.db.bulk_orders``), then changed in one short transaction
-through the same commands as a single cancel or resume
-(``worker.api.commands``: the order's events, its history, the casts of
-its compensation or restarted steps), then announced and cast before the
-next batch is read. No transaction spans more than one batch, so the
+with the effects of a single cancel or resume on each order
+(``worker.api.commands.cancel_batch``, ``resume_batch``: the steps'
+tokens, the retry rows, the events, the compensation or restarted steps
+to cast), then announced and cast before the next batch is read. No transaction spans more than one batch, so the
 workers go on with every other order meanwhile.
 
 An action is one entry of ``ACTIONS``: the statuses it applies to and
