@@ -7,8 +7,9 @@ ids (``worker.db.bulk_orders``), then changed in one short transaction
 with the effects of a single cancel or resume on each order
 (``worker.api.commands.cancel_batch``, ``resume_batch``: the steps'
 tokens, the retry rows, the events, the compensation or restarted steps
-to cast), then announced and cast before the next batch is read. No transaction spans more than one batch, so the
-workers go on with every other order meanwhile.
+to cast), then announced and cast before the next batch is read. No
+transaction spans more than one batch, so the workers go on with every
+other order meanwhile.
 
 An action is one entry of ``ACTIONS``: the statuses it applies to and
 one function over a batch of orders. Adding an action (``pause``) is one
