@@ -48,7 +48,7 @@ class BulkOrders(base.Command):
         parser.add_argument('--until', type=arguments.iso_time,
                             metavar='ISO8601',
                             help='Only the orders created before this time.')
-        orders.add_meta_filter(parser)
+        arguments.add_meta_filter(parser)
         parser.add_argument('--priority', type=arguments.priority,
                             help='reprioritize: the new priority (%d to %d).'
                                  % (api.MIN_PRIORITY, api.MAX_PRIORITY))

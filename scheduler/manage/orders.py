@@ -65,19 +65,6 @@ def worker_api_or_none(app):
         return None
 
 
-def add_meta_filter(parser):
-    """The repeatable ``--meta KEY=VALUE`` of ``order list`` and ``order
-    bulk``."""
-    parser.add_argument('--meta', action='append', default=[],
-                        metavar='KEY=VALUE',
-                        help='Only the orders whose metadata holds VALUE at '
-                             'KEY, a dotted path (issuer.name=x); may be '
-                             'repeated (all must hold). VALUE is a JSON '
-                             'scalar if it reads as one (3, true, null, '
-                             '"3" the string), else a string: n=3 matches '
-                             'the number 3, not the string "3".')
-
-
 class _OneOrder:
     """Mixin: the ``order_id`` argument."""
 
@@ -256,7 +243,7 @@ class ListOrders(base.Lister):
         parser.add_argument('--marker', metavar='ORDER_ID',
                             help='Only the orders after this one (the last '
                                  'of the previous page).')
-        add_meta_filter(parser)
+        arguments.add_meta_filter(parser)
         return parser
 
     def take_action(self, parsed_args):

@@ -165,18 +165,13 @@ class OrderBulk:
         :raises InvalidProjectScope: as ``get``.
         """
         found = self._action(action)
-        scope = checks.scope(project_id, all_projects)
-        if order_type is not None:
-            checks.check_order_type(order_type)
+        selection = _selection(
+            _statuses(action, found, status),
+            checks.scope(project_id, all_projects), order_type, since,
+            until, meta)
         checks.check_text(reason, 'reason', checks.MAX_REASON_LENGTH,
                           allow_controls=True)
         checks.check_context(context)
-        selection = bulk_orders.Selection(
-            statuses=_statuses(action, found, status),
-            order_type=order_type, project_id=scope,
-            since=checks.naive_utc(since, 'since'),
-            until=checks.naive_utc(until, 'until'),
-            meta=meta_filters.check(meta))
         options = Options(reason, _priority(action, priority), context)
         limit = self._bound(limit)
         with self._database.reader() as session:
@@ -230,6 +225,17 @@ class OrderBulk:
             taken += len(orders)
             after = orders[-1].id
         return changed, failed
+
+
+def _selection(statuses, scope, order_type, since, until, meta):
+    """The ``bulk_orders.Selection`` of ``bulk``'s filters, checked."""
+    if order_type is not None:
+        checks.check_order_type(order_type)
+    return bulk_orders.Selection(
+        statuses=statuses, order_type=order_type, project_id=scope,
+        since=checks.naive_utc(since, 'since'),
+        until=checks.naive_utc(until, 'until'),
+        meta=meta_filters.check(meta))
 
 
 def _statuses(name, action, status):
