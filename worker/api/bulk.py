@@ -47,14 +47,23 @@ class Batch(typing.NamedTuple):
 class Action(typing.NamedTuple):
     """A bulk action: the statuses of the orders it applies to (the
     default of the status filter) and its function over a batch,
-    ``run(database, outbox, orders, options, now) -> Batch``, where
-    ``outbox`` is the API's ``worker.api.casts.Outbox``, ``orders`` are
-    ``worker.db.bulk_orders.batch_after`` rows and ``options`` the
-    ``Options`` of the call; or ``run`` None for an action this release
-    does not have."""
+    ``run(tools, orders, options, now) -> Batch``, where ``tools`` are
+    the call's ``Tools``, ``orders`` ``worker.db.bulk_orders.batch_after``
+    rows and ``options`` the ``Options`` of the call; or ``run`` None for
+    an action this release does not have."""
 
     statuses: tuple[str, ...]
     run: typing.Callable[..., Batch] | None
+
+
+class Tools(typing.NamedTuple):
+    """What an action's function works with: the ``OrderAPI`` (whose
+    single-order methods an action may call for each order, in its own
+    transaction), its database and its ``worker.api.casts.Outbox``."""
+
+    api: typing.Any
+    database: typing.Any
+    outbox: typing.Any
 
 
 class Options(typing.NamedTuple):
@@ -65,39 +74,40 @@ class Options(typing.NamedTuple):
     context: typing.Any
 
 
-def _cancel(database, outbox, orders, options, now):
+def _cancel(tools, orders, options, now):
     """Cancel a batch of PENDING orders in one transaction, then announce
     those that ended at once and cast their compensation steps and
     deliveries, as ``OrderAPI.cancel`` does for one."""
-    done = commands.cancel_batch(database, [
+    done = commands.cancel_batch(tools.database, [
         (checks.workflow(order.type), order.id,
          context_module.of_order(order)) for order in orders],
         options.reason, now)
     ended = [order for order in orders if order.id in done and
              done[order.id].compensation is None]
-    outbox.announce(bus.CANCELLED, ended, values.CANCELLED, now,
-                    reason=options.reason)
-    _cast(outbox, orders, done)
+    tools.outbox.announce(bus.CANCELLED, ended, values.CANCELLED, now,
+                          reason=options.reason)
+    _cast(tools.outbox, orders, done)
     return Batch(sorted(done), {})
 
 
-def _resume(database, outbox, orders, options, now):
+def _resume(tools, orders, options, now):
     """Resume a batch of ERROR orders in one transaction, then announce
     them and cast their restarted steps, as ``OrderAPI.resume`` does for
     one."""
-    done, failed = commands.resume_batch(database, [
+    done, failed = commands.resume_batch(tools.database, [
         (checks.workflow(order.type), order.id,
          context_module.of_order(order)) for order in orders], now)
-    outbox.announce(bus.RESUMED, [
+    tools.outbox.announce(bus.RESUMED, [
         order for order in orders if order.id in done], values.PENDING, now)
-    _cast(outbox, orders, done)
+    _cast(tools.outbox, orders, done)
     return Batch(sorted(done), failed)
 
 
-def _reprioritize(database, outbox, orders, options, now):
+def _reprioritize(tools, orders, options, now):
     """Give a batch of orders, and their retry rows, the new priority in
     one transaction. The steps already cast run as cast; the priority
     orders the retry daemon's next passes."""
+    database = tools.database
     with database.session() as session, session.begin():
         changed = database.queries.bulk_orders.set_priority_many(
             session, [order.id for order in orders],
@@ -122,7 +132,8 @@ ACTIONS = {
     'cancel': Action((values.PENDING,), _cancel),
     'resume': Action((values.ERROR,), _resume),
     'reprioritize': Action(REPRIORITIZED_STATUSES, _reprioritize),
-    # Needs the pause of one order (``OrderAPI.pause('order', id)``).
+    # Needs the pause of one order: a function calling
+    # ``tools.api.pause('order', order.id)`` for each order of the batch.
     'pause': Action((values.PENDING,), None),
 }
 
@@ -211,6 +222,7 @@ class OrderBulk:
         """Apply ``run`` batch after batch until ``limit`` orders were
         taken or none is left; ``(changed, failed)``."""
         size = self._conf.api_limits.bulk_batch_size
+        tools = Tools(self, self._database, self._outbox)
         changed, failed, taken, after = 0, {}, 0, None
         while taken < limit:
             with self._database.reader() as session:
@@ -218,8 +230,7 @@ class OrderBulk:
                     session, selection, after, min(size, limit - taken))
             if not orders:
                 break
-            batch = run(self._database, self._outbox, orders, options,
-                        self.now())
+            batch = run(tools, orders, options, self.now())
             changed += len(batch.changed)
             failed.update(batch.failed)
             taken += len(orders)

@@ -257,3 +257,22 @@ def test_bulk_needs_a_scope(orders):
 def test_the_statuses_of_reprioritize_are_those_that_still_run():
     assert set(bulk.REPRIORITIZED_STATUSES) == {
         models.PENDING, models.CANCELLING}
+
+
+def test_an_action_is_one_function_over_each_batch(orders, clock,
+                                                   monkeypatch):
+    made = [_create(orders, clock, {'ca': 'acme'}) for _ in range(5)]
+    seen = []
+
+    def touch(tools, batch, options, now):
+        assert tools.api is orders
+        seen.append([order.id for order in batch])
+        return bulk.Batch([order.id for order in batch], {})
+
+    monkeypatch.setitem(bulk.ACTIONS, 'pause',
+                        bulk.Action((api.PENDING,), touch))
+    done = orders.bulk('pause', all_projects=True, meta={'ca': 'acme'})
+    # Batches of 2 (the fixture's bulk_batch_size), by id.
+    assert [len(batch) for batch in seen] == [2, 2, 1]
+    assert sum(seen, []) == _ids(made)
+    assert (done.matched, done.changed) == (5, 5)
