@@ -12,7 +12,7 @@
 Additive only: three columns with defaults, and an index.
 
 Revision ID: 0019
-Revises: 0016
+Revises: 0018
 Create Date: 2026-11-28
 """
 
@@ -24,7 +24,7 @@ from sqlalchemy.dialects import mysql
 _TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 
 revision = '0019'
-down_revision = '0016'
+down_revision = '0018'
 branch_labels = None
 depends_on = None
 

@@ -144,3 +144,16 @@ def resume_limit(text):
             'must be an integer from 1 to %d, not %r' % (api.MAX_LIMIT,
                                                          text))
     return value
+
+
+def add_meta_filter(parser):
+    """The repeatable ``--meta KEY=VALUE`` of ``order list`` and ``order
+    bulk``."""
+    parser.add_argument('--meta', action='append', default=[],
+                        metavar='KEY=VALUE',
+                        help='Only the orders whose metadata holds VALUE at '
+                             'KEY, a dotted path (issuer.name=x); may be '
+                             'repeated (all must hold). VALUE is a JSON '
+                             'scalar if it reads as one (3, true, null, '
+                             '"3" the string), else a string: n=3 matches '
+                             'the number 3, not the string "3".')

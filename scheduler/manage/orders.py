@@ -243,6 +243,7 @@ class ListOrders(base.Lister):
         parser.add_argument('--marker', metavar='ORDER_ID',
                             help='Only the orders after this one (the last '
                                  'of the previous page).')
+        arguments.add_meta_filter(parser)
         return parser
 
     def take_action(self, parsed_args):
@@ -269,7 +270,8 @@ def _list_orders(orders, parsed_args, wanted):
     read page by page so that no read is long."""
     filters = dict(projects(parsed_args.project),
                    status=parsed_args.status,
-                   order_type=parsed_args.order_type)
+                   order_type=parsed_args.order_type,
+                   meta=api.parse_meta_filters(parsed_args.meta) or None)
     count, marker = 0, parsed_args.marker
     while wanted is None or count < wanted:
         limit = api.MAX_LIMIT if wanted is None else min(

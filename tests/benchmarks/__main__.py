@@ -35,7 +35,7 @@ import traceback
 # once the requirements are in.
 MEASUREMENTS = ('dispatch', 'pass_cost', 'create', 'rest_api', 'drain',
                 'lateness', 'memory', 'worker_pool', 'latency', 'burst',
-                'purge', 'cluster', 'signal_latency')
+                'purge', 'cluster', 'signal_latency', 'bulk_cancel')
 
 _REQUIREMENTS = pathlib.Path(__file__).with_name('requirements.txt')
 # The importable names of what requirements.txt lists (py-spy is a

@@ -112,6 +112,7 @@ def run_backend(backend, transport_url, sizes, repeats, workdir, log):
                 'raw select %.3f ms', backend, size, record['pass_ms'],
                 record['due_query_ms'], record['raw_select_ms'])
         explained = plans.explain(database, backend, conf.scheduler.batch_size)
+        explained += plans.explain_meta(database, backend)
     return records, explained
 
 

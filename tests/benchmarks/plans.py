@@ -14,9 +14,19 @@ import datetime
 
 from oslo_utils import timeutils
 
+from worker.db import bulk_orders
+from worker.db import meta_search
 from worker.db import models
+from worker.db import orders
 from worker.db import retry_tasks
 
+#: A search by metadata (issue 45): on PostgreSQL the GIN index over the
+#: metadata; elsewhere no index serves a path, and the listing reads the
+#: project's orders in order (``ix_orders_project_id_created_at``), the
+#: bulk action's keyset the primary key (through ``ix_orders_status`` on
+#: MariaDB, which holds it).
+META_FILTERS = (meta_search.MetaFilter(('ca',), 'acme'),)
+META_INDEX = {'postgresql': 'ix_orders_meta_path_ops'}
 DUE_INDEX = 'ix_order_retry_tasks_due'
 PRIORITY_INDEX = 'ix_order_retry_tasks_priority_due'
 _EXPLAIN = {'sqlite': 'EXPLAIN QUERY PLAN ', 'postgresql': 'EXPLAIN ',
@@ -83,4 +93,45 @@ def explain(database, backend, batch):
                 records.append({'moment': moment, 'query': name,
                                 'index': index, 'uses_index': uses_index,
                                 'sorts': sorts, 'plan': lines})
+    return records
+
+
+def _meta_statements(backend):
+    """``{name: (statement, index it must read, sort allowed)}`` of the
+    search by metadata: a listing page of one project, and a batch of a
+    bulk action by keyset. On PostgreSQL the GIN index yields the few
+    matching rows, which are then sorted (allowed); elsewhere the rows
+    come in index order, unsorted."""
+    dialect = {'mysql': 'mariadb'}.get(backend, backend)
+    page = orders.list_statement(
+        dialect, None, 100, project_id=models.DEFAULT_PROJECT,
+        with_meta=False, meta=META_FILTERS)
+    batch = bulk_orders.batch_statement(dialect, bulk_orders.Selection(
+        statuses=(models.PENDING,), meta=META_FILTERS), None, 200)
+    gin = META_INDEX.get(backend)
+    # InnoDB's secondary index holds the primary key: ``status = S``
+    # comes in id order from ``ix_orders_status``.
+    primary = {'sqlite': 'sqlite_autoindex_orders_1',
+               'postgresql': 'pk_orders',
+               'mysql': 'ix_orders_status'}[backend]
+    return {
+        'orders by meta, a listing page': (
+            page, gin or 'ix_orders_project_id_created_at', bool(gin)),
+        'orders by meta, a bulk batch': (batch, gin or primary, bool(gin)),
+    }
+
+
+def explain_meta(database, backend):
+    """The plans of the search by metadata on the orders table, as
+    ``explain``'s records (``moment`` is ``meta``), with ``sort_allowed``.
+    """
+    records = []
+    with database.engine.connect() as connection:
+        for name, (statement, index, sort_allowed) in _meta_statements(
+                backend).items():
+            lines = _plan_lines(connection, backend, statement)
+            uses_index, sorts = _judge(backend, lines, index)
+            records.append({'moment': 'meta', 'query': name, 'index': index,
+                            'uses_index': uses_index, 'sorts': sorts,
+                            'sort_allowed': sort_allowed, 'plan': lines})
     return records

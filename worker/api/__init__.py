@@ -34,7 +34,8 @@ stable API): ``errors``, ``values``, ``checks``, ``requests`` (one value
 per request), ``commands`` (the transactions, which return what they
 wrote and the steps to cast), ``casts``, ``queries`` and ``creating``
 (``OrderAPI``'s bases), ``orders`` (``OrderAPI``), ``admission`` and
-``coalesce``; but for ``schedules``, the public API of schedules
+``coalesce``, ``bulk`` (bulk actions) and ``meta_filters`` (search by
+metadata); but for ``schedules``, the public API of schedules
 (doc/api.md), which ``worker.schedule_api`` re-exports for one release.
 This module re-exports what callers use, and
 ``tests/unit/worker/api/test_exports.py`` pins the list.
@@ -69,12 +70,14 @@ from worker.api.errors import Timeout
 from worker.api.errors import TooManyPendingOrders
 from worker.api.errors import UnknownOrderType
 from worker.api.errors import URLNotAllowed
+from worker.api.meta_filters import parse as parse_meta_filters  # noqa: F401
 from worker.api.orders import connect  # noqa: F401
 from worker.api.orders import OrderAPI
 from worker.api.project_quotas import ProjectQuota
 from worker.api.project_quotas import QuotaAPI
 from worker.api.queries import WAIT_INTERVAL_SECONDS  # noqa: F401
 from worker.api.values import ACTIVE
+from worker.api.values import BulkResult
 from worker.api.values import BulkResume
 from worker.api.values import CANCELLED
 from worker.api.values import CANCELLING
@@ -105,14 +108,17 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
            'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
-           'Signal', 'OrderNotSignallable']
+           'Signal', 'OrderNotSignallable', 'BulkResult']
 
 #: The names outside ``__all__`` that callers use: the other bounds
-#: (doc/api.md "Bounds"), ``connect`` and ``checked`` (not stable).
+#: (doc/api.md "Bounds"), ``connect``, ``checked`` and
+#: ``parse_meta_filters`` (``KEY=VALUE`` texts as ``list``'s ``meta``; not
+#: stable).
 OTHER_NAMES = ('MAX_IDEMPOTENCY_KEY_LENGTH', 'MAX_ORDER_ID_LENGTH',
                'MAX_ORDER_TYPE_LENGTH', 'MAX_URL_LENGTH', 'MAX_REASON_LENGTH',
                'MAX_REQUEST_ID_LENGTH', 'MAX_LIMIT', 'MAX_START_DELAY',
-               'WAIT_INTERVAL_SECONDS', 'connect', 'checked')
+               'WAIT_INTERVAL_SECONDS', 'connect', 'checked',
+               'parse_meta_filters')
 
 
 def _name_them_here():

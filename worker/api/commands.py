@@ -170,26 +170,72 @@ def cancel(database, workflow, order_id, reason, now, request=None):
         casts carry.
     :returns: a ``Cancelled``, or None if the order is not PENDING.
     """
-    repositories, queries = database.repositories, database.queries
-    compensation = workflow.compensation
     with database.session() as session, session.begin():
-        if not queries.orders.cancel(session, order_id, now, reason,
-                                     compensating=bool(compensation)):
-            return None
-        revoked = repositories.steps.revoke_open(session, order_id, now,
-                                                 'order cancelled')
-        repositories.retry_tasks.delete_for_order(session, order_id)
-        if compensation:
-            queries.steps.add(session, order_id, compensation.name, now)
-        woken = events.record(
-            session, repositories, order_id, events.status_changed(
-                models.CANCELLING if compensation else models.CANCELLED,
-                reason), now, request=request)
+        return _cancel_in(session, database, workflow, order_id, reason,
+                          now, request)
+
+
+@db_session.retry_lost_race
+def cancel_batch(database, orders, reason, now):
+    """``cancel`` each of ``orders`` (``(workflow, order_id, request)``
+    triples) in one transaction of a few statements whatever their
+    number (``bulk_orders.cancel_many``, ``events.record_many``), run
+    again whole when it lost a race; return ``{order_id: Cancelled}`` of
+    those that were PENDING (their ``revoked`` is not read: ``()``).
+    """
+    by_id = {order_id: (workflow, request)
+             for workflow, order_id, request in orders}
+    compensating = {order_id for order_id, (workflow, _) in by_id.items()
+                    if workflow.compensation}
+    repositories, queries = database.repositories, database.queries
+    with database.session() as session, session.begin():
+        done = queries.bulk_orders.cancel_many(session, list(by_id), now,
+                                               reason, compensating)
+        for order_id in done:
+            if order_id in compensating:
+                queries.steps.add(session, order_id, by_id[order_id][
+                    0].compensation.name, now)
+        woken = events.record_many(session, repositories, [
+            (order_id, events.status_changed(
+                models.CANCELLING if order_id in compensating
+                else models.CANCELLED, reason), by_id[order_id][1])
+            for order_id in done], now)
+    return {order_id: _cancelled(by_id[order_id][0], order_id,
+                                 by_id[order_id][1], (), [
+                                     step for step in woken
+                                     if step.order_id == order_id])
+            for order_id in done}
+
+
+def _cancelled(workflow, order_id, request, revoked, woken):
+    """The ``Cancelled`` of one order: its compensation step, if its type
+    has one, and the deliveries ``woken``."""
+    compensation = workflow.compensation
     step = (values.StepRef(compensation.name, order_id, 0, request,
                            workflow.type_name)
             if compensation else None)
     return Cancelled(revoked=tuple(revoked), compensation=step,
-                     to_cast=tuple(([step] if step else []) + woken))
+                     to_cast=tuple(([step] if step else []) + list(woken)))
+
+
+def _cancel_in(session, database, workflow, order_id, reason, now,
+               request):
+    """``cancel``'s writes in the caller's transaction."""
+    repositories, queries = database.repositories, database.queries
+    compensation = workflow.compensation
+    if not queries.orders.cancel(session, order_id, now, reason,
+                                 compensating=bool(compensation)):
+        return None
+    revoked = repositories.steps.revoke_open(session, order_id, now,
+                                             'order cancelled')
+    repositories.retry_tasks.delete_for_order(session, order_id)
+    if compensation:
+        queries.steps.add(session, order_id, compensation.name, now)
+    woken = events.record(
+        session, repositories, order_id, events.status_changed(
+            models.CANCELLING if compensation else models.CANCELLED,
+            reason), now, request=request)
+    return _cancelled(workflow, order_id, request, revoked, woken)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,12 +309,7 @@ def resume(database, workflow, order_id, now, request=None):
                                        request)
     if written is None:
         return None
-    plan, generations, woken = written
-    started = tuple(values.StepRef(name, order_id, generations[name],
-                                   request, workflow.type_name)
-                    for name in plan.start)
-    return Resumed(started=started, waiting=plan.wait,
-                   to_cast=started + tuple(woken))
+    return _resumed(workflow, order_id, request, written)
 
 
 @db_session.retry_lost_race
@@ -277,22 +318,68 @@ def _resume_in_a_transaction(database, workflow, order_id, now, request):
     the order is not ERROR. Run again whole when it lost a race (a
     deadlock; on Galera, another node's resume or delivery certified
     first): the second time, it finds the order PENDING."""
-    repositories, queries = database.repositories, database.queries
     with database.session() as session, session.begin():
-        if not queries.orders.resume(session, order_id, now):
-            return None
-        steps = repositories.steps.for_order(session, order_id)
-        plan = restart_plan(workflow, {name: step.status
-                                       for name, step in steps.items()})
-        if not plan.start:
-            # Raised inside the transaction: the move above rolls back.
-            raise NothingToResume('every step of order %s is DONE'
-                                  % order_id)
-        generations = queries.steps.restart(
-            session, order_id, plan.start, plan.wait, now)
-        repositories.retry_tasks.delete_for_order(session, order_id)
-        woken = events.record(session, repositories, order_id,
-                              events.resumed(), now, request=request)
+        return _resume_in(session, database, workflow, order_id, now,
+                          request)
+
+
+@db_session.retry_lost_race
+def resume_batch(database, orders, now):
+    """``resume`` each of ``orders`` (``(workflow, order_id, request)``
+    triples) in one transaction, run again whole when it lost a race.
+
+    :returns: ``({order_id: Resumed}, {order_id: why})``: those resumed,
+        and those that had nothing to resume (those no longer ERROR are
+        in neither).
+    """
+    done, failed = {}, {}
+    with database.session() as session, session.begin():
+        for workflow, order_id, request in orders:
+            try:
+                written = _resume_in(session, database, workflow, order_id,
+                                     now, request)
+            except NothingToResume as exc:
+                failed[order_id] = str(exc)
+                continue
+            if written is not None:
+                done[order_id] = _resumed(workflow, order_id, request,
+                                          written)
+    return done, failed
+
+
+def _resumed(workflow, order_id, request, written):
+    """The ``Resumed`` of ``_resume_in``'s ``written``."""
+    plan, generations, woken = written
+    started = tuple(values.StepRef(name, order_id, generations[name],
+                                   request, workflow.type_name)
+                    for name in plan.start)
+    return Resumed(started=started, waiting=plan.wait,
+                   to_cast=started + tuple(woken))
+
+
+def _resume_in(session, database, workflow, order_id, now, request):
+    """``resume``'s writes in the caller's transaction, or None if the
+    order is not ERROR.
+
+    The plan is made from the steps read before the order's row is
+    moved, so that an order with nothing to resume raises
+    ``NothingToResume`` before anything is written (the other orders of
+    a batch go on); the move is conditional on ERROR, so a concurrent
+    resume that won leaves this one with None.
+    """
+    repositories, queries = database.repositories, database.queries
+    steps = repositories.steps.for_order(session, order_id)
+    plan = restart_plan(workflow, {name: step.status
+                                   for name, step in steps.items()})
+    if not plan.start:
+        raise NothingToResume('every step of order %s is DONE' % order_id)
+    if not queries.orders.resume(session, order_id, now):
+        return None
+    generations = queries.steps.restart(
+        session, order_id, plan.start, plan.wait, now)
+    repositories.retry_tasks.delete_for_order(session, order_id)
+    woken = events.record(session, repositories, order_id,
+                          events.resumed(), now, request=request)
     return plan, generations, woken
 
 

@@ -1,7 +1,8 @@
 """``OrderAPI``: the front door's class. Built here, with its cancel,
 resume and signal; its creation is its base class's
 (``worker.api.creating``), its reads that one's base's
-(``worker.api.queries``).
+(``worker.api.queries``), its bulk actions by filter another base's
+(``worker.api.bulk``).
 
 A write goes downhill: the input checks (``worker.api.checks``), then one
 command (``worker.api.commands``) that commits and returns what it wrote
@@ -13,6 +14,7 @@ import uuid
 
 from oslo_log import log as logging
 
+from worker.api import bulk
 from worker.api import casts
 from worker.api import checks
 from worker.api import commands
@@ -31,7 +33,7 @@ from worker import tracing
 LOG = logging.getLogger(__name__)
 
 
-class OrderAPI(creating.OrderCreation):
+class OrderAPI(bulk.OrderBulk, creating.OrderCreation):
     """Create, read, cancel and wait for orders.
 
     Build it with ``from_config``; it is safe to share between threads.

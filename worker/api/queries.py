@@ -14,6 +14,7 @@ from oslo_log import log as logging
 
 from worker.api import checks
 from worker.api import errors
+from worker.api import meta_filters as filters_module
 from worker.api import values
 from worker.common import inputs
 from worker import context as context_module
@@ -140,7 +141,8 @@ class OrderQueries:
 
     def list(self, *, project_id=None, all_projects=False, status=None,
              order_type=None, limit=100, marker=None, with_meta=True,
-             created_from=None, created_to=None, idempotency_key=None):
+             created_from=None, created_to=None, idempotency_key=None,
+             meta=None):
         """Return at most ``limit`` orders (without their steps) in
         creation order; the last one's id as ``marker`` gives the next
         page.
@@ -151,14 +153,20 @@ class OrderQueries:
             ``datetime`` (naive: UTC).
         :param created_to: only those created before this one.
         :param idempotency_key: only those created with this key.
+        :param meta: ``{'path.to.key': value}``: only the orders whose
+            metadata holds each value (a JSON scalar) at its dotted path,
+            of the same JSON type (``worker.api.meta_filters``).
 
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, the
-            status is not one, or the marker is no order (of the project).
+            status is not one, the marker is no order (of the project),
+            or a meta filter is not one.
+        :raises OutOfBounds: the meta filters are beyond their bounds.
         :raises InvalidProjectScope: as ``get``.
         """
         scope, filters = self._filters(project_id, all_projects, limit,
                                        status, order_type, created_from,
                                        created_to, idempotency_key)
+        meta_filters = filters_module.check(meta)
         if marker is not None:
             checks.check_order_id(marker, 'marker')
         repositories = self._database.repositories
@@ -172,7 +180,7 @@ class OrderQueries:
                 after = (last.created_at, last.id)
             rows = self._database.queries.orders.list_orders(
                 session, limit=limit, after=after, with_meta=with_meta,
-                **filters)
+                meta=meta_filters, **filters)
         return [values.order_of(row, (), with_meta) for row in rows]
 
     def count(self, *, cap, project_id=None, all_projects=False,

@@ -298,3 +298,23 @@ def step_states(order_type, rows, retries):
             last_error=row.last_error, crashes=row.crashes,
             waiting_for=retry.waiting_for if retry else None))
     return states
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkResult:
+    """What ``OrderAPI.bulk`` did, or with ``dry_run`` would do."""
+
+    #: The action: ``cancel``, ``resume``, ``reprioritize``...
+    action: str
+    #: True: nothing was changed; ``changed`` is how many would be.
+    dry_run: bool
+    #: How many orders the filters matched when the action began.
+    matched: int
+    #: How many orders it changed (a dry run: would change, the bound
+    #: applied); an order that moved on meanwhile is not counted.
+    changed: int
+    #: The bound it applied: the caller's ``limit`` or ``[api_limits]
+    #: max_bulk_orders``.
+    limit: int
+    #: ``{order_id: why}`` of the matched orders it could not change.
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)

@@ -36,6 +36,19 @@ api_limits_opts = [
                default=1000, min=1, max=100000, mutable=True,
                help='Orders one create_many (order create --count) may '
                     'create, in one transaction (1 to 100000).'),
+    cfg.IntOpt('max_bulk_orders',
+               default=100000, min=1, max=10000000, mutable=True,
+               help='Orders one bulk action (order bulk, OrderAPI.bulk) '
+                    'may change at most, and its --limit at most (1 to '
+                    '10000000). A bulk action that matches more changes '
+                    'this many and says how many it matched.'),
+    cfg.IntOpt('bulk_batch_size',
+               default=200, min=1, max=5000, mutable=True,
+               help='Orders a bulk action changes per transaction (1 to '
+                    '5000): each batch is one short transaction, so that '
+                    'the workers go on with the other orders between '
+                    'batches. Larger batches change orders faster and '
+                    'hold their row locks longer.'),
 ]
 
 

@@ -26,6 +26,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from worker.db import meta_search
 from worker.db import models
 from worker.db import rows
 from worker.db import statements
@@ -202,7 +203,9 @@ def list_orders(session: orm.Session, status: str | None = None,
                 with_meta: bool = True,
                 created_from: Moment | None = None,
                 created_to: Moment | None = None,
-                idempotency_key: str | None = None) -> list[rows.Order]:
+                idempotency_key: str | None = None,
+                meta: abc.Sequence[meta_search.MetaFilter] = ()
+                ) -> list[rows.Order]:
     """Return orders, oldest first (by creation time, then id).
 
     :param with_meta: False: their ``meta`` is not read (it may be large)
@@ -215,9 +218,34 @@ def list_orders(session: orm.Session, status: str | None = None,
     :param created_from: only those created at or after it.
     :param created_to: only those created before it.
     :param idempotency_key: only those of this key.
+    :param meta: only the orders whose metadata holds each filter's value
+        at its path (``worker.db.meta_search``).
     """
+    return list(session.scalars(list_statement(
+        session.get_bind().dialect.name, status, limit,
+        project_id=project_id, order_type=order_type, after=after,
+        with_meta=with_meta, created_from=created_from,
+        created_to=created_to, idempotency_key=idempotency_key,
+        meta=meta)))
+
+
+def list_statement(dialect: str, status: str | None = None,
+                   limit: int | None = None, *,
+                   project_id: str | None = None,
+                   order_type: str | None = None,
+                   after: tuple[Moment, str] | None = None,
+                   with_meta: bool = True,
+                   created_from: Moment | None = None,
+                   created_to: Moment | None = None,
+                   idempotency_key: str | None = None,
+                   meta: abc.Sequence[meta_search.MetaFilter] = ()
+                   ) -> sa.Select[typing.Any]:
+    """``list_orders``' SELECT in the words of ``dialect`` (its meta
+    filters are), for its callers and the plan benchmarks."""
     order = models.Order
     query = sa.select(order).order_by(order.created_at, order.id)
+    if meta:
+        query = query.where(meta_search.clause(dialect, order.meta, meta))
     if not with_meta:
         query = query.options(orm.defer(order.meta, raiseload=True))
     query = _filtered(query, status, project_id, order_type, created_from,
@@ -232,7 +260,7 @@ def list_orders(session: orm.Session, status: str | None = None,
             sa.and_(order.created_at == created_at, order.id > order_id)))
     if limit:
         query = query.limit(limit)
-    return list(session.scalars(query))
+    return query
 
 
 _Query = typing.TypeVar('_Query', bound=sa.Select[typing.Any])

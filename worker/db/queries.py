@@ -19,7 +19,9 @@ import dataclasses
 import datetime
 import typing
 
+from worker.db import bulk_orders
 from worker.db import console_sessions
+from worker.db import meta_search
 from worker.db import notifications
 from worker.db import orders
 from worker.db import quotas
@@ -50,9 +52,12 @@ class OrderQueries(typing.Protocol):
                     with_meta: bool = True,
                     created_from: Moment | None = None,
                     created_to: Moment | None = None,
-                    idempotency_key: str | None = None) -> list[rows.Order]:
-        """Orders, oldest first, filtered; those ``after`` a page's last
-        ``(created_at, id)``; without their meta if not ``with_meta``."""
+                    idempotency_key: str | None = None,
+                    meta: abc.Sequence[meta_search.MetaFilter] = ()
+                    ) -> list[rows.Order]:
+        """Orders, oldest first, filtered (``meta``: equality on paths
+        of their metadata); those ``after`` a page's last ``(created_at,
+        id)``; without their meta if not ``with_meta``."""
 
     def count_orders(self, session: Any, *, cap: int,
                      status: str | None = None,
@@ -210,6 +215,32 @@ class SignalQueries(typing.Protocol):
         """Every signal of the order, oldest first."""
 
 
+class BulkOrderQueries(typing.Protocol):
+    """``worker.db.bulk_orders``: the orders a bulk action selects, and
+    its writes that no single-order command has."""
+
+    def batch_after(self, session: Any, selection: bulk_orders.Selection,
+                    after: str | None, limit: int) -> list[Any]:
+        """Up to ``limit`` orders of the selection (their id, type,
+        project and request ids), by id, after ``after``."""
+
+    def count(self, session: Any, selection: bulk_orders.Selection,
+              limit: int | None = None) -> int:
+        """How many orders the selection holds (up to ``limit``)."""
+
+    def cancel_many(self, session: Any, order_ids: abc.Collection[str],
+                    now: Moment, reason: str,
+                    compensating: abc.Collection[str]) -> list[str]:
+        """Cancel the PENDING ones, their steps and retry rows; their ids.
+        """
+
+    def set_priority_many(self, session: Any, order_ids: abc.Collection[str],
+                          statuses: abc.Collection[str], priority: int,
+                          now: Moment) -> list[str]:
+        """Set the priority of the orders still in ``statuses`` and of
+        their retry rows; the ids changed."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Queries:
     """One narrower repository per aggregate the front door and the
@@ -223,9 +254,10 @@ class Queries:
     quotas: QuotaQueries
     console_sessions: ConsoleSessionQueries
     signals: SignalQueries
+    bulk_orders: BulkOrderQueries
 
 
 SQL = Queries(orders=orders, steps=steps, retry_tasks=retry_tasks,
               notifications=notifications, schedules=schedules,
               quotas=quotas, console_sessions=console_sessions,
-              signals=signals)
+              signals=signals, bulk_orders=bulk_orders)

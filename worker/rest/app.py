@@ -18,6 +18,7 @@ from worker.rest.console import pages as console_pages
 from worker.rest import errors
 from worker.rest import microversions
 from worker.rest import policies
+from worker.rest.routes import bulk_actions
 from worker.rest.routes import notification_urls
 from worker.rest.routes import order_types
 from worker.rest.routes import orders
@@ -31,7 +32,7 @@ LOG = logging.getLogger(__name__)
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
               schedules.blueprint, notification_urls.blueprint,
               project_quotas.blueprint, signals.blueprint,
-              console_pages.blueprint)
+              bulk_actions.blueprint, console_pages.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,

@@ -131,13 +131,15 @@ def too_large():
                            '([oslo_middleware] max_request_body_size)')
 
 
-def query(allowed):
-    """The query's parameters (one value each), all in ``allowed``.
+def query(allowed, prefixes=()):
+    """The query's parameters (one value each), all in ``allowed`` or
+    starting with one of ``prefixes``.
 
     :raises errors.APIError: 400 for another or a repeated one.
     """
     args = flask.request.args
-    unknown = sorted(set(args) - set(allowed))
+    unknown = sorted(name for name in set(args) - set(allowed)
+                     if not name.startswith(tuple(prefixes)))
     if unknown:
         raise errors.APIError(400, 'retry.invalid_request',
                               'unknown query parameter(s) %s; allowed: %s'

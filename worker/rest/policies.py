@@ -106,6 +106,11 @@ _RULES = [
     _rule('retry:order:signal', PROJECT_MEMBER_OR_ADMIN,
           'Send a signal to a PENDING order (its waiting step runs).',
           [('POST', '/v1/orders/{order_id}/signals')]),
+    _rule('retry:order:bulk', PROJECT_MEMBER_OR_ADMIN,
+          'Cancel, resume or reprioritize the orders that match a filter: '
+          'a member those of its own project, an admin (with '
+          'retry:all_projects) every project\'s.',
+          [('POST', '/v1/orders/bulk-actions')]),
 ]
 
 

@@ -4,6 +4,7 @@ import datetime
 
 import flask
 
+from worker import api
 from worker.rest import caller
 from worker.rest import errors
 from worker.rest import views
@@ -12,6 +13,8 @@ blueprint = flask.Blueprint('orders', __name__)
 
 CREATE_MEMBERS = ('type', 'meta', 'priority', 'callback_urls', 'not_before')
 LIST_PARAMETERS = ('status', 'type', 'project_id', 'limit', 'marker')
+#: The prefix of a search by metadata: ``meta.issuer.name=x``.
+META_PREFIX = 'meta.'
 IDEMPOTENCY_HEADER = 'Idempotency-Key'
 
 
@@ -61,13 +64,14 @@ def list_orders():
     """A page of the orders the caller may see, oldest first, with a
     ``next`` link when the page is full."""
     caller.authorize('retry:order:list')
-    query = caller.query(LIST_PARAMETERS)
+    query = caller.query(LIST_PARAMETERS, prefixes=(META_PREFIX,))
     services = caller.services()
     limit = caller.integer(query['limit'], 'limit') if 'limit' in query \
         else services.conf.api.default_page_size
     found = services.orders.list(
         status=query.get('status'), order_type=query.get('type'),
         limit=limit, marker=query.get('marker'), with_meta=False,
+        meta=_meta_filters(query),
         **caller.scope(query.get('project_id')))
     page = {'orders': [views.order_in_list(order) for order in found]}
     if found and len(found) == limit:
@@ -75,6 +79,15 @@ def list_orders():
             'orders.list_orders', _external=False,
             **dict(query, marker=found[-1].id, limit=limit))
     return page
+
+
+def _meta_filters(query):
+    """``list``'s ``meta`` of the query's ``meta.<path>=value``
+    parameters (each value a JSON scalar if it reads as one), or None."""
+    items = ['%s=%s' % (name[len(META_PREFIX):], value)
+             for name, value in sorted(query.items())
+             if name.startswith(META_PREFIX)]
+    return api.parse_meta_filters(items) or None
 
 
 @blueprint.get('/v1/orders/<order_id>')

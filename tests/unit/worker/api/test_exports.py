@@ -20,14 +20,15 @@ STABLE = [
     'Timeout', 'PENDING', 'ACTIVE', 'ERROR', 'CANCELLING', 'CANCELLED',
     'ORDER_STATUSES', 'FINAL_STATUSES', 'DEFAULT_PROJECT', 'MIN_PRIORITY',
     'MAX_PRIORITY', 'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
-    'Signal', 'OrderNotSignallable']
+    'Signal', 'OrderNotSignallable', 'BulkResult']
 
 # Outside ``__all__``, used by the operator commands, the demo, the
 # tests and doc/api.md's "Bounds".
 OTHERS = ['MAX_IDEMPOTENCY_KEY_LENGTH', 'MAX_ORDER_ID_LENGTH',
           'MAX_ORDER_TYPE_LENGTH', 'MAX_URL_LENGTH', 'MAX_REASON_LENGTH',
           'MAX_REQUEST_ID_LENGTH', 'MAX_LIMIT', 'MAX_START_DELAY',
-          'WAIT_INTERVAL_SECONDS', 'connect', 'checked']
+          'WAIT_INTERVAL_SECONDS', 'connect', 'checked',
+          'parse_meta_filters']
 
 
 def test_the_stable_names_are_pinned():

@@ -14,11 +14,11 @@ ROOT = pathlib.Path(__file__).parents[4] / 'worker' / 'api'
 LAYERS = [
     ('schedules', ('orders', 'requests', 'checks', 'errors')),
     ('orders', ('creating', 'casts', 'checks', 'commands', 'errors',
-                'values')),
+                'values', 'bulk')),
     ('creating', ('queries', 'admission', 'casts', 'checks', 'commands',
                   'errors', 'quotas', 'requests', 'values')),
     ('project_quotas', ('checks', 'errors', 'quotas')),
-    ('queries', ('checks', 'errors', 'values')),
+    ('queries', ('checks', 'errors', 'values', 'meta_filters')),
     ('casts', ('coalesce',)),
     ('commands', ('admission', 'quotas')),
     ('values', ('checks',)),
@@ -30,6 +30,8 @@ LAYERS = [
     ('coalesce', ()),
     ('dashboard', ('checks',)),
     ('logins', ()),
+    ('bulk', ('checks', 'commands', 'errors', 'meta_filters', 'values')),
+    ('meta_filters', ('errors',)),
 ]
 
 
