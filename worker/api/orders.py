@@ -20,6 +20,7 @@ from worker.api import checks
 from worker.api import commands
 from worker.api import creating
 from worker.api import errors
+from worker.api import signalling
 from worker.api import values
 from worker.common import clock as clock_module
 from worker import conf as worker_conf
@@ -228,8 +229,8 @@ class OrderAPI(bulk.OrderBulk, creating.OrderCreation):
         if signal_id is None:
             signal_id = str(uuid.uuid4())
         request, now = context_module.of_order(order), self.now()
-        sent = commands.signal(self._database, workflow, order.id, name,
-                               signal_id, payload, now, request=request)
+        sent = signalling.signal(self._database, workflow, order.id, name,
+                                 signal_id, payload, now, request=request)
         if sent is None:
             order = self._get(order.id, scope)
             raise errors.OrderNotSignallable(

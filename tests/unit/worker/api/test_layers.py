@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).parents[4] / 'worker' / 'api'
 LAYERS = [
     ('schedules', ('orders', 'requests', 'checks', 'errors')),
     ('orders', ('creating', 'casts', 'checks', 'commands', 'errors',
-                'values', 'bulk')),
+                'values', 'bulk', 'signalling')),
     ('creating', ('queries', 'admission', 'casts', 'checks', 'commands',
                   'errors', 'quotas', 'requests', 'values')),
     ('project_quotas', ('checks', 'errors', 'quotas')),
@@ -32,6 +32,7 @@ LAYERS = [
     ('logins', ()),
     ('bulk', ('checks', 'commands', 'errors', 'meta_filters', 'values')),
     ('meta_filters', ('errors',)),
+    ('signalling', ()),
 ]
 
 
