@@ -36,6 +36,7 @@ import datetime
 import typing
 
 from worker.db import orders
+from worker.db import pauses
 from worker.db import resources
 from worker.db import retry_tasks
 from worker.db import rows
@@ -511,3 +512,30 @@ class Schedules(typing.Protocol):
                 order_id: str | None = None) -> bool:
         """Move ``next_tick_at`` from ``read`` to ``following``; False if
         it is no longer ``read``."""
+
+
+class Pauses(typing.Protocol):
+    """``worker.db.pauses``: what operators paused."""
+
+    def any_paused(self, session: Any) -> bool:
+        """Whether anything is paused."""
+
+    def matching(self, session: Any,
+                 order_ids: abc.Collection[str]) -> list[pauses.Pause]:
+        """Every pause but those of orders, and those of these orders."""
+
+    def listed(self, session: Any, target: str | None = None,
+               names: abc.Collection[str] | None = None
+               ) -> list[pauses.Pause]:
+        """The pauses, oldest first, of ``target`` and ``names``."""
+
+    def add_many(self, session: Any, target: str,
+                 names: abc.Collection[str], reason: str | None,
+                 now: Moment,
+                 project_ids: abc.Mapping[str, str | None] | None = None
+                 ) -> list[str]:
+        """Pause those of ``names`` not paused yet; returns them."""
+
+    def remove_many(self, session: Any, target: str,
+                    names: abc.Collection[str]) -> list[pauses.Pause]:
+        """Lift the pauses of ``names`` of ``target``; returns them."""

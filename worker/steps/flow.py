@@ -30,6 +30,7 @@ import typing
 from worker.conf import order_types as type_options
 from worker.conf import resources as resource_options
 from worker.db import models
+from worker.db import pauses as pause_rows
 from worker.db import resources as resource_rows
 from worker import rpcapi
 from worker import values
@@ -39,7 +40,10 @@ Moment = datetime.datetime
 #: may not use them.
 TYPE_PREFIX = 'order_type'
 STEP_PREFIX = 'step'
-RESERVED = (TYPE_PREFIX, STEP_PREFIX)
+#: The prefix of what a step held by a pause waits for
+#: (``worker.db.pauses.waiting_key``).
+PAUSE_PREFIX = pause_rows.PREFIX
+RESERVED = (TYPE_PREFIX, STEP_PREFIX, PAUSE_PREFIX)
 #: The longest key (``resource_slots.key``).
 MAX_KEY_LENGTH = 255
 

@@ -63,7 +63,8 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
-           'events', 'runs', 'slots', 'starts', 'schedules', 'quotas')
+           'events', 'runs', 'slots', 'starts', 'schedules', 'quotas',
+           'pauses')
 
 
 class Store:
@@ -94,6 +95,9 @@ class Store:
         #: ``{(key, slot): started_at}``.
         self.slots: dict[tuple[str, int], tuple[str, str, int]] = {}
         self.starts: dict[tuple[str, int], datetime.datetime] = {}
+        #: ``{id: worker.db.pauses.Pause}``.
+        self.pauses: dict[int, Any] = {}
+        self.pause_ids = itertools.count(1)
         self.holder: int | None = None
         self._lock = threading.Lock()
 
