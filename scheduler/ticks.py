@@ -33,6 +33,10 @@ installed, its meta no longer valid, its type's admission limit reached)
 is logged with its id and skipped to its next tick; one that fails
 otherwise (the database) is logged and stays due for the next look.
 Neither stops the other schedules.
+
+A paused schedule (``OrderAPI.pause('schedule', id)``) is moved past its
+due ticks without an order: an unpause does not make up for the ticks
+missed while it was paused.
 """
 
 import dataclasses
@@ -90,10 +94,11 @@ class Ticks:
         repository = self._database.repositories.schedules
         with self._database.reader() as session, session.begin():
             due = repository.due(session, now, BATCH_SIZE)
+            paused = self._paused(session, due)
         for schedule in due:
             if self._stop_event.is_set():
                 break
-            self._tick(schedule, now, result)
+            self._tick(schedule, now, result, schedule.id in paused)
         elapsed = time.monotonic() - started
         with self._database.reader() as session, session.begin():
             upcoming = repository.next_tick_at(session)
@@ -116,8 +121,18 @@ class Ticks:
             return RETRY_SECONDS
         return min(max(wait, 0.0), longest)
 
-    def _tick(self, schedule, now, result):
-        """Create the order of one schedule's due tick and move it on."""
+    def _paused(self, session, due):
+        """The ids of the schedules of ``due`` that are paused (one read,
+        made only when ticks are due)."""
+        if not due:
+            return set()
+        return {pause.name for pause in
+                self._database.repositories.pauses.listed(
+                    session, 'schedule', [row.id for row in due])}
+
+    def _tick(self, schedule, now, result, paused=False):
+        """Create the order of one schedule's due tick and move it on;
+        a paused schedule's tick makes no order, and is moved on."""
         try:
             plan = ticks.due(ticks.Spec.of(schedule.every_seconds,
                                            schedule.cron),
@@ -125,6 +140,12 @@ class Ticks:
         except ticks.InvalidSchedule as exc:
             LOG.error('Schedule %s cannot tick: %s', schedule.id, exc)
             result.failed += 1
+            return
+        if paused:
+            LOG.info('Schedule %s is paused: tick %s makes no order',
+                     schedule.id, plan.tick.isoformat())
+            result.skipped += 1
+            self._advance(schedule, plan, None, now, result)
             return
         order_id = None
         try:

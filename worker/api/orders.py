@@ -1,6 +1,7 @@
 """``OrderAPI``: the front door's class. Built here, with its cancel and
 resume; its creation is its base class's (``worker.api.creating``), its
-reads that one's base's (``worker.api.queries``).
+reads that one's base's (``worker.api.queries``), its pauses another
+base's (``worker.api.pausing``).
 
 A write goes downhill: the input checks (``worker.api.checks``), then one
 command (``worker.api.commands``) that commits and returns what it wrote
@@ -15,6 +16,7 @@ from worker.api import checks
 from worker.api import commands
 from worker.api import creating
 from worker.api import errors
+from worker.api import pausing
 from worker.api import values
 from worker.common import clock as clock_module
 from worker import conf as worker_conf
@@ -28,8 +30,8 @@ from worker import tracing
 LOG = logging.getLogger(__name__)
 
 
-class OrderAPI(creating.OrderCreation):
-    """Create, read, cancel and wait for orders.
+class OrderAPI(pausing.Pausing, creating.OrderCreation):
+    """Create, read, cancel, pause and wait for orders.
 
     Build it with ``from_config``; it is safe to share between threads.
 

@@ -118,6 +118,10 @@ class Order:
     #: The schedule that created it (``worker.api.schedules``), if one
     #: did.
     schedule_id: str | None = None
+    #: The pauses that hold its steps (``OrderAPI.pause``): of the order,
+    #: its type, its type's topic, or a resource key a step waits for;
+    #: empty while none does, and in what ``list`` returns.
+    paused_by: tuple['Pause', ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,3 +272,28 @@ def step_states(order_type, rows, retries):
             last_error=row.last_error, crashes=row.crashes,
             waiting_for=retry.waiting_for if retry else None))
     return states
+
+
+#: What ``OrderAPI.pause`` pauses (``Pause.target``).
+PAUSE_TARGETS = models.PAUSE_TARGETS
+
+
+@dataclasses.dataclass(frozen=True)
+class Pause:
+    """Something paused (``OrderAPI.pause``), as ``pause list -f json``
+    shows it. Times are naive UTC."""
+
+    #: ``order_type``, ``topic``, ``resource``, ``order`` or ``schedule``.
+    target: str
+    #: The type, topic, resource key, order id or schedule id.
+    name: str
+    reason: str | None
+    #: When it was paused.
+    created_at: datetime.datetime
+    #: The project of a paused order, else None.
+    project_id: str | None = None
+
+
+def pause_of(row):
+    return Pause(target=row.target, name=row.name, reason=row.reason,
+                 created_at=row.created_at, project_id=row.project_id)

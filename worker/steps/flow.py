@@ -45,7 +45,7 @@ STEP_PREFIX = 'step'
 PAUSE_PREFIX = pause_rows.PREFIX
 RESERVED = (TYPE_PREFIX, STEP_PREFIX, PAUSE_PREFIX)
 #: The longest key (``resource_slots.key``).
-MAX_KEY_LENGTH = 255
+MAX_KEY_LENGTH = resource_rows.MAX_KEY_LENGTH
 
 
 class Order(typing.NamedTuple):
@@ -355,18 +355,4 @@ def wake(session: typing.Any, repositories: typing.Any,
     # have taken one meanwhile.
     deleted = repositories.retry_tasks.delete_as_read(session, rows)
     repositories.steps.mark_dispatched(session, deleted, now)
-    woken = []
-    for row in rows:
-        if (row.order_id, row.retry_task) in deleted:
-            try:
-                # Cast to its type's topic (``rpcapi.Topics``).
-                woken.append(rpcapi.parse_retry(
-                    row.retry_task, row.retry_args, row.retry_kwargs
-                )._replace(order_type=row.order_type))
-            except rpcapi.InvalidRetry:
-                # Written by a claim (``park``), it is always valid; one
-                # that is not would be parked by the retry daemon, and
-                # is now gone: its step is dispatched, and the recovery
-                # casts it again after its deadline.
-                continue
-    return woken
+    return rpcapi.woken_steps(rows, deleted)
