@@ -20,6 +20,7 @@ from worker.rest import policies
 from worker.rest.routes import notification_urls
 from worker.rest.routes import order_types
 from worker.rest.routes import orders
+from worker.rest.routes import pauses
 from worker.rest.routes import project_quotas
 from worker.rest.routes import schedules
 from worker.rest.routes import versions
@@ -28,7 +29,7 @@ LOG = logging.getLogger(__name__)
 
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
               schedules.blueprint, notification_urls.blueprint,
-              project_quotas.blueprint)
+              project_quotas.blueprint, pauses.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,

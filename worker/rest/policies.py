@@ -100,6 +100,22 @@ _RULES = [
     _rule('retry:project_quota:delete', 'rule:admin_api',
           'Drop the override of a project\'s quota: the default applies.',
           [('DELETE', '/v1/project-quotas/{project_id}')]),
+    _rule('retry:pause:list', 'rule:admin_api',
+          'List what is paused (order types, topics, resource keys, '
+          'orders, schedules).',
+          [('GET', '/v1/pauses')]),
+    _rule('retry:pause:set', 'rule:admin_api',
+          'Pause an order type, a topic, a resource key or a schedule.',
+          [('PUT', '/v1/pauses/{target}/{name}')]),
+    _rule('retry:pause:delete', 'rule:admin_api',
+          'Unpause an order type, a topic, a resource key or a schedule.',
+          [('DELETE', '/v1/pauses/{target}/{name}')]),
+    _rule('retry:order:pause', PROJECT_MEMBER_OR_ADMIN,
+          'Pause an order (another project\'s is not found).',
+          [('PUT', '/v1/pauses/order/{order_id}')]),
+    _rule('retry:order:unpause', PROJECT_MEMBER_OR_ADMIN,
+          'Unpause an order (another project\'s is not found).',
+          [('DELETE', '/v1/pauses/order/{order_id}')]),
 ]
 
 
