@@ -8,9 +8,6 @@ their orders stay PENDING; the unpause casts them and they finish. A
 paused schedule's ticks make no order.
 """
 
-import datetime
-import json
-
 from tests.functional import processes
 from tests.functional import remote
 from tests.functional import test_schedules
@@ -77,37 +74,39 @@ def test_a_paused_key_and_a_paused_order_hold_only_theirs(deployment,
                                                           database):
     cluster = deployment(OPTIONS)
     with remote.RemoteService() as service:
-        _manage(cluster, 'resource', 'pause', 'ca:one')
+        for key in ('ca:one', 'ca:three'):
+            _manage(cluster, 'resource', 'pause', key)
         workflows.start(cluster)
 
-        def create(key, count, *more):
-            return [order['id'] for order in cluster.manage_json(
-                'order', 'create', '--type', 'remote_call', '--count',
-                str(count), '--meta', json.dumps({
-                    'url': service.url, 'key': key, 'hold_seconds': 0}),
-                *more)]
+        def create(key, count):
+            return workflows.create(cluster, count, meta={
+                'url': service.url, 'key': key, 'hold_seconds': 0},
+                order_type='remote_call')
 
-        # One that starts in 15 s (a command may take seconds on a
-        # loaded host), paused before then.
-        later = (datetime.datetime.now(datetime.timezone.utc) +
-                 datetime.timedelta(seconds=15)).isoformat()
-        free = create('ca:two', 1, '--not-before', later)
-        _manage(cluster, 'order', 'pause', free[0])
-        held = create('ca:one', 3)
-        free += create('ca:two', 2)
-        workflows.wait_status(database, free[1:], models.ACTIVE, 60)
-        processes.wait_for(lambda: len(_held(database)) == 4, 60,
-                           '4 steps held by pauses')
+        held, [solo], free = (create('ca:one', 3), create('ca:three', 1),
+                              create('ca:two', 2))
+        # Held by its key until its own pause is set: then by that.
+        _manage(cluster, 'order', 'pause', solo)
+        _manage(cluster, 'resource', 'unpause', 'ca:three')
+        workflows.wait_status(database, free, models.ACTIVE, 60)
+        processes.wait_for(
+            lambda: len(_held(database)) == 4 and 'paused_by' in
+            cluster.manage_json('order', 'show', solo), 60,
+            '4 steps held by pauses, one by its order\'s')
+        assert [pause['target'] for pause in cluster.manage_json(
+            'order', 'show', solo)['paused_by']] == ['order']
         assert [workflows.status(database, order_id)
-                for order_id in held + free[:1]] == [models.PENDING] * 4
+                for order_id in held + [solo]] == [models.PENDING] * 4
         assert 'ca:one' not in service.calls
-        assert _runs(database, held + free[:1]) == []
+        assert 'ca:three' not in service.calls
+        assert _runs(database, held + [solo]) == []
 
         _manage(cluster, 'resource', 'unpause', 'ca:one')
-        _manage(cluster, 'order', 'unpause', free[0])
+        _manage(cluster, 'order', 'unpause', solo)
 
-        workflows.wait_status(database, held + free, models.ACTIVE, 60)
-        assert len(service.calls['ca:one']) == 3
+        workflows.wait_status(database, held + [solo], models.ACTIVE, 60)
+        assert (len(service.calls['ca:one']),
+                len(service.calls['ca:three'])) == (3, 1)
 
 
 def test_a_paused_schedule_ticks_no_order(deployment, database):
