@@ -539,3 +539,7 @@ class Pauses(typing.Protocol):
     def remove_many(self, session: Any, target: str,
                     names: abc.Collection[str]) -> list[pauses.Pause]:
         """Lift the pauses of ``names`` of ``target``; returns them."""
+
+    def census(self, session: Any,
+               before: Moment) -> dict[str, tuple[int, int]]:
+        """``{target: (paused, paused before before)}``."""

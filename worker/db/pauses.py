@@ -117,3 +117,14 @@ def remove_many(session: orm.Session, target: str,
         statements.execute(session, sa.delete(_TABLE).where(
             _TABLE.c.id.in_([pause.id for pause in found])))
     return found
+
+
+def census(session: orm.Session, before: datetime.datetime
+           ) -> dict[str, tuple[int, int]]:
+    """``{target: (paused, paused before before)}`` of the targets with a
+    pause: one GROUP BY of the table."""
+    old = sa.func.sum(sa.case((_TABLE.c.created_at < before, 1), else_=0))
+    return {target: (count, int(older or 0)) for target, count, older in
+            statements.execute(session, sa.select(
+                _TABLE.c.target, sa.func.count(), old)
+                .group_by(_TABLE.c.target))}

@@ -65,3 +65,14 @@ class InMemoryPauses(base.Repository):
         for pause in found:
             del self._store.pauses[pause.id]
         return found
+
+    @base.reads
+    def census(self, session: Session,
+               before: Moment) -> dict[str, tuple[int, int]]:
+        """``{target: (paused, paused before before)}``."""
+        found: dict[str, tuple[int, int]] = {}
+        for pause in self._store.pauses.values():
+            count, older = found.get(pause.target, (0, 0))
+            found[pause.target] = (count + 1,
+                                   older + (pause.created_at < before))
+        return found
