@@ -12,7 +12,6 @@ from worker.api import pausing
 from worker.api import values
 from worker.conf import order_types as type_conf
 from worker.db import models
-from worker.db import pauses as pause_rows
 from worker import order_types
 
 
@@ -55,17 +54,14 @@ def explain_order(database, conf, order_id, now):
     # one that no barbican-worker --topic serves.
     topic = type_conf.topic(conf, order.type)
     topic = None if topic == conf.worker.topic else topic
-    pauses = {pause.id: pause for pause in found}
     reasons = {}
     for name, step in steps.items():
         if step.status == models.STEP_PENDING:
-            reason = _pause_reason(step, retries.get(name), pauses) or \
+            reason = _pause_reason(step, retries.get(name), found) or \
                 _step_reason(step, retries.get(name), live, bool(daemons),
                              cutoffs, conf, None if models.is_delivery(name)
                              else topic)
             reasons.setdefault(reason, []).append(name)
-    held = pausing.paused_by(conf, found, order, [
-        retry.waiting_for for retry in retries.values()])
     if not reasons:
         return Why(order.status, 'no step is running or due: its steps '
                    'are %s' % ', '.join('%s %s' % (name, step.status)
@@ -73,6 +69,8 @@ def explain_order(database, conf, order_id, now):
     parts = ['%s %s %s' % ('step' if len(names) == 1 else 'steps',
                            ', '.join(names), reason)
              for reason, names in reasons.items()]
+    held = pausing.paused_by(conf, found, order, [
+        retry.waiting_for for retry in retries.values()])
     return Why(order.status, _paused(held) + _later(order, cutoffs.now) +
                '; '.join(parts + _held_back(workflow, steps)))
 
@@ -93,15 +91,15 @@ def _pause(pause):
                                  else '')
 
 
-def _pause_reason(step, retry, pauses):
+def _pause_reason(step, retry, found):
     """Why a PENDING step a pause holds waits, after "step NAME"; None
-    for any other step."""
+    for any other step. ``found``: the pauses that may hold its order."""
     if step.owner or retry is None or retry.parked:
         return None
-    pause_id = pause_rows.pause_id_of(retry.waiting_for)
+    pause_id = pausing.pause_id_of(retry.waiting_for)
     if pause_id is None:
         return None
-    pause = pauses.get(pause_id)
+    pause = {pause.id: pause for pause in found}.get(pause_id)
     if pause is None:
         return ('waited for a pause that was lifted: it is cast again at '
                 '%s' % _at(retry.retry_at))

@@ -5,7 +5,7 @@ values themselves in JSON or YAML."""
 from cliff import columns as cliff_columns
 
 from scheduler.manage import display
-from worker.db import pauses as pause_rows
+from worker.api import pausing
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error', 'crashes',
@@ -38,7 +38,7 @@ def _waits(waiting_for):
     a pause (``pause:<id>``, ``order show``'s ``paused_by`` names it)."""
     if not waiting_for:
         return ''
-    if pause_rows.pause_id_of(waiting_for) is not None:
+    if pausing.pause_id_of(waiting_for) is not None:
         return ', held by a pause (see paused_by)'
     return ', waits for a slot of %s' % waiting_for
 

@@ -27,6 +27,9 @@ from worker import rpcapi
 
 LOG = logging.getLogger(__name__)
 
+#: The pause a retry row's ``waiting_for`` names (None for a resource
+#: key), for the operator commands, which read no repository module.
+pause_id_of = pause_rows.pause_id_of
 #: How many waiting steps one transaction of ``unpause`` wakes.
 WAKE_BATCH = 500
 #: The longest name of a pause: a resource key's.
