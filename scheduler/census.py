@@ -2,7 +2,7 @@
 
 The counters of a process say what it did; what the whole deployment is
 in (processes alive by their heartbeats, unfinished orders, parked rows,
-deliveries of notifications waiting, unavailable callback URLs)
+deliveries of notifications waiting, unavailable callback URLs, pauses)
 only the database knows. A retry daemon with metrics enabled reads it
 every ``report_interval`` (``scheduler.service``) and exports it as
 gauges (``scheduler.metrics``). Every daemon exports the same values:
@@ -13,6 +13,7 @@ which pile up, are not counted.
 """
 
 import dataclasses
+import datetime
 
 from worker.db import models
 
@@ -39,10 +40,15 @@ class Census:
     deliveries_waiting: dict = dataclasses.field(default_factory=dict)
     #: Callback URLs marked unavailable.
     unavailable_urls: int = 0
+    #: ``{target: count}`` of the pauses, every target present.
+    paused: dict = dataclasses.field(default_factory=dict)
+    #: Pauses older than ``[scheduler] pause_alert_age_seconds``.
+    pauses_too_old: int = 0
 
 
-def take(database, cutoffs):
-    """Read a ``Census`` at ``cutoffs.now`` (a ``liveness.Cutoffs``)."""
+def take(database, cutoffs, conf):
+    """Read a ``Census`` at ``cutoffs.now`` (a ``liveness.Cutoffs``),
+    with ``conf``'s ``[scheduler] pause_alert_age_seconds``."""
     repositories = database.repositories
     with database.reader() as session, session.begin():
         live = repositories.services.list_services(session)
@@ -52,6 +58,9 @@ def take(database, cutoffs):
             session)
         unavailable = repositories.notifications.count_unavailable_urls(
             session)
+        pauses = repositories.pauses.census(
+            session, cutoffs.now - datetime.timedelta(
+                seconds=conf.scheduler.pause_alert_age_seconds))
     alive = dict.fromkeys((models.SCHEDULER, models.WORKER), 0)
     for service in live:
         if cutoffs.is_alive(service.heartbeat_at):
@@ -64,4 +73,7 @@ def take(database, cutoffs):
         deliveries_waiting={
             SENDING: deliveries.get(models.STEP_PENDING, 0),
             PAUSED: deliveries.get(models.STEP_WAITING, 0)},
-        unavailable_urls=unavailable)
+        unavailable_urls=unavailable,
+        paused={target: pauses.get(target, (0, 0))[0]
+                for target in models.PAUSE_TARGETS},
+        pauses_too_old=sum(older for _, older in pauses.values()))

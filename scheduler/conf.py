@@ -112,6 +112,16 @@ scheduler_opts = [
                     'policy is allow; under the other policies one order '
                     'is made, since the second would find the first still '
                     'open.'),
+    cfg.IntOpt('pause_alert_age_seconds',
+               default=86400, min=60, max=365 * 86400,
+               mutable=True,
+               help='A pause (barbican-retry-manage ... pause) older than '
+                    'this is counted in the gauge '
+                    'barbican_retry_pauses_too_old, on which the alert '
+                    'BarbicanRetryPausedTooLong fires: a pause forgotten '
+                    'after a maintenance holds its steps for ever. Read '
+                    'at each census (every report_interval, metrics '
+                    'enabled).'),
 ]
 
 

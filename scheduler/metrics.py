@@ -99,6 +99,16 @@ class SchedulerMetrics:
             'their deliveries wait for "notification url enable".',
             registry=registry)
 
+        self.paused = prometheus_client.Gauge(
+            'barbican_retry_paused',
+            'Things paused (barbican-retry-manage ... pause), by target '
+            '(order_type, topic, resource, order, schedule).', ['target'],
+            registry=registry)
+        self.pauses_too_old = prometheus_client.Gauge(
+            'barbican_retry_pauses_too_old',
+            'Pauses older than [scheduler] pause_alert_age_seconds.',
+            registry=registry)
+
     def record_census(self, census):
         """Set the gauges that show the database's state (a ``Census``)."""
         for kind, count in census.services_alive.items():
@@ -109,6 +119,9 @@ class SchedulerMetrics:
         for state, count in census.deliveries_waiting.items():
             self.deliveries_waiting.labels(state=state).set(count)
         self.unavailable_urls.set(census.unavailable_urls)
+        for target, count in census.paused.items():
+            self.paused.labels(target=target).set(count)
+        self.pauses_too_old.set(census.pauses_too_old)
 
     def record_pass(self, result):
         """Count one pass that ran (``result`` is its PassResult)."""

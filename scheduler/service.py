@@ -149,7 +149,7 @@ class SchedulerService(service.Service):
         try:
             self._metrics.record_census(census.take(
                 self._database,
-                liveness.Cutoffs.at(self._clock(), self._conf)))
+                liveness.Cutoffs.at(self._clock(), self._conf), self._conf))
         except Exception as exc:
             # The gauges keep their last values; a database that is away
             # fails the passes too, and they are counted and alerted on.

@@ -42,6 +42,10 @@ installed, its meta no longer valid, its type's admission limit reached)
 is logged with its id and skipped to its next tick; one that fails
 otherwise (the database) is logged and stays due for the next look.
 Neither stops the other schedules.
+
+A paused schedule (``OrderAPI.pause('schedule', id)``) is moved past its
+due ticks without an order, and a tick it holds waits: an unpause does
+not make up for the ticks missed while it was paused.
 """
 
 import dataclasses
@@ -97,8 +101,8 @@ class Ticks:
         its next schedule.
     :param paused: a callable that takes a schedule (a row) and returns
         True if it is paused: its due ticks make no order and it moves
-        on to its next tick, and a tick it holds waits. None: no schedule
-        is paused.
+        on to its next tick, and a tick it holds waits. None: the pauses
+        recorded in the database (``OrderAPI.pause('schedule', id)``).
     """
 
     def __init__(self, conf, database, schedules, stop_event, paused=None):
@@ -106,7 +110,7 @@ class Ticks:
         self._database = database
         self._schedules = schedules
         self._stop_event = stop_event
-        self._paused = paused or _never_paused
+        self._paused = paused or self._paused_in_database
 
     def run_once(self, now):
         """Create the orders of the ticks due at ``now`` (the database's
@@ -327,7 +331,9 @@ class Ticks:
             result.failed += 1
             return False
 
-
-def _never_paused(schedule):
-    """No schedule is paused."""
-    return False
+    def _paused_in_database(self, schedule):
+        """True if the schedule is paused: one read of the pauses' unique
+        key, made only for a schedule with a tick due or held."""
+        with self._database.reader() as session, session.begin():
+            return bool(self._database.repositories.pauses.listed(
+                session, 'schedule', [schedule.id]))

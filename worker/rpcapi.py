@@ -226,6 +226,30 @@ def parse_retry(retry_task: str, retry_args: str,
                           values.RequestIds(*ids) if any(ids) else None)
 
 
+def woken_steps(rows: collections.abc.Iterable[typing.Any],
+                taken: collections.abc.Collection[tuple[str, str]]
+                ) -> list[values.StepRef]:
+    """The steps of waiting retry rows (``retry_tasks.DueTask``) that a
+    wake deleted (``taken``: their ``(order_id, step)``), to cast to
+    their types' topics (``Topics``).
+
+    A row that is not valid is left out: written by a claim
+    (``worker.steps.flow.park``), it always is; one that is not would be
+    parked by the retry daemon, and is now gone: its step is dispatched,
+    and the recovery casts it again after its deadline.
+    """
+    woken = []
+    for row in rows:
+        if (row.order_id, row.retry_task) in taken:
+            try:
+                woken.append(parse_retry(
+                    row.retry_task, row.retry_args, row.retry_kwargs
+                )._replace(order_type=row.order_type))
+            except InvalidRetry:
+                continue
+    return woken
+
+
 def steps_context(steps: collections.abc.Iterable[values.StepRef],
                   context: oslo_context.RequestContext | None = None,
                   spans: collections.abc.Mapping[str, tracing.Span] | None

@@ -8,7 +8,7 @@
 Additive only: a new table.
 
 Revision ID: 0016
-Revises: 0013
+Revises: 0015
 Create Date: 2026-11-28
 """
 
@@ -21,7 +21,7 @@ _TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 _ID = sa.BigInteger().with_variant(sa.Integer(), 'sqlite')
 
 revision = '0016'
-down_revision = '0013'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 

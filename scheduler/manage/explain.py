@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 
 from scheduler import liveness
+from worker.api import pausing
 from worker.api import values
 from worker.conf import order_types as type_conf
 from worker.db import models
@@ -40,6 +41,7 @@ def explain_order(database, conf, order_id, now):
                                                     cutoffs.alive_since))
         daemons = repositories.services.live_names(
             session, cutoffs.alive_since, kind=models.SCHEDULER)
+        found = repositories.pauses.matching(session, [order_id])
     if order.status in models.TERMINAL_STATUSES:
         return Why(order.status, _terminal(order))
     try:
@@ -55,10 +57,10 @@ def explain_order(database, conf, order_id, now):
     reasons = {}
     for name, step in steps.items():
         if step.status == models.STEP_PENDING:
-            reason = _step_reason(step, retries.get(name), live,
-                                  bool(daemons), cutoffs, conf,
-                                  None if models.is_delivery(name)
-                                  else topic)
+            reason = _pause_reason(step, retries.get(name), found) or \
+                _step_reason(step, retries.get(name), live, bool(daemons),
+                             cutoffs, conf, None if models.is_delivery(name)
+                             else topic)
             if reason.startswith(_WAITING):
                 reason += _signalled(workflow, name, order.id)
             reasons.setdefault(reason, []).append(name)
@@ -69,12 +71,46 @@ def explain_order(database, conf, order_id, now):
     parts = ['%s %s %s' % ('step' if len(names) == 1 else 'steps',
                            ', '.join(names), reason)
              for reason, names in reasons.items()]
-    return Why(order.status, _later(order, cutoffs.now) +
+    held = pausing.paused_by(conf, found, order, [
+        retry.waiting_for for retry in retries.values()])
+    return Why(order.status, _paused(held) + _later(order, cutoffs.now) +
                '; '.join(parts + _held_back(workflow, steps)))
 
 
 #: How the reason of a step that waits for its retry row starts.
 _WAITING = 'waiting for a retry at'
+
+
+def _paused(held):
+    """What starts the sentence of an order a pause holds; ''."""
+    if not held:
+        return ''
+    return 'paused (%s): its steps wait, taking nothing, until unpaused; ' \
+        % ', '.join(_pause(pause) for pause in held)
+
+
+def _pause(pause):
+    """A pause in a few words: ``order_type fanout since ...: why``."""
+    return '%s %s since %s%s' % (pause.target, pause.name,
+                                 _at(pause.created_at),
+                                 ': %s' % pause.reason if pause.reason
+                                 else '')
+
+
+def _pause_reason(step, retry, found):
+    """Why a PENDING step a pause holds waits, after "step NAME"; None
+    for any other step. ``found``: the pauses that may hold its order."""
+    if step.owner or retry is None or retry.parked:
+        return None
+    pause_id = pausing.pause_id_of(retry.waiting_for)
+    if pause_id is None:
+        return None
+    pause = {pause.id: pause for pause in found}.get(pause_id)
+    if pause is None:
+        return ('waited for a pause that was lifted: it is cast again at '
+                '%s' % _at(retry.retry_at))
+    return ('is held by the pause of %s: the unpause casts it (else it is '
+            'checked again at %s)' % (_pause(pause), _at(retry.retry_at)))
 
 
 def _later(order, now):

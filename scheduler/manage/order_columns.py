@@ -5,6 +5,7 @@ values themselves in JSON or YAML."""
 from cliff import columns as cliff_columns
 
 from scheduler.manage import display
+from worker.api import pausing
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error', 'crashes',
@@ -24,13 +25,50 @@ class StepsColumn(cliff_columns.FormattableColumn):
                 ' (after %s)' % ', '.join(step['after'])
                 if step['after'] else '',
                 ', attempt %d' % step['attempt'] if step['attempt'] else '',
-                ', waits for a slot of %s' % step['waiting_for']
-                if step.get('waiting_for') else ''))
+                _waits(step.get('waiting_for'))))
             for step in self._value)
 
     def machine_readable(self):
         """The list of steps, each a dict of ``STEP_FIELDS``."""
         return self._value
+
+
+def _waits(waiting_for):
+    """What a step's line says of what it waits for: a slot of a key, or
+    a pause (``pause:<id>``, ``order show``'s ``paused_by`` names it)."""
+    if not waiting_for:
+        return ''
+    if pausing.pause_id_of(waiting_for) is not None:
+        return ', held by a pause (see paused_by)'
+    return ', waits for a slot of %s' % waiting_for
+
+
+class PausedByColumn(cliff_columns.FormattableColumn):
+    """The pauses that hold an order: one line each in a table, a list
+    of objects (``PAUSE_FIELDS``) in JSON."""
+
+    def human_readable(self):
+        """One line per pause."""
+        return '\n'.join(
+            display.escape('%s %s since %s%s' % (
+                pause['target'], pause['name'], pause['created_at'],
+                ': %s' % pause['reason'] if pause['reason'] else ''))
+            for pause in self._value)
+
+    def machine_readable(self):
+        """The list of pauses."""
+        return self._value
+
+
+#: The fields of each pause of ``order show``'s ``paused_by``.
+PAUSE_FIELDS = ('target', 'name', 'reason', 'created_at')
+
+
+def describe_pauses(pauses):
+    """``order show``'s ``paused_by``: a dict of ``PAUSE_FIELDS`` for
+    each ``api.Pause``."""
+    return [{field: display.value(getattr(pause, field))
+             for field in PAUSE_FIELDS} for pause in pauses]
 
 
 def describe_steps(steps):

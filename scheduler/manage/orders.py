@@ -167,9 +167,15 @@ class ShowOrder(_OneOrder, base.ShowOne):
         order = order_api(self.app).find(parsed_args.order_id,
                                          all_projects=True)
         columns = ORDER_COLUMNS + ('steps',)
-        return columns, display.row(order, ORDER_COLUMNS) + (
+        shown = display.row(order, ORDER_COLUMNS) + (
             order_columns.StepsColumn(
                 order_columns.describe_steps(order.steps)),)
+        if order.paused_by:
+            # Only while paused: what scripts test for.
+            columns += ('paused_by',)
+            shown += (order_columns.PausedByColumn(
+                order_columns.describe_pauses(order.paused_by)),)
+        return columns, shown
 
 
 class OrderHistory(_OneOrder, base.Lister):

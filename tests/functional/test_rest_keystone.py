@@ -354,3 +354,32 @@ def test_signals_by_persona(api, callers):
     again = api.post(path, callers['admin'], json=body)
     assert (again.status_code, again.json()['repeated']) == (200, True)
     assert again.json()['created_at'] == sent.json()['created_at']
+
+
+def test_pauses_by_persona(api, callers, personas):
+    member, admin = callers['a_member'], callers['admin']
+    order = api.create(member, not_before=LATER)
+    path = '/v1/pauses/order/%s' % order['id']
+    _refused(api.call('PUT', path, callers['a_reader']), 403,
+             'retry.forbidden')
+    for method in ('PUT', 'DELETE'):
+        _refused(api.call(method, path, callers['b_member']), 404,
+                 'retry.order_not_found')
+    paused = api.call('PUT', path, member, json={'reason': 'checking'})
+    assert paused.status_code == 200, paused.text
+    assert paused.json()['project_id'] == personas.project_a
+    shown = api.get('/v1/orders/%s' % order['id'], callers['a_reader'])
+    assert [pause['reason'] for pause in shown.json()['paused_by']] == [
+        'checking']
+    # Only the admin pauses what spans projects, and lists the pauses.
+    key = '/v1/pauses/resource/keystone-test:%s' % uuid.uuid4().hex
+    _refused(api.call('PUT', key, member), 403, 'retry.forbidden')
+    _refused(api.get('/v1/pauses', member), 403, 'retry.forbidden')
+    assert api.call('PUT', key, admin).status_code == 200
+    listed = api.get('/v1/pauses', admin).json()['pauses']
+    assert {order['id'], key.rsplit('/', 1)[1]} <= {
+        pause['name'] for pause in listed}
+    assert api.call('DELETE', key, admin).status_code == 204
+    assert api.call('DELETE', path, member).status_code == 204
+    assert 'paused_by' not in api.get('/v1/orders/%s' % order['id'],
+                                      member).json()

@@ -91,6 +91,8 @@ from worker.api.values import ORDER_STATUSES
 from worker.api.values import order_type_info
 from worker.api.values import order_type_infos
 from worker.api.values import OrderTypeInfo
+from worker.api.values import Pause
+from worker.api.values import PAUSE_TARGETS
 from worker.api.values import PENDING
 from worker.api.values import Signal
 from worker.api.values import StepRun
@@ -108,7 +110,8 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
            'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
-           'Signal', 'OrderNotSignallable', 'BulkResult']
+           'Signal', 'OrderNotSignallable', 'BulkResult', 'Pause',
+           'PAUSE_TARGETS']
 
 #: The names outside ``__all__`` that callers use: the other bounds
 #: (doc/api.md "Bounds"), ``connect``, ``checked`` and

@@ -1,8 +1,8 @@
 """``OrderAPI``: the front door's class. Built here, with its cancel,
 resume and signal; its creation is its base class's
 (``worker.api.creating``), its reads that one's base's
-(``worker.api.queries``), its bulk actions by filter another base's
-(``worker.api.bulk``).
+(``worker.api.queries``), its bulk actions by filter and its pauses
+other bases' (``worker.api.bulk``, ``worker.api.pausing``).
 
 A write goes downhill: the input checks (``worker.api.checks``), then one
 command (``worker.api.commands``) that commits and returns what it wrote
@@ -20,6 +20,7 @@ from worker.api import checks
 from worker.api import commands
 from worker.api import creating
 from worker.api import errors
+from worker.api import pausing
 from worker.api import signalling
 from worker.api import values
 from worker.common import clock as clock_module
@@ -34,8 +35,8 @@ from worker import tracing
 LOG = logging.getLogger(__name__)
 
 
-class OrderAPI(bulk.OrderBulk, creating.OrderCreation):
-    """Create, read, cancel and wait for orders.
+class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
+    """Create, read, cancel, pause and wait for orders.
 
     Build it with ``from_config``; it is safe to share between threads.
 

@@ -7,6 +7,7 @@ on it and adds the writes. Every read is one reader transaction that
 returns values (``worker.api.values``), never rows.
 """
 
+import dataclasses
 import time
 import typing
 
@@ -15,6 +16,7 @@ from oslo_log import log as logging
 from worker.api import checks
 from worker.api import errors
 from worker.api import meta_filters as filters_module
+from worker.api import pausing
 from worker.api import values
 from worker.common import inputs
 from worker import context as context_module
@@ -33,6 +35,7 @@ class OrderQueries:
     the database it reads."""
 
     _database: typing.Any
+    _conf: typing.Any
 
     def get(self, order_id, *, project_id=None, all_projects=False):
         """Return the ``Order`` with its steps.
@@ -63,8 +66,13 @@ class OrderQueries:
         steps = repositories.steps.for_order(session, row.id)
         retries = repositories.retry_tasks.list_tasks(session,
                                                       order_id=row.id)
-        return values.order_of(row, values.step_states(row.type, steps,
-                                                       retries))
+        order = values.order_of(row, values.step_states(row.type, steps,
+                                                        retries))
+        paused_by = pausing.paused_by(
+            self._conf, repositories.pauses.matching(session, [row.id]),
+            row, [retry.waiting_for for retry in retries])
+        return dataclasses.replace(order, paused_by=paused_by) \
+            if paused_by else order
 
     def find(self, order_id, *, project_id=None, all_projects=False):
         """``get`` by an order id or a prefix of one, as git finds a

@@ -118,6 +118,10 @@ class Order:
     #: The schedule that created it (``worker.api.schedules``), if one
     #: did.
     schedule_id: str | None = None
+    #: The pauses that hold its steps (``OrderAPI.pause``): of the order,
+    #: its type, its type's topic, or a resource key a step waits for;
+    #: empty while none does, and in what ``list`` returns.
+    paused_by: tuple['Pause', ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,3 +322,28 @@ class BulkResult:
     limit: int
     #: ``{order_id: why}`` of the matched orders it could not change.
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+#: What ``OrderAPI.pause`` pauses (``Pause.target``).
+PAUSE_TARGETS = models.PAUSE_TARGETS
+
+
+@dataclasses.dataclass(frozen=True)
+class Pause:
+    """Something paused (``OrderAPI.pause``), as ``pause list -f json``
+    shows it. Times are naive UTC."""
+
+    #: ``order_type``, ``topic``, ``resource``, ``order`` or ``schedule``.
+    target: str
+    #: The type, topic, resource key, order id or schedule id.
+    name: str
+    reason: str | None
+    #: When it was paused.
+    created_at: datetime.datetime
+    #: The project of a paused order, else None.
+    project_id: str | None = None
+
+
+def pause_of(row):
+    return Pause(target=row.target, name=row.name, reason=row.reason,
+                 created_at=row.created_at, project_id=row.project_id)

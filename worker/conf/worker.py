@@ -141,6 +141,25 @@ worker_opts = [
                help='The window of max_child_failures: failures further '
                     'apart than this never add up to stopping the pool. '
                     'Read at start.'),
+    cfg.FloatOpt('pause_refresh_seconds',
+                 default=2.0, min=0.0, max=300.0,
+                 help='While nothing is paused, a worker process looks '
+                      'for a new pause at most this often (one small read '
+                      'of the pauses table), so that a claim costs nothing '
+                      'more at rest: a pause set then holds the steps '
+                      'claimed from this long after it at the latest. '
+                      'While something is paused, every claim reads the '
+                      'pauses that may hold its steps. 0 reads at every '
+                      'claim. See "Pausing and resuming" in '
+                      'doc/operations.md.'),
+    cfg.FloatOpt('pause_recheck_seconds',
+                 default=60.0, min=1.0, max=86400.0,
+                 help='A step held by a pause waits for the unpause to '
+                      'wake it; it is cast again after this long anyway, '
+                      'in case the wake was missed (a pause lifted while '
+                      'the step\'s wait was being written). Higher costs '
+                      'fewer claims of paused steps; lower finds a missed '
+                      'wake sooner.'),
 ]
 
 

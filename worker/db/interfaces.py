@@ -36,6 +36,7 @@ import datetime
 import typing
 
 from worker.db import orders
+from worker.db import pauses
 from worker.db import resources
 from worker.db import retry_tasks
 from worker.db import rows
@@ -544,3 +545,34 @@ class Signals(typing.Protocol):
              names: abc.Collection[str], after_id: int, now: Moment) -> bool:
         """Move the step's retry row due at ``now`` if a signal of
         ``names`` above ``after_id`` waits; True if it did."""
+
+
+class Pauses(typing.Protocol):
+    """``worker.db.pauses``: what operators paused."""
+
+    def any_paused(self, session: Any) -> bool:
+        """Whether anything is paused."""
+
+    def matching(self, session: Any,
+                 order_ids: abc.Collection[str]) -> list[pauses.Pause]:
+        """Every pause but those of orders, and those of these orders."""
+
+    def listed(self, session: Any, target: str | None = None,
+               names: abc.Collection[str] | None = None
+               ) -> list[pauses.Pause]:
+        """The pauses, oldest first, of ``target`` and ``names``."""
+
+    def add_many(self, session: Any, target: str,
+                 names: abc.Collection[str], reason: str | None,
+                 now: Moment,
+                 project_ids: abc.Mapping[str, str | None] | None = None
+                 ) -> list[str]:
+        """Pause those of ``names`` not paused yet; returns them."""
+
+    def remove_many(self, session: Any, target: str,
+                    names: abc.Collection[str]) -> list[pauses.Pause]:
+        """Lift the pauses of ``names`` of ``target``; returns them."""
+
+    def census(self, session: Any,
+               before: Moment) -> dict[str, tuple[int, int]]:
+        """``{target: (paused, paused before before)}``."""

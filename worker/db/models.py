@@ -747,3 +747,40 @@ class ConsoleSession(Base):
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     expires_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         Timestamp, index=True)
+
+
+#: What a pause holds (``Pause.target``): every step of an order type, of
+#: the order types cast to a topic, every step that needs a resource key,
+#: one order's steps, or a schedule's ticks.
+PAUSE_TARGETS = ('order_type', 'topic', 'resource', 'order', 'schedule')
+
+
+class Pause(Base):
+    """Something an operator paused: ``(target, name)``, one of
+    ``PAUSE_TARGETS`` and the type, topic, key, order id or schedule id.
+
+    A step it holds is not claimed: it waits, as a step waiting for a
+    resource slot does, on a retry row whose ``waiting_for`` is
+    ``pause:<id>``; deleting the row (an unpause) makes those rows due in
+    the same transaction. Ids are never reused (AUTOINCREMENT on SQLite),
+    so that a step left waiting for a pause that was lifted and set again
+    is not taken for one of the new pause's.
+    """
+
+    __tablename__ = 'pauses'
+    __table_args__ = (
+        # One pause per thing; the claim reads the whole (small) table, a
+        # list of orders is one range of it.
+        sa.UniqueConstraint('target', 'name'),
+        {'sqlite_autoincrement': True},
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(
+        BigId, primary_key=True, autoincrement=True)
+    target: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    name: orm.Mapped[str] = orm.mapped_column(ExactString(255))
+    reason: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    #: The project of a paused order (whose members may unpause it), or
+    #: None for what only an admin pauses.
+    project_id: orm.Mapped[str | None] = orm.mapped_column(ExactString(64))
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)

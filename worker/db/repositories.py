@@ -4,7 +4,7 @@ another implementation of them.
 Each aggregate's repository is a module of functions that take the
 session first (``locks``, ``orders``, ``steps``, ``retry_tasks``,
 ``history``, ``services``, ``notifications``, ``purge``,
-``resources``, ``schedules``, ``signals``). A
+``resources``, ``schedules``, ``signals``, ``pauses``). A
 database hands out the repositories that work on its own sessions: a
 ``worker.db.session.Database`` these SQL ones, the in-memory database of
 ``worker.db.memory`` its in-memory ones. Code that runs units of work
@@ -27,6 +27,7 @@ from worker.db import interfaces
 from worker.db import locks
 from worker.db import notifications
 from worker.db import orders
+from worker.db import pauses
 from worker.db import purge
 from worker.db import quotas
 from worker.db import resources
@@ -54,13 +55,15 @@ class Repositories:
     schedules: interfaces.Schedules
     quotas: interfaces.Quotas
     signals: interfaces.Signals
+    pauses: interfaces.Pauses
 
 
 SQL = Repositories(locks=locks, orders=orders, steps=steps,
                    retry_tasks=retry_tasks, history=history,
                    services=services, notifications=notifications,
                    purge=purge, resources=resources,
-                   schedules=schedules, quotas=quotas, signals=signals)
+                   schedules=schedules, quotas=quotas, signals=signals,
+                   pauses=pauses)
 
 
 class Session(typing.Protocol):

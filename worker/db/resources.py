@@ -47,6 +47,8 @@ _STARTS = typing.cast(sa.Table, models.ResourceStart.__table__)
 _STEPS = statements.STEPS
 _TASKS = statements.RETRY_TASKS
 _ORDERS = statements.ORDERS
+#: The longest key (``resource_slots.key``).
+MAX_KEY_LENGTH = 255
 #: When a start row made for a key first was last used: long ago.
 NEVER = datetime.datetime(1970, 1, 1)
 

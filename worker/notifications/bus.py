@@ -54,9 +54,10 @@ from worker import rpc
 LOG = logging.getLogger(__name__)
 
 #: The event types, one per change announced (doc/operations.md).
-EVENT_TYPES = CREATE, ACTIVE, ERROR, CANCELLED, RESUMED = (
-    'order.create', 'order.active', 'order.error', 'order.cancelled',
-    'order.resumed')
+EVENT_TYPES = CREATE, ACTIVE, ERROR, CANCELLED, RESUMED, PAUSED, \
+    UNPAUSED = (
+        'order.create', 'order.active', 'order.error', 'order.cancelled',
+        'order.resumed', 'order.paused', 'order.unpaused')
 #: The payload's version: the major number changes when a field changes
 #: meaning or goes away, the minor when a field is added.
 PAYLOAD_VERSION = '1.0'

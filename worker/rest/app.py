@@ -22,6 +22,7 @@ from worker.rest.routes import bulk_actions
 from worker.rest.routes import notification_urls
 from worker.rest.routes import order_types
 from worker.rest.routes import orders
+from worker.rest.routes import pauses
 from worker.rest.routes import project_quotas
 from worker.rest.routes import schedules
 from worker.rest.routes import signals
@@ -32,7 +33,8 @@ LOG = logging.getLogger(__name__)
 BLUEPRINTS = (versions.blueprint, orders.blueprint, order_types.blueprint,
               schedules.blueprint, notification_urls.blueprint,
               project_quotas.blueprint, signals.blueprint,
-              bulk_actions.blueprint, console_pages.blueprint)
+              bulk_actions.blueprint, pauses.blueprint,
+              console_pages.blueprint)
 
 # What a database that cannot be reached raises through worker.api.
 _UNREACHABLE = (db_exception.DBConnectionError,

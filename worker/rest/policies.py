@@ -111,6 +111,22 @@ _RULES = [
           'a member those of its own project, an admin (with '
           'retry:all_projects) every project\'s.',
           [('POST', '/v1/orders/bulk-actions')]),
+    _rule('retry:pause:list', 'rule:admin_api',
+          'List what is paused (order types, topics, resource keys, '
+          'orders, schedules).',
+          [('GET', '/v1/pauses')]),
+    _rule('retry:pause:set', 'rule:admin_api',
+          'Pause an order type, a topic, a resource key or a schedule.',
+          [('PUT', '/v1/pauses/{target}/{name}')]),
+    _rule('retry:pause:delete', 'rule:admin_api',
+          'Unpause an order type, a topic, a resource key or a schedule.',
+          [('DELETE', '/v1/pauses/{target}/{name}')]),
+    _rule('retry:order:pause', PROJECT_MEMBER_OR_ADMIN,
+          'Pause an order (another project\'s is not found).',
+          [('PUT', '/v1/pauses/order/{order_id}')]),
+    _rule('retry:order:unpause', PROJECT_MEMBER_OR_ADMIN,
+          'Unpause an order (another project\'s is not found).',
+          [('DELETE', '/v1/pauses/order/{order_id}')]),
 ]
 
 

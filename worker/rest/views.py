@@ -27,6 +27,11 @@ SCHEDULE_FIELDS = ('id', 'type', 'project_id', 'priority', 'every_seconds',
                    'overlap', 'buffered_tick_at')
 
 
+PAUSE_FIELDS = ('target', 'name', 'reason', 'created_at', 'project_id')
+#: The fields of each pause of an order's ``paused_by``.
+PAUSED_BY_FIELDS = ('target', 'name', 'reason', 'created_at')
+
+
 def value(item):
     """``item`` as the operator commands' JSON prints it."""
     if isinstance(item, datetime.datetime):
@@ -47,6 +52,10 @@ def order(found, with_steps=True):
     shown = _fields(found, ORDER_FIELDS)
     if with_steps:
         shown['steps'] = [_fields(step, STEP_FIELDS) for step in found.steps]
+    if found.paused_by:
+        # Only while paused, as ``order show``.
+        shown['paused_by'] = [_fields(held, PAUSED_BY_FIELDS)
+                              for held in found.paused_by]
     return shown
 
 
@@ -90,3 +99,8 @@ def order_type(info):
 def url(values):
     """A notification URL's fields (``worker.notification_admin``)."""
     return {field: value(item) for field, item in values.items()}
+
+
+def pause(found):
+    """An ``api.Pause``, as ``pause list -f json``."""
+    return _fields(found, PAUSE_FIELDS)

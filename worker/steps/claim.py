@@ -11,7 +11,8 @@ fenced on its own generation.
 A step that needs resource keys (``worker.steps.flow``) is claimed only
 if it takes a slot of each, in the same transaction; one that cannot is
 not claimed, and waits without counting as a failure. So does a step
-that crashed before, while another that did is claimed in this process
+that a pause holds (``worker.steps.pauses``), and a step that crashed
+before, while another that did is claimed in this process
 and has not run (``worker.steps.isolation``).
 """
 
@@ -27,6 +28,7 @@ from worker import order_types
 from worker.plugins import base
 from worker.steps import flow
 from worker.steps import leases
+from worker.steps import pauses
 from worker.steps import runs
 from worker.steps import signals as step_signals
 from worker.steps import transactions
@@ -117,6 +119,9 @@ class Claimer:
             session, {step.order_id for step in steps})
         wanted, dropped = self._wanted(steps, found)
         refused = self._isolate(steps, wanted, now) if isolate else {}
+        # Before the limits: a paused step takes no slot.
+        refused.update(self._kinds.holds.refusals(
+            session, _pause_candidates(wanted, refused), now))
         refused.update(self._limit(session, steps, {
             index: facts for index, facts in wanted.items()
             if index not in refused}, now))
@@ -367,6 +372,17 @@ def _view(order, workflow, steps, run, lease_extender, signals=()):
 
 def _seconds(step_policy):
     return datetime.timedelta(seconds=step_policy.timeout_seconds)
+
+
+def _pause_candidates(wanted, refused):
+    """``{index: pauses.Candidate}`` of the workflow steps of ``wanted``
+    not ``refused`` already: those a pause may hold."""
+    return {index: pauses.Candidate(
+        facts.order.id, facts.order.type,
+        tuple(key.name for key in facts.need.keys)
+        if facts.need is not None else ())
+        for index, facts in wanted.items()
+        if facts.kind.runs_workflow and index not in refused}
 
 
 def _waits_for(refusal):

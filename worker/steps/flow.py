@@ -30,6 +30,7 @@ import typing
 from worker.conf import order_types as type_options
 from worker.conf import resources as resource_options
 from worker.db import models
+from worker.db import pauses as pause_rows
 from worker.db import resources as resource_rows
 from worker import rpcapi
 from worker import values
@@ -39,9 +40,12 @@ Moment = datetime.datetime
 #: may not use them.
 TYPE_PREFIX = 'order_type'
 STEP_PREFIX = 'step'
-RESERVED = (TYPE_PREFIX, STEP_PREFIX)
+#: The prefix of what a step held by a pause waits for
+#: (``worker.db.pauses.waiting_key``).
+PAUSE_PREFIX = pause_rows.PREFIX
+RESERVED = (TYPE_PREFIX, STEP_PREFIX, PAUSE_PREFIX)
 #: The longest key (``resource_slots.key``).
-MAX_KEY_LENGTH = 255
+MAX_KEY_LENGTH = resource_rows.MAX_KEY_LENGTH
 
 
 class Order(typing.NamedTuple):
@@ -351,18 +355,4 @@ def wake(session: typing.Any, repositories: typing.Any,
     # have taken one meanwhile.
     deleted = repositories.retry_tasks.delete_as_read(session, rows)
     repositories.steps.mark_dispatched(session, deleted, now)
-    woken = []
-    for row in rows:
-        if (row.order_id, row.retry_task) in deleted:
-            try:
-                # Cast to its type's topic (``rpcapi.Topics``).
-                woken.append(rpcapi.parse_retry(
-                    row.retry_task, row.retry_args, row.retry_kwargs
-                )._replace(order_type=row.order_type))
-            except rpcapi.InvalidRetry:
-                # Written by a claim (``park``), it is always valid; one
-                # that is not would be parked by the retry daemon, and
-                # is now gone: its step is dispatched, and the recovery
-                # casts it again after its deadline.
-                continue
-    return woken
+    return rpcapi.woken_steps(rows, deleted)

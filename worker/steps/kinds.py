@@ -19,6 +19,7 @@ from worker.db import models
 from worker.db import repositories
 from worker.steps import delivery
 from worker.steps import flow
+from worker.steps import pauses
 from worker.steps import runs
 from worker.steps import workflow
 
@@ -42,6 +43,8 @@ class Kinds:
             conf, database, sender, clock, observe_delivery)
         #: The resource keys of workflow steps (a delivery needs none).
         self.limits = flow.Limits(conf)
+        #: The pauses that may hold workflow steps (a delivery runs).
+        self.holds = pauses.Holds(conf, database.repositories)
 
     def of(self, step: str) -> runs.StepKind:
         """The kind of ``step``."""

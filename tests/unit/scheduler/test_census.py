@@ -41,6 +41,11 @@ def _populated():
                                   {'notify:1'}, NOW)
         repositories.notifications.url_failed(session, url.id, NOW, 'x',
                                               True)
+        # Two pauses a day old, one new.
+        repositories.pauses.add_many(session, 'resource', ['ca:x', 'ca:y'],
+                                     None, _at(-86401))
+        repositories.pauses.add_many(session, 'order_type', ['certificate'],
+                                     'CA down', _at(-10))
     with database.session() as session, session.begin():
         [row] = repositories.retry_tasks.due(session, NOW, 10)
         assert row.id == task
@@ -50,14 +55,18 @@ def _populated():
 
 def test_the_census_counts_live_processes_unfinished_orders_parked_rows():
     conf = config.make_conf(service_down_time=60)
-    counted = census.take(_populated(), liveness.Cutoffs.at(NOW, conf))
+    counted = census.take(_populated(), liveness.Cutoffs.at(NOW, conf),
+                          conf)
 
     assert counted == census.Census(
         services_alive={models.SCHEDULER: 0, models.WORKER: 2},
         unfinished_orders={models.PENDING: 2, models.CANCELLING: 0},
         parked_rows=1,
         deliveries_waiting={census.SENDING: 1, census.PAUSED: 0},
-        unavailable_urls=1)
+        unavailable_urls=1,
+        paused={'order_type': 1, 'topic': 0, 'resource': 2, 'order': 0,
+                'schedule': 0},
+        pauses_too_old=2)
 
     exported = metrics.SchedulerMetrics()
     exported.record_census(counted)
@@ -71,3 +80,5 @@ def test_the_census_counts_live_processes_unfinished_orders_parked_rows():
     assert sample('barbican_retry_notification_deliveries_waiting',
                   {'state': 'sending'}) == 1
     assert sample('barbican_retry_notification_urls_unavailable') == 1
+    assert sample('barbican_retry_paused', {'target': 'resource'}) == 2
+    assert sample('barbican_retry_pauses_too_old') == 2

@@ -10,6 +10,7 @@ import pytest
 from scheduler import ticks
 from tests import config
 from tests import fakes
+from worker import api
 from worker import rpcapi
 from worker import schedule_api
 
@@ -223,3 +224,23 @@ def test_a_move_that_lost_a_race_is_not_a_failure(
     assert (result.failed, len(_orders(database))) == (0, 1)
     assert _daemon(database, conf, client).run_once(_at(2.5)).created == 1
     assert len(_orders(database)) == 1
+
+
+def test_a_paused_schedule_ticks_no_order_until_unpaused(database, conf,
+                                                         client):
+    paused = _create(database, conf, client)
+    other = _create(database, conf, client)
+    orders = api.OrderAPI(database, conf, now=lambda: NOW)
+    orders.pause('schedule', paused.id, reason='maintenance')
+    daemon = _daemon(database, conf, client)
+
+    result = daemon.run_once(_at(2.1))
+
+    assert (result.created, result.skipped) == (1, 1)
+    assert [order.schedule_id for order in _orders(database)] == [other.id]
+    # Moved past its tick, not made up for once unpaused.
+    shown = _api(database, conf, client).get(paused.id, project_id='p')
+    assert (shown.next_tick_at, shown.last_order_id) == (_at(4), None)
+    orders.unpause('schedule', paused.id)
+    assert daemon.run_once(_at(4.1)).created == 2
+    assert paused.id in {order.schedule_id for order in _orders(database)}

@@ -27,7 +27,7 @@ behaviour on every backend.
 
 One module per aggregate (``locks``, ``orders``, ``steps``,
 ``retry_tasks``, ``history``, ``services``, ``notifications``, ``purge``,
-``resources``, ``schedules``, ``signals``),
+``resources``, ``schedules``, ``signals``, ``pauses``),
 as in ``worker.db``; ``base`` holds the store, its sessions and the
 records, ``recovery`` the retry daemon's reads of the steps.
 """
@@ -37,6 +37,7 @@ from worker.db.memory import history
 from worker.db.memory import locks
 from worker.db.memory import notifications
 from worker.db.memory import orders
+from worker.db.memory import pauses
 from worker.db.memory import purge
 from worker.db.memory import quotas
 from worker.db.memory import resources
@@ -69,7 +70,8 @@ class InMemoryDatabase:
             resources=resources.InMemoryResources(store),
             schedules=schedules.InMemorySchedules(store),
             quotas=quotas.InMemoryQuotas(store),
-            signals=signals.InMemorySignals(store))
+            signals=signals.InMemorySignals(store),
+            pauses=pauses.InMemoryPauses(store))
 
     def session(self) -> base.InMemorySession:
         """Return a new read-write session."""

@@ -66,7 +66,7 @@ def replace(record: _Row, **changes: Any) -> _Row:
 
 _TABLES = ('orders', 'steps', 'tasks', 'locks', 'services', 'urls',
            'events', 'runs', 'slots', 'starts', 'schedules', 'quotas',
-           'signals')
+           'signals', 'pauses')
 
 
 class Store:
@@ -100,6 +100,9 @@ class Store:
         #: ``{id: SignalRecord}``.
         self.signals: dict[int, rows.OrderSignal] = {}
         self.signal_ids = itertools.count(1)
+        #: ``{id: worker.db.pauses.Pause}``.
+        self.pauses: dict[int, Any] = {}
+        self.pause_ids = itertools.count(1)
         self.holder: int | None = None
         self._lock = threading.Lock()
 

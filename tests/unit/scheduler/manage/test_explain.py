@@ -16,6 +16,7 @@ import pytest
 from scheduler.manage import explain
 from tests import config
 from worker.db import models
+from worker.db import pauses
 
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0)
 ORDER_ID = 'o-1'
@@ -96,6 +97,15 @@ class _Services:
                 kind in (None, row.kind)}
 
 
+class _Pauses:
+    def __init__(self, db):
+        self._db = db
+
+    def matching(self, session, order_ids):
+        return [pause for pause in self._db.pauses
+                if pause.target != 'order' or pause.name in order_ids]
+
+
 class _Session:
     def begin(self):
         return contextlib.nullcontext()
@@ -109,11 +119,13 @@ class FakeDatabase:
         self.steps = {}
         self.retries = []
         self.services = {}
+        self.pauses = []
         self.repositories = type('Repositories', (), {})()
         self.repositories.orders = _Orders(self)
         self.repositories.steps = _Steps(self)
         self.repositories.retry_tasks = _RetryTasks(self)
         self.repositories.services = _Services(self)
+        self.repositories.pauses = _Pauses(self)
 
     @contextlib.contextmanager
     def reader(self):
@@ -217,6 +229,27 @@ def test_a_step_waiting_for_a_resource_slot_names_its_key(db, conf):
     sentence = _explain(db, conf).sentence
     assert 'waits for a free slot of resource ca:letsencrypt' in sentence
     assert _text(_at(30)) in sentence
+
+
+def test_a_step_held_by_a_pause_names_it_and_the_order_is_paused(db, conf):
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING))
+    db.pauses.append(pauses.Pause(4, 'order_type', 'fanout', 'CA down',
+                                  None, _at(-60)))
+    db.retries.append(RetryRow(7, ORDER_ID, 'check_caa', _at(60),
+                               waiting_for=pauses.waiting_key(4)))
+    sentence = _explain(db, conf).sentence
+    assert sentence.startswith('paused (order_type fanout since %s: CA '
+                               'down)' % _text(_at(-60)))
+    assert 'check_caa is held by the pause of order_type fanout' in sentence
+    assert 'checked again at %s' % _text(_at(60)) in sentence
+
+
+def test_a_pause_of_another_order_or_type_does_not_hold_it(db, conf):
+    _fanout(db, check_caa=StepRow(models.STEP_PENDING))
+    db.pauses.extend([
+        pauses.Pause(4, 'order_type', 'certificate', None, None, NOW),
+        pauses.Pause(5, 'order', 'another-order', None, None, NOW)])
+    assert 'paused' not in _explain(db, conf).sentence
 
 
 def test_a_poll_waiting_for_its_retry_says_polling(db, conf):

@@ -20,7 +20,8 @@ STABLE = [
     'Timeout', 'PENDING', 'ACTIVE', 'ERROR', 'CANCELLING', 'CANCELLED',
     'ORDER_STATUSES', 'FINAL_STATUSES', 'DEFAULT_PROJECT', 'MIN_PRIORITY',
     'MAX_PRIORITY', 'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
-    'Signal', 'OrderNotSignallable', 'BulkResult']
+    'Signal', 'OrderNotSignallable', 'BulkResult', 'Pause',
+    'PAUSE_TARGETS']
 
 # Outside ``__all__``, used by the operator commands, the demo, the
 # tests and doc/api.md's "Bounds".
