@@ -236,7 +236,7 @@ def test_a_paused_schedule_ticks_no_order_until_unpaused(database, conf,
 
     result = daemon.run_once(_at(2.1))
 
-    assert (result.created, result.skipped) == (1, 1)
+    assert (result.created, result.passed_over) == (1, 1)
     assert [order.schedule_id for order in _orders(database)] == [other.id]
     # Moved past its tick, not made up for once unpaused.
     shown = _api(database, conf, client).get(paused.id, project_id='p')
