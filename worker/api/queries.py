@@ -60,8 +60,8 @@ class OrderQueries:
         steps = repositories.steps.for_order(session, row.id)
         retries = repositories.retry_tasks.list_tasks(session,
                                                       order_id=row.id)
-        return values.order_of(row, values.step_states(row.type, steps,
-                                                       retries))
+        return values.order_of(row, values.step_states(
+            row.type, steps, retries, row.workflow_version))
 
     def find(self, order_id, *, project_id=None, all_projects=False):
         """``get`` by an order id or a prefix of one, as git finds a

@@ -89,7 +89,8 @@ def create(session: orm.Session, workflow: order_types.Workflow,
         id=str(uuid.uuid4()), type=workflow.type_name,
         status=models.PENDING, meta=dict(meta or {}),
         priority=models.check_priority(priority), created_at=now,
-        updated_at=now, not_before=not_before, **dataclasses.asdict(origin))
+        updated_at=now, not_before=not_before,
+        workflow_version=workflow.version, **dataclasses.asdict(origin))
     session.add(order)
     session.flush()
     steps.create(session, order.id, workflow.names, set(workflow.roots()),
@@ -268,6 +269,19 @@ def count_unfinished_by_type(session: orm.Session) -> dict[str, int]:
              .where(models.Order.status.not_in(models.TERMINAL_STATUSES))
              .group_by(models.Order.type))
     return {name: count for name, count in session.execute(query)}
+
+
+def count_unfinished_by_version(session: orm.Session
+                                ) -> dict[tuple[str, str | None], int]:
+    """Return ``{(type, workflow_version): count}`` of the orders not in a
+    terminal status (a version None: created before versions were
+    recorded)."""
+    query = (sa.select(models.Order.type, models.Order.workflow_version,
+                       sa.func.count())
+             .where(models.Order.status.not_in(models.TERMINAL_STATUSES))
+             .group_by(models.Order.type, models.Order.workflow_version))
+    return {(name, version): count
+            for name, version, count in session.execute(query)}
 
 
 def lock_live(session: orm.Session, order_id: str, now: Moment) -> bool:

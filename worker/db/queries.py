@@ -55,6 +55,11 @@ class OrderQueries(typing.Protocol):
     def count_unfinished_by_type(self, session: Any) -> dict[str, int]:
         """``{type: count}`` of the orders not in a terminal status."""
 
+    def count_unfinished_by_version(
+            self, session: Any) -> dict[tuple[str, str | None], int]:
+        """``{(type, workflow_version): count}`` of the orders not in a
+        terminal status."""
+
     def resume(self, session: Any, order_id: str, now: Moment) -> bool:
         """Move an ERROR order back to PENDING, its reason cleared."""
 

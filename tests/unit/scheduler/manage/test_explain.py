@@ -31,6 +31,7 @@ class Order:
     status: str = models.PENDING
     error_reason: str | None = None
     not_before: datetime.datetime | None = None
+    workflow_version: str | None = None
 
 
 @dataclasses.dataclass
