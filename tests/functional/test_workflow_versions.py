@@ -69,6 +69,8 @@ def test_a_type_changed_with_orders_in_flight(deployment, database):
     workers.wait_for_log('Leaving the orders of type changing created '
                          'with workflow version')
     version = workflows.order(database, newer[0]).workflow_version
+    assert cluster.manage_json('order', 'show', newer[0])[
+        'workflow_version'] == version
     explained = cluster.manage_json('order', 'explain', newer[0])
     assert explained['workflow_version'] == version
     assert 'no worker of this release runs it' in explained['why'], \
