@@ -117,11 +117,11 @@ class Checks(upgradecheck.UpgradeCommands):
                 session))
         if installed is None:
             return counts
-        # A type not installed is the order types' check's failure; an
-        # order without a version runs on the graph its rows are.
+        # A type not installed is the order types' check's failure.
         gone = {key: count for key, count in counts.items()
                 if key[0] in installed and key[1] is not None and
                 key[1] not in installed[key[0]].versions}
+        gone.update(self._graphs_gone_without_version(installed))
         if gone:
             return Result(Code.WARNING, 'unfinished orders of graphs their '
                           'installed type no longer declares: %s; no '
@@ -135,6 +135,25 @@ class Checks(upgradecheck.UpgradeCommands):
                       'declared: %s' % ', '.join(
                           '%s %s' % (name, '/'.join(workflow.versions))
                           for name, workflow in sorted(installed.items())))
+
+    def _graphs_gone_without_version(self, installed):
+        """``{(type, 'of steps A, B'): count}`` of the unfinished orders
+        without a version whose rows are no graph their installed type
+        declares (their graph is their rows: ``Workflow.of_order``)."""
+        database = self._db()
+        with database.session() as session:
+            graphs = database.queries.orders.\
+                unfinished_graphs_without_version(session)
+        gone = {}
+        for (name, steps), count in graphs.items():
+            if name not in installed:
+                continue
+            try:
+                installed[name].of_order(None, steps)
+            except order_types.UnknownWorkflowVersion:
+                key = (name, 'of steps %s' % ', '.join(sorted(steps)))
+                gone[key] = count
+        return gone
 
     def _check_retry_daemons(self):
         return self._check_live(models.SCHEDULER, 'barbican-retry')

@@ -284,6 +284,28 @@ def count_unfinished_by_version(session: orm.Session
             for name, version, count in session.execute(query)}
 
 
+def unfinished_graphs_without_version(
+        session: orm.Session) -> dict[tuple[str, frozenset[str]], int]:
+    """Return ``{(type, step names): count}`` of the orders not in a
+    terminal status created before versions were recorded (migration
+    0017): their graph is their rows. Read by the upgrade check, one row
+    per step of those orders."""
+    query = (sa.select(models.Order.type, models.OrderStep.order_id,
+                       models.OrderStep.name)
+             .join(models.OrderStep,
+                   models.OrderStep.order_id == models.Order.id)
+             .where(models.Order.workflow_version.is_(None),
+                    models.Order.status.not_in(models.TERMINAL_STATUSES)))
+    names: dict[tuple[str, str], set[str]] = {}
+    for type_name, order_id, name in session.execute(query):
+        names.setdefault((type_name, order_id), set()).add(name)
+    counts: dict[tuple[str, frozenset[str]], int] = {}
+    for (type_name, _), found in names.items():
+        key = (type_name, frozenset(found))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def lock_live(session: orm.Session, order_id: str, now: Moment) -> bool:
     """Lock a PENDING or CANCELLING order for this transaction.
 

@@ -60,6 +60,11 @@ class OrderQueries(typing.Protocol):
         """``{(type, workflow_version): count}`` of the orders not in a
         terminal status."""
 
+    def unfinished_graphs_without_version(
+            self, session: Any) -> dict[tuple[str, frozenset[str]], int]:
+        """``{(type, step names): count}`` of the unfinished orders
+        without a workflow version."""
+
     def resume(self, session: Any, order_id: str, now: Moment) -> bool:
         """Move an ERROR order back to PENDING, its reason cleared."""
 
