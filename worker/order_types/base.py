@@ -158,7 +158,8 @@ class Workflow:
     #: ``workflow_version`` of its steps: what a new order records.
     version: str = ''
     #: The graphs the type declared before, as workflows of their own
-    #: (their ``previous`` empty), newest first.
+    #: (their ``previous`` empty, the rest as the current one's), in the
+    #: order of ``previous_workflows``.
     previous: tuple['Workflow', ...] = ()
 
     def __hash__(self) -> int:
@@ -266,7 +267,9 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
 
     :raises InvalidOrderType: no steps, a bad or repeated name, an unknown
         predecessor, a cycle, a step with no method to run it, or a
-        ``meta_schema`` that is not a valid JSON Schema.
+        ``meta_schema`` that is not a valid JSON Schema; or a previous
+        graph (``previous_workflows``) with one of these, or the same as
+        the current one or another.
     """
     def refuse(problem: str) -> typing.NoReturn:
         raise InvalidOrderType('order type %s: %s' % (type_name, problem))
