@@ -304,8 +304,8 @@ GROWN_VARIABLE = 'BARBICAN_RETRY_TEST_GROWN'
 class Growing(types_base.OrderType):
     """An order type that gains a step in a new release: ``first``, then
     ``second``; where ``BARBICAN_RETRY_TEST_GROWN`` is set, ``third``
-    after ``first`` too. The orders created before meet the new type in
-    flight.
+    after ``first`` too, the graph before kept for the orders created
+    with it.
 
     ``first`` waits (at most 60 s) until the file its order's ``"gate"``
     names exists, so that a test ends many runs at one moment and their
@@ -318,15 +318,20 @@ class Growing(types_base.OrderType):
     steps = (types_base.Step('first'),
              types_base.Step('second', after=('first',)))
     if os.environ.get(GROWN_VARIABLE):
+        # The orders created before finish on the graph they began with.
+        previous_workflows = (types_base.PreviousWorkflow(steps),)
         steps += (types_base.Step('third', after=('first',)),)
 
     def first(self, order):
-        """Done once the gate is open."""
+        """Done once the gate is open; its output cannot be written (not
+        JSON) if its order's ``"unwritable"`` says so."""
         gate = order.meta.get('gate')
         until = time.monotonic() + 60
         while gate and not os.path.exists(gate) and \
                 time.monotonic() < until:
             time.sleep(0.02)
+        if order.meta.get('unwritable'):
+            return results.Completed({'unwritable': object()})
         return results.Completed()
 
     def second(self, order):
@@ -337,3 +342,56 @@ class Growing(types_base.OrderType):
         """Done, after ``hold_seconds``."""
         time.sleep(float(order.meta.get('hold_seconds', 0)))
         return results.Completed()
+
+
+#: Set in a process's environment: the ``changing`` order type is its new
+#: release there (``Changing``).
+CHANGED_VARIABLE = 'BARBICAN_RETRY_TEST_CHANGED'
+
+#: ``Changing``'s graph before: ``fetch`` becomes ``collect``, ``dropped``
+#: goes and ``added`` comes in the new one.
+CHANGING_BEFORE = (types_base.Step('prepare'),
+                   types_base.Step('dropped', after=('prepare',)),
+                   types_base.Step('fetch', after=('prepare',)))
+CHANGING_AFTER = (types_base.Step('prepare'),
+                  types_base.Step('collect', after=('prepare',)),
+                  types_base.Step('added', after=('prepare',)))
+
+
+class Changing(types_base.OrderType):
+    """An order type whose new release (``BARBICAN_RETRY_TEST_CHANGED``
+    set) renames a step (``fetch`` to ``collect``), removes one
+    (``dropped``) and adds one (``added``), keeping its graph before for
+    the orders created with it. Each step takes its order's
+    ``"hold_seconds"`` (0.2 by default), and records its output under its
+    own name, so that a test reads which graph an order ran.
+    """
+
+    steps = CHANGING_BEFORE
+    if os.environ.get(CHANGED_VARIABLE):
+        steps = CHANGING_AFTER
+        previous_workflows = (types_base.PreviousWorkflow(CHANGING_BEFORE),)
+
+    @staticmethod
+    def _step(order, name):
+        time.sleep(float(order.meta.get('hold_seconds', 0.2)))
+        return results.Completed({'ran_' + name: True})
+
+    def prepare(self, order):
+        """Done after the hold."""
+        return self._step(order, 'prepare')
+
+    def collect(self, order):
+        """Done after the hold; ``fetch`` of the graph before."""
+        return self._step(order, order.step)
+
+    fetch = collect
+
+    def dropped(self, order):
+        """Done after the hold; kept for the orders of the graph before.
+        """
+        return self._step(order, 'dropped')
+
+    def added(self, order):
+        """Done after the hold."""
+        return self._step(order, 'added')

@@ -18,14 +18,14 @@ Additive only. Not in ``worker.db.models``: an expression index of one
 backend, which autogenerate does not compare.
 
 Revision ID: 0018
-Revises: 0016
+Revises: 0017
 Create Date: 2026-11-28
 """
 
 from alembic import op
 
 revision = '0018'
-down_revision = '0016'
+down_revision = '0017'
 branch_labels = None
 depends_on = None
 

@@ -21,6 +21,10 @@ class Why:
 
     status: str
     sentence: str
+    #: The version of its type's graph it runs on (``None``: created
+    #: before versions were recorded, and not found among the declared
+    #: graphs here).
+    version: str | None = None
 
 
 def explain_order(database, conf, order_id, now):
@@ -43,12 +47,27 @@ def explain_order(database, conf, order_id, now):
             session, cutoffs.alive_since, kind=models.SCHEDULER)
         found = repositories.pauses.matching(session, [order_id])
     if order.status in models.TERMINAL_STATUSES:
-        return Why(order.status, _terminal(order))
+        return Why(order.status, _terminal(order), order.workflow_version)
     try:
-        workflow = order_types.get(order.type)
+        workflow = order_types.get(order.type).of_order(
+            order.workflow_version, steps)
     except order_types.UnknownOrderType as exc:
         return Why(order.status, 'cannot explain it here: %s (install '
-                   'the type on this host)' % exc)
+                   'the type on this host)' % exc, order.workflow_version)
+    except order_types.UnknownWorkflowVersion as exc:
+        return Why(order.status, 'no worker of this release runs it: %s; '
+                   'a worker whose type declares its graph does (a newer '
+                   'release, or one that keeps it in previous_workflows)'
+                   % exc, order.workflow_version)
+    why = _pending(order, workflow, steps, retries, found, live, daemons,
+                   cutoffs, conf)
+    return dataclasses.replace(why, version=workflow.version)
+
+
+def _pending(order, workflow, steps, retries, found, live, daemons, cutoffs,
+             conf):
+    """The ``Why`` of a live ``order`` that runs on ``workflow``;
+    ``found``: the pauses that may hold it."""
     steps = dict(values.in_declared_order(workflow, steps))
     # A type's own topic is named: a cast that no worker takes up may be
     # one that no barbican-worker --topic serves.

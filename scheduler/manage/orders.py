@@ -19,7 +19,7 @@ LOG = logging.getLogger(__name__)
 ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'error_reason', 'meta', 'idempotency_key', 'request_id',
                  'global_request_id', 'schedule_id', 'created_at',
-                 'updated_at', 'not_before')
+                 'updated_at', 'not_before', 'workflow_version')
 
 #: The columns of ``order history``: those of ``api.StepRun`` an operator
 #: reads.
@@ -200,7 +200,8 @@ class ExplainOrder(_OneOrder, base.ShowOne):
                                          all_projects=True)
         why = explain.explain_order(self.app.database, self.app.conf,
                                     order.id, self.app.now())
-        return ('id', 'status', 'why'), (order.id, why.status, why.sentence)
+        return (('id', 'status', 'why', 'workflow_version'),
+                (order.id, why.status, why.sentence, why.version))
 
 
 class ListOrderTypes(base.Lister):

@@ -3,8 +3,10 @@
 Checks what an operator looks at before and after an upgrade: the schema
 is at the latest revision, the OrderRetryTask lock is not stale, every
 unfinished order's type is installed here, at least one retry daemon and
-one worker are alive, and every topic that steps are cast to (``[worker]
-topic`` and each order type's own) has a live worker serving it.
+one worker are alive, every topic that steps are cast to (``[worker]
+topic`` and each order type's own) has a live worker serving it, and every
+unfinished order's graph (its ``workflow_version``) is declared by its
+installed type.
 """
 
 from oslo_upgradecheck import upgradecheck
@@ -82,15 +84,22 @@ class Checks(upgradecheck.UpgradeCommands):
                           % (len(live), ', '.join(live)))
         return Result(Code.FAILURE, 'no live %s process' % command_name)
 
-    def _check_order_types(self):
+    def _unfinished(self, count):
+        """``(installed types, count(queries.orders, session))`` of the
+        unfinished orders, or a failure if a type cannot be loaded."""
         try:
             installed = order_types.installed()
         except order_types.base.InvalidOrderType as exc:
-            return Result(Code.FAILURE, str(exc))
+            return None, Result(Code.FAILURE, str(exc))
         database = self._db()
         with database.session() as session:
-            counts = database.queries.orders.count_unfinished_by_type(
-                session)
+            return installed, count(database.queries.orders, session)
+
+    def _check_order_types(self):
+        installed, counts = self._unfinished(
+            lambda orders, session: orders.count_unfinished_by_type(session))
+        if installed is None:
+            return counts
         missing = {name: count for name, count in counts.items()
                    if name not in installed}
         if missing:
@@ -101,6 +110,50 @@ class Checks(upgradecheck.UpgradeCommands):
                               for item in sorted(missing.items())))
         return Result(Code.SUCCESS, 'installed: %s'
                       % ', '.join(sorted(installed)))
+
+    def _check_workflow_versions(self):
+        installed, counts = self._unfinished(
+            lambda orders, session: orders.count_unfinished_by_version(
+                session))
+        if installed is None:
+            return counts
+        # A type not installed is the order types' check's failure.
+        gone = {key: count for key, count in counts.items()
+                if key[0] in installed and key[1] is not None and
+                key[1] not in installed[key[0]].versions}
+        gone.update(self._graphs_gone_without_version(installed))
+        if gone:
+            return Result(Code.WARNING, 'unfinished orders of graphs their '
+                          'installed type no longer declares: %s; no '
+                          'worker of this release runs them: declare those '
+                          'graphs in the type\'s previous_workflows until '
+                          'the orders end' % ', '.join(
+                              '%s version %s (%d)' % (name, version, count)
+                              for (name, version), count in
+                              sorted(gone.items())))
+        return Result(Code.SUCCESS, 'every unfinished order\'s graph is '
+                      'declared: %s' % ', '.join(
+                          '%s %s' % (name, '/'.join(workflow.versions))
+                          for name, workflow in sorted(installed.items())))
+
+    def _graphs_gone_without_version(self, installed):
+        """``{(type, 'of steps A, B'): count}`` of the unfinished orders
+        without a version whose rows are no graph their installed type
+        declares (their graph is their rows: ``Workflow.of_order``)."""
+        database = self._db()
+        with database.session() as session:
+            graphs = database.queries.orders.\
+                unfinished_graphs_without_version(session)
+        gone = {}
+        for (name, steps), count in graphs.items():
+            if name not in installed:
+                continue
+            try:
+                installed[name].of_order(None, steps)
+            except order_types.UnknownWorkflowVersion:
+                key = (name, 'of steps %s' % ', '.join(sorted(steps)))
+                gone[key] = count
+        return gone
 
     def _check_retry_daemons(self):
         return self._check_live(models.SCHEDULER, 'barbican-retry')
@@ -136,4 +189,5 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Retry daemons', _check_retry_daemons),
         ('Workers', _check_workers),
         ('Worker topics', _check_topics),
+        ('Workflow versions', _check_workflow_versions),
     )

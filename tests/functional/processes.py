@@ -46,7 +46,8 @@ def plugin_environment(directory, plugin_log):
                      'recording_limited = tests.plugin:RecordingLimited\n'
                      'remote_call = tests.plugin:RemoteCall\n'
                      'single_step = tests.plugin:SingleStep\n'
-                     'sleeping = tests.plugin:SleepingOrder\n')
+                     'sleeping = tests.plugin:SleepingOrder\n'
+                     'changing = tests.plugin:Changing\n')
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(
         [str(directory), REPO_ROOT] +

@@ -1,9 +1,11 @@
 """A result that cannot be applied, on every database: a real worker
-process meets orders in flight of an order type that gained a step; their
+process gets step outputs that cannot be written (not JSON); their
 results fail their own orders, and the other orders of the same batches
-complete (``worker.steps.apply``). What a database server that goes away
-raises is an outage (``worker.steps.transactions.is_outage``): the results
-are kept, none is failed.
+complete (``worker.steps.apply``). (An order type that gains a step with
+orders in flight no longer makes one: ``test_workflow_versions.py``.)
+What a database server that goes away raises is an outage
+(``worker.steps.transactions.is_outage``): the results are kept, none is
+failed.
 """
 
 import datetime
@@ -16,7 +18,6 @@ import pytest
 
 from tests.functional import processes
 from tests.functional import workflows
-from tests import plugin as test_plugin
 from tests import singular
 from worker.db import models
 from worker.db import session as db_session
@@ -24,42 +25,45 @@ from worker import order_types
 from worker.steps import transactions
 
 TYPE = 'growing'
-GROWN = {test_plugin.GROWN_VARIABLE: '1'}
 COUNT = 8
 
 
-def _create(cluster, gate, env):
-    """``COUNT`` orders of ``growing`` as the release of ``env`` knows it,
-    their first step held until ``gate`` exists."""
+def _create(cluster, gate, unwritable=False):
+    """``COUNT`` orders of ``growing``, their first step held until
+    ``gate`` exists; with ``unwritable``, its output cannot be written."""
+    meta = {'gate': gate}
+    if unwritable:
+        meta['unwritable'] = True
     created = processes.manage(
         cluster.config, 'order', 'create', '--type', TYPE, '--count',
-        str(COUNT), '--meta', json.dumps({'gate': gate}), '-f', 'json',
-        env=env)
+        str(COUNT), '--meta', json.dumps(meta), '-f', 'json',
+        env=cluster.env)
     return [order['id'] for order in json.loads(created.stdout)]
 
 
-def test_orders_in_flight_when_their_type_gains_a_step_fail_alone(
+def test_results_that_cannot_be_written_fail_their_orders_alone(
         deployment, database, tmp_path):
     cluster = deployment(workflows.options())
     gate = os.path.join(str(tmp_path), 'gate')
-    # The new release runs; the orders of the old one are in flight.
-    workers = cluster.start('barbican-worker', 'worker', env=GROWN)
-    cluster.start('barbican-retry', 'retry', env=GROWN)
+    workers = cluster.start('barbican-worker', 'worker')
+    cluster.start('barbican-retry', 'retry')
     workers.wait_for_log('serving topic')
-    old = _create(cluster, gate, cluster.env)
-    new = _create(cluster, gate, dict(cluster.env, **GROWN))
-    for order_id in old + new:
+    bad = _create(cluster, gate, unwritable=True)
+    good = _create(cluster, gate)
+    for order_id in bad + good:
         workflows.wait_running(database, order_id, 'first', timeout=60)
 
     # Every first step ends at once: their results share batches.
     open(gate, 'w').close()
 
-    workflows.wait_status(database, new, models.ACTIVE, 60)
-    workflows.wait_status(database, old, models.ERROR, 60)
-    for order_id in old:
+    workflows.wait_status(database, good, models.ACTIVE, 60)
+    workflows.wait_status(database, bad, models.ERROR, 60)
+    for order_id in bad:
         order = workflows.order(database, order_id)
-        assert "step first failed: its result could not be applied " \
-            "(KeyError: 'third')" in order.error_reason, order.error_reason
+        assert order.error_reason.startswith(
+            'step first failed: its result could not be applied ('), \
+            order.error_reason
+        assert 'is not JSON serializable' in order.error_reason
         assert workflows.step_rows(database, order_id)['first'].status == \
             models.STEP_FAILED
     # Failed visibly, once each, by a worker that goes on.

@@ -277,12 +277,12 @@ def test_order_types_are_listed_and_an_unknown_one_is_refused(deployment):
                                'nosuchtype', check=False, env=cluster.env)
     assert refused.returncode != 0
     assert "unknown order type 'nosuchtype'; installed: certificate, " \
-        "fanout, growing, recording_fanout, recording_limited, remote_call, " \
-        "single_step, sleeping" in refused.stderr
+        "changing, fanout, growing, recording_fanout, recording_limited, " \
+        "remote_call, single_step, sleeping" in refused.stderr
 
     listed = {entry['name']: entry for entry in cluster.manage_json(
         'order', 'type', 'list')}
-    assert set(listed) == {'certificate', 'fanout', 'growing',
+    assert set(listed) == {'certificate', 'changing', 'fanout', 'growing',
                            'recording_fanout',
                            'recording_limited', 'remote_call',
                            'single_step', 'sleeping'}

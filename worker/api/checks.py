@@ -142,6 +142,18 @@ def workflow(order_type):
         raise errors.UnknownOrderType(str(exc)) from None
 
 
+def order_workflow(order):
+    """The installed workflow ``order`` (an ``Order``, its steps read)
+    was created with: the one graph to apply to it.
+
+    :raises UnknownOrderType: its type is not installed.
+    :raises order_types.UnknownWorkflowVersion: its type does not declare
+        its graph.
+    """
+    return workflow(order.type).of_order(
+        order.workflow_version, [step.name for step in order.steps])
+
+
 def check_meta(workflow, meta, conf):
     """Check ``meta``'s bounds (``[api_limits]``), then its type's
     ``meta_schema``: the schema is never run on what is too deep."""

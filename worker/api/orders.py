@@ -28,6 +28,7 @@ from worker import conf as worker_conf
 from worker import context as context_module
 from worker.db import session as db_session
 from worker.notifications import bus
+from worker import order_types
 from worker import rpc
 from worker import rpcapi
 from worker import tracing
@@ -131,8 +132,8 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         if order.status == values.PENDING:
             request, now = context_module.of_order(order), self.now()
             cancelled = commands.cancel(
-                self._database, checks.workflow(order.type), order.id,
-                reason, now, request=request)
+                self._database, _compensating(order), order.id, reason,
+                now, request=request)
             if cancelled is not None:
                 self._outbox.cast(cancelled.to_cast, request)
                 if cancelled.compensation is None:
@@ -183,10 +184,13 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
                 % (order.id, order.status))
         request, now = context_module.of_order(order), self.now()
         try:
+            # Its own graph: every step of it has a row, and none of a
+            # graph it was not created with is started.
             resumed = commands.resume(self._database,
-                                      checks.workflow(order.type), order.id,
+                                      checks.order_workflow(order), order.id,
                                       now, request=request)
-        except commands.NothingToResume as exc:
+        except (commands.NothingToResume,
+                order_types.UnknownWorkflowVersion) as exc:
             raise errors.OrderNotResumable(str(exc)) from None
         if resumed is None:
             LOG.info('Order %s was resumed by another request first',
@@ -299,6 +303,17 @@ def connect(conf):
     transport = rpc.get_transport(conf)
     return (database, rpcapi.WorkerAPI.from_conf(conf, transport),
             transport)
+
+
+def _compensating(order):
+    """The workflow whose compensation a cancel of ``order`` adds: its
+    own graph's; its type's current one if this process does not declare
+    its graph, since a cancel is never refused for it (the compensation
+    then waits for a worker that declares the graph)."""
+    try:
+        return checks.order_workflow(order)
+    except order_types.UnknownWorkflowVersion:
+        return checks.workflow(order.type)
 
 
 def _who(context):

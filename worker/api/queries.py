@@ -66,8 +66,8 @@ class OrderQueries:
         steps = repositories.steps.for_order(session, row.id)
         retries = repositories.retry_tasks.list_tasks(session,
                                                       order_id=row.id)
-        order = values.order_of(row, values.step_states(row.type, steps,
-                                                        retries))
+        order = values.order_of(row, values.step_states(
+            row.type, steps, retries, row.workflow_version))
         paused_by = pausing.paused_by(
             self._conf, repositories.pauses.matching(session, [row.id]),
             row, [retry.waiting_for for retry in retries])

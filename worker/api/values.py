@@ -123,6 +123,11 @@ class Order:
     #: empty while none does, and in what ``list`` returns.
     paused_by: tuple['Pause', ...] = ()
 
+    #: The version of its type's graph it was created with, which it
+    #: runs on (``worker.order_types.base.workflow_version``); None for
+    #: an order created before versions were recorded.
+    workflow_version: str | None = None
+
 
 @dataclasses.dataclass(frozen=True)
 class Signal:
@@ -215,6 +220,21 @@ def retry_rows_by_step(tasks):
     return rows
 
 
+def order_workflow(order_type, version, steps):
+    """The workflow an order of ``order_type`` created with ``version``
+    (its steps' names ``steps``) runs on, for display: its type's current
+    one if that does not declare it; None if the type is not installed.
+    """
+    try:
+        workflow = order_types.get(order_type)
+    except order_types.UnknownOrderType:
+        return None
+    try:
+        return workflow.of_order(version, steps)
+    except order_types.UnknownWorkflowVersion:
+        return workflow
+
+
 def in_declared_order(workflow, steps):
     """``[(name, step)]`` of ``steps`` (``{name: step}``) in the order the
     workflow declares them, the compensation last, unknown names after."""
@@ -248,7 +268,8 @@ def order_of(row, steps, with_meta=True):
         request_id=row.request_id, global_request_id=row.global_request_id,
         error_reason=row.error_reason, created_at=row.created_at,
         updated_at=row.updated_at, steps=tuple(steps),
-        not_before=row.not_before, schedule_id=row.schedule_id)
+        not_before=row.not_before, schedule_id=row.schedule_id,
+        workflow_version=row.workflow_version)
 
 
 def step_run_of(row):
@@ -279,12 +300,10 @@ def new_steps(workflow, deliveries, not_before):
             [(name, ()) for name in sorted(deliveries)]]
 
 
-def step_states(order_type, rows, retries):
-    """The ``StepState`` of each step of an order, in declared order."""
-    try:
-        workflow = order_types.get(order_type)
-    except order_types.UnknownOrderType:
-        workflow = None
+def step_states(order_type, rows, retries, version=None):
+    """The ``StepState`` of each step of an order, in the order its graph
+    (of ``version``) declares them."""
+    workflow = order_workflow(order_type, version, rows)
     by_step = retry_rows_by_step(retries)
     after = {}
     if workflow is not None:

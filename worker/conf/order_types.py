@@ -144,15 +144,24 @@ def _groups():
         result.append((cfg.OptGroup(
             type_group(name), title='Order type %s' % name,
             help='Options of the %s order type.' % name), _type_opts()))
-        declared = list(workflow.steps) + (
-            [workflow.compensation] if workflow.compensation else [])
-        for step in declared:
+        for step in _declared_steps(workflow):
             result.append((cfg.OptGroup(
                 step_group(name, step.name),
                 title='Step %s of order type %s' % (step.name, name),
                 help='Retry policy of step %s of the %s order type.'
                      % (step.name, name)), _policy_opts()))
     return result
+
+
+def _declared_steps(workflow):
+    """The steps of every graph ``workflow``'s type declares (its
+    previous ones' too: their orders run them), one of each name."""
+    found = {}
+    for graph in (workflow,) + workflow.previous:
+        for step in graph.steps + ((graph.compensation,)
+                                   if graph.compensation else ()):
+            found.setdefault(step.name, step)
+    return list(found.values())
 
 
 def register_opts(conf):

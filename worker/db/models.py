@@ -237,6 +237,14 @@ class Order(Base):
     trace_context: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(Timestamp)
+    #: The version of its type's graph it was created with
+    #: (``worker.order_types.base.workflow_version``): the one graph a
+    #: worker applies to it. NULL for the orders created before versions
+    #: were recorded (migration 0017): they run on the graph their type
+    #: declared at the upgrade, the declared graph whose steps are their
+    #: rows (``Workflow.of_order``).
+    workflow_version: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
 
 
 class OrderStep(Base):

@@ -90,7 +90,8 @@ def create(session: orm.Session, workflow: order_types.Workflow,
         id=str(uuid.uuid4()), type=workflow.type_name,
         status=models.PENDING, meta=dict(meta or {}),
         priority=models.check_priority(priority), created_at=now,
-        updated_at=now, not_before=not_before, **dataclasses.asdict(origin))
+        updated_at=now, not_before=not_before,
+        workflow_version=workflow.version, **dataclasses.asdict(origin))
     session.add(order)
     session.flush()
     steps.create(session, order.id, workflow.names, set(workflow.roots()),
@@ -336,6 +337,41 @@ def count_unfinished_by_type(session: orm.Session) -> dict[str, int]:
              .where(models.Order.status.not_in(models.TERMINAL_STATUSES))
              .group_by(models.Order.type))
     return {name: count for name, count in session.execute(query)}
+
+
+def count_unfinished_by_version(session: orm.Session
+                                ) -> dict[tuple[str, str | None], int]:
+    """Return ``{(type, workflow_version): count}`` of the orders not in a
+    terminal status (a version None: created before versions were
+    recorded)."""
+    query = (sa.select(models.Order.type, models.Order.workflow_version,
+                       sa.func.count())
+             .where(models.Order.status.not_in(models.TERMINAL_STATUSES))
+             .group_by(models.Order.type, models.Order.workflow_version))
+    return {(name, version): count
+            for name, version, count in session.execute(query)}
+
+
+def unfinished_graphs_without_version(
+        session: orm.Session) -> dict[tuple[str, frozenset[str]], int]:
+    """Return ``{(type, step names): count}`` of the orders not in a
+    terminal status created before versions were recorded (migration
+    0017): their graph is their rows. Read by the upgrade check, one row
+    per step of those orders."""
+    query = (sa.select(models.Order.type, models.OrderStep.order_id,
+                       models.OrderStep.name)
+             .join(models.OrderStep,
+                   models.OrderStep.order_id == models.Order.id)
+             .where(models.Order.workflow_version.is_(None),
+                    models.Order.status.not_in(models.TERMINAL_STATUSES)))
+    names: dict[tuple[str, str], set[str]] = {}
+    for type_name, order_id, name in session.execute(query):
+        names.setdefault((type_name, order_id), set()).add(name)
+    counts: dict[tuple[str, frozenset[str]], int] = {}
+    for (type_name, _), found in names.items():
+        key = (type_name, frozenset(found))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def lock_live(session: orm.Session, order_id: str, now: Moment) -> bool:

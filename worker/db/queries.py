@@ -83,6 +83,15 @@ class OrderQueries(typing.Protocol):
                     finished: bool = False, project_id: str | None = None,
                     limit: int = 10000) -> list[Moment]:
         """Creation (or completion) times since ``since``, newest first."""
+    def count_unfinished_by_version(
+            self, session: Any) -> dict[tuple[str, str | None], int]:
+        """``{(type, workflow_version): count}`` of the orders not in a
+        terminal status."""
+
+    def unfinished_graphs_without_version(
+            self, session: Any) -> dict[tuple[str, frozenset[str]], int]:
+        """``{(type, step names): count}`` of the unfinished orders
+        without a workflow version."""
 
     def resume(self, session: Any, order_id: str, now: Moment) -> bool:
         """Move an ERROR order back to PENDING, its reason cleared."""

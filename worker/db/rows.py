@@ -38,6 +38,7 @@ class Order(typing.Protocol):
     trace_context: JSON | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    workflow_version: str | None
 
 
 class ProjectQuota(typing.Protocol):

@@ -19,6 +19,10 @@ class UnknownOrderType(LookupError):
     """No order type of this name is installed."""
 
 
+#: An order's graph that its installed type does not declare.
+UnknownWorkflowVersion = base.UnknownWorkflowVersion
+
+
 @functools.lru_cache(maxsize=1)
 def installed():
     """Return ``{name: Workflow}`` of every installed order type.

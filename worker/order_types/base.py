@@ -31,6 +31,7 @@ import re
 import typing
 
 from worker.order_types import meta as meta_module
+from worker.order_types import versions
 from worker.plugins import base as results
 from worker import policy as policy_module
 
@@ -47,6 +48,13 @@ _TYPE_NAME = re.compile(r'^[a-z][a-z0-9_]{0,31}$')
 
 class InvalidOrderType(Exception):
     """An order type whose declaration cannot run; the message says why."""
+
+
+# Declared in ``versions``, named here for the types that declare them.
+PreviousWorkflow = versions.PreviousWorkflow
+SAME_COMPENSATION = versions.SAME_COMPENSATION
+UnknownWorkflowVersion = versions.UnknownWorkflowVersion
+workflow_version = versions.workflow_version
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +110,11 @@ class OrderType:
         metadata of a new order of this type must satisfy
         (``meta.validate_meta``), or None to accept any JSON object. It
         is checked at load: a schema that is not valid refuses the type.
+    :cvar previous_workflows: the graphs (``PreviousWorkflow``) the type
+        declared before, whose orders may still be open: each order runs
+        on the graph it was created with (``Order.workflow_version``), and
+        a worker leaves the orders of a graph it does not know to one
+        that does.
     """
 
     steps: typing.ClassVar[tuple[Step, ...]] = ()
@@ -112,6 +125,8 @@ class OrderType:
     option_group: typing.ClassVar[str | None] = None
     options: typing.ClassVar[tuple[typing.Any, ...]] = ()
     meta_schema: typing.ClassVar[dict[str, typing.Any] | None] = None
+    previous_workflows: typing.ClassVar[
+        tuple[versions.PreviousWorkflow, ...]] = ()
 
     @classmethod
     def build(cls, conf: typing.Any) -> 'OrderType':
@@ -150,6 +165,12 @@ class Workflow:
     # Out of the hash, which a dict cannot have; still compared.
     meta_schema: dict[str, typing.Any] | None = dataclasses.field(
         default=None, hash=False)
+    #: ``workflow_version`` of its steps: what a new order records.
+    version: str = ''
+    #: The graphs the type declared before, as workflows of their own
+    #: (their ``previous`` empty, the rest as the current one's), in the
+    #: order of ``previous_workflows``.
+    previous: tuple['Workflow', ...] = ()
 
     def __hash__(self) -> int:
         # By name: a type's name is unique in a process. The workers key
@@ -157,6 +178,34 @@ class Workflow:
         # claim, and the generated hash would hash every field of every
         # step each time. Equal workflows have equal names.
         return hash(self.type_name)
+
+    @property
+    def versions(self) -> tuple[str, ...]:
+        """Every version the type declares: its own, then its previous
+        graphs'."""
+        return (self.version,) + tuple(old.version for old in self.previous)
+
+    def of_version(self, version: str) -> 'Workflow':
+        """The workflow an order created with ``version`` runs on.
+
+        :raises UnknownWorkflowVersion: the type does not declare it.
+        """
+        return versions.of_version(self, version)
+
+    def of_order(self, version: str | None,
+                 step_names: typing.Iterable[str]) -> 'Workflow':
+        """The workflow of an order created with ``version`` whose steps
+        have rows named ``step_names``.
+
+        An order created before versions were recorded has none (NULL):
+        it runs on the graph declared when the release that records them
+        was installed, found as the declared graph (the current one
+        first) whose steps are exactly its rows (deliveries and the
+        compensation left out).
+
+        :raises UnknownWorkflowVersion: no declared graph is the order's.
+        """
+        return versions.of_order(self, version, step_names)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -239,7 +288,9 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
 
     :raises InvalidOrderType: no steps, a bad or repeated name, an unknown
         predecessor, a cycle, a step with no method to run it, or a
-        ``meta_schema`` that is not a valid JSON Schema.
+        ``meta_schema`` that is not a valid JSON Schema; or a previous
+        graph (``previous_workflows``) with one of these, or the same as
+        the current one or another.
     """
     def refuse(problem: str) -> typing.NoReturn:
         raise InvalidOrderType('order type %s: %s' % (type_name, problem))
@@ -250,8 +301,31 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
     steps = tuple(type_class.steps)
     if not steps:
         refuse('declares no steps')
-    declared = list(steps) + ([type_class.compensation]
-                              if type_class.compensation else [])
+    _check_graph(type_class, steps, type_class.compensation, refuse)
+    problem = meta_module.schema_problem(type_class.meta_schema)
+    if problem:
+        refuse(problem)
+    max_running = type_class.max_running
+    if not isinstance(max_running, int) or max_running < 0:
+        refuse('max_running must be an integer, 0 or more, not %r'
+               % (max_running,))
+    current = Workflow(
+        type_name=type_name, type_class=type_class, steps=steps,
+        compensation=type_class.compensation,
+        deadline_seconds=float(type_class.deadline_seconds),
+        step_events=bool(type_class.step_events), max_running=max_running,
+        meta_schema=type_class.meta_schema,
+        version=workflow_version(steps, type_class.compensation))
+    return dataclasses.replace(current, previous=versions.previous(
+        current, functools.partial(_check_graph, type_class), refuse))
+
+
+def _check_graph(type_class: type[OrderType], steps: tuple[Step, ...],
+                 compensation: Step | None,
+                 refuse: typing.Callable[[str], typing.Any]) -> None:
+    """Check one graph of ``type_class``: its steps' names and methods,
+    their predecessors, no cycle; ``refuse`` raises with a problem."""
+    declared = list(steps) + ([compensation] if compensation else [])
     seen: set[str] = set()
     for step in declared:
         problem = _step_problem(type_class, step, seen)
@@ -267,19 +341,6 @@ def check(type_name: str, type_class: type[OrderType]) -> Workflow:
     cycle = _find_cycle({step.name: step.after for step in steps})
     if cycle:
         refuse('its steps form a cycle: %s' % ' -> '.join(cycle))
-    problem = meta_module.schema_problem(type_class.meta_schema)
-    if problem:
-        refuse(problem)
-    max_running = type_class.max_running
-    if not isinstance(max_running, int) or max_running < 0:
-        refuse('max_running must be an integer, 0 or more, not %r'
-               % (max_running,))
-    return Workflow(type_name=type_name, type_class=type_class, steps=steps,
-                    compensation=type_class.compensation,
-                    deadline_seconds=float(type_class.deadline_seconds),
-                    step_events=bool(type_class.step_events),
-                    max_running=max_running,
-                    meta_schema=type_class.meta_schema)
 
 
 def _step_problem(type_class: type[OrderType], step: object,

@@ -13,7 +13,7 @@ from osc_lib.command import command
 ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                  'error_reason', 'meta', 'idempotency_key', 'request_id',
                  'global_request_id', 'schedule_id', 'created_at',
-                 'updated_at', 'not_before', 'steps')
+                 'updated_at', 'not_before', 'workflow_version', 'steps')
 LIST_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                 'created_at', 'updated_at')
 RUN_COLUMNS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',

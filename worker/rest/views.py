@@ -12,7 +12,7 @@ import json
 ORDER_FIELDS = ('id', 'type', 'status', 'project_id', 'priority',
                 'error_reason', 'meta', 'idempotency_key', 'request_id',
                 'global_request_id', 'schedule_id', 'created_at',
-                'updated_at', 'not_before')
+                'updated_at', 'not_before', 'workflow_version')
 
 STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'finished_at', 'next_retry_at', 'last_error', 'crashes',

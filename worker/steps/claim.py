@@ -27,6 +27,7 @@ from worker.db import models
 from worker import order_types
 from worker.plugins import base
 from worker.steps import flow
+from worker.steps import graphs
 from worker.steps import leases
 from worker.steps import pauses
 from worker.steps import runs
@@ -61,6 +62,7 @@ class Claimer:
         self._leases = leases.Leases(database, owner, clock)
         self._limits = kinds.limits
         self._isolation = isolation
+        self._graphs = graphs.Graphs()
 
     def claim_batch(self, steps):
         """Claim ``steps`` in one transaction (``GroupCommit``).
@@ -256,17 +258,14 @@ class Claimer:
                 continue
             kind = self._kinds.of(step.step)
             try:
-                workflow = order_types.get(order.type)
-            except order_types.UnknownOrderType as exc:
-                if kind.runs_workflow:
-                    # Not claimed: a worker that knows the type takes it
-                    # once the dispatch deadline passes.
-                    LOG.error('Cannot run %s of order %s: %s', step.step,
-                              order.id, exc, context=context.for_ids(
-                                  values.request_ids_of(order)))
-                    continue
-                # A delivery needs no order type.
-                workflow = None
+                workflow = self._graphs.of(order, rows, kind)
+            except (order_types.UnknownOrderType,
+                    order_types.UnknownWorkflowVersion) as exc:
+                # Not claimed, so no attempt counted: a worker that knows
+                # the type and the graph takes it once the dispatch
+                # deadline passes (in a rolling upgrade, a newer one).
+                self._graphs.cannot_run(step, order, exc)
+                continue
             policy = kind.policy(workflow, step.step)
             need = self._limits.need(workflow, step.step, policy, order,
                                      rows) if kind.runs_workflow else None

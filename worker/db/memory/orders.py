@@ -45,6 +45,7 @@ class InMemoryOrders(base.Repository):
             status=models.PENDING, meta=base.to_json(dict(meta or {})),
             error_reason=None, priority=models.check_priority(priority),
             created_at=now, updated_at=now, not_before=not_before,
+            workflow_version=workflow.version,
             **dataclasses.asdict(origin))
         self._store.orders[order.id] = order
         base.insert_steps(self._store, order.id, workflow.names,

@@ -17,6 +17,7 @@ from scheduler.manage import explain
 from tests import config
 from worker.db import models
 from worker.db import pauses
+from worker import order_types
 
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0)
 ORDER_ID = 'o-1'
@@ -32,6 +33,7 @@ class Order:
     status: str = models.PENDING
     error_reason: str | None = None
     not_before: datetime.datetime | None = None
+    workflow_version: str | None = None
 
 
 @dataclasses.dataclass
@@ -412,3 +414,22 @@ def test_a_step_that_waits_for_a_signal_names_it(db, conf):
     assert sentence.endswith(
         ', or at once when a signal certificate.issued comes (order signal '
         '%s certificate.issued)' % ORDER_ID)
+
+
+def test_an_order_of_a_graph_its_type_does_not_declare_names_its_version(
+        db, conf):
+    _fanout(db)
+    db.orders[ORDER_ID].workflow_version = '0123456789abcdef'
+    why = _explain(db, conf)
+    assert why.version == '0123456789abcdef'
+    assert why.sentence.startswith(
+        'no worker of this release runs it: order type fanout does not '
+        'declare workflow version 0123456789abcdef (it declares ')
+    assert 'previous_workflows' in why.sentence
+
+
+def test_an_order_explained_names_the_version_of_its_graph(db, conf):
+    _fanout(db, check_key=StepRow(models.STEP_PENDING, owner=WORKER,
+                                  lease_expires_at=_at(300)))
+    # Created before versions were recorded: its rows are the graph.
+    assert _explain(db, conf).version == order_types.get('fanout').version

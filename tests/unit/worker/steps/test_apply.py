@@ -1,8 +1,8 @@
 """Applies on the in-memory database: a result that cannot be applied
 fails its own step, and never holds back the other results of its batch.
 
-``tests/functional/test_worker_steps.py`` runs a worker process on the
-real databases while an order type gains a step.
+``tests/functional/test_unapplied_results.py`` runs a worker process on
+the real databases with outputs that cannot be written.
 """
 
 import datetime
@@ -29,25 +29,21 @@ OWNER = '1@host'
 TYPE = 'grows'
 
 
-class Before(types_base.OrderType):
-    """Two steps in a row."""
+class Grows(types_base.OrderType):
+    """``first``, then ``second`` and ``third``."""
 
     steps = (types_base.Step('first'),
-             types_base.Step('second', after=('first',)))
+             types_base.Step('second', after=('first',)),
+             types_base.Step('third', after=('first',)))
 
     def first(self, order):
         return base.Completed()
 
-    second = first
+    second = third = first
 
 
-class After(Before):
-    """``Before`` with one more step after ``first``: what the orders of
-    ``Before`` in flight meet once the workers run the new code."""
-
-    steps = Before.steps + (types_base.Step('third', after=('first',)),)
-
-    third = Before.first
+#: A result whose output cannot be written (not JSON): its apply raises.
+UNWRITABLE = base.Completed({'unwritable': object()})
 
 
 @pytest.fixture
@@ -97,14 +93,19 @@ def _state(database, order_id):
 
 
 def _old_and_new(database, install):
-    """An order of the type before it gained a step, one after, both
-    claimed: ``(old, new, applies, runs)``."""
-    install(Before)
+    """Two orders, both claimed: ``(old, new, applies, runs)``; the old
+    one's result is to be ``UNWRITABLE``."""
+    install(Grows)
     old = _order(database)
-    install(After)
     new = _order(database)
     applies = Applies(database)
     return old, new, applies, applies.claim(old, new)
+
+
+def _results(runs):
+    """The results of ``runs``: the first cannot be written."""
+    return [(run, UNWRITABLE if index == 0 else base.Completed())
+            for index, run in enumerate(runs)]
 
 
 def test_a_result_that_raises_fails_its_order_alone_and_the_batch_commits(
@@ -112,10 +113,9 @@ def test_a_result_that_raises_fails_its_order_alone_and_the_batch_commits(
     database = memory.InMemoryDatabase()
     old, new, applies, runs = _old_and_new(database, install)
 
-    # The old order's result raises (its new step has no row); the new
+    # The old order's result raises (its output is not JSON); the new
     # order's in the same batch goes through.
-    handed = applies.applier.apply_batch(
-        [(run, base.Completed()) for run in runs], continuing=False)
+    handed = applies.applier.apply_batch(_results(runs), continuing=False)
 
     assert handed == [[], []]
     order, steps = _state(database, new)
@@ -130,14 +130,14 @@ def test_a_result_that_raises_fails_its_order_alone_and_the_batch_commits(
     order, steps = _state(database, old)
     assert order.status == models.ERROR
     assert 'step first' in order.error_reason
-    assert "KeyError: 'third'" in order.error_reason
+    assert 'TypeError' in order.error_reason
     assert (steps['first'].status, steps['first'].owner) == (
         models.STEP_FAILED, None)
     assert steps['second'].status == models.STEP_CANCELLED
     [logged] = [record for record in caplog.records
                 if record.levelno == logging.ERROR]
     assert 'could not be applied' in logged.getMessage()
-    assert isinstance(logged.exc_info[1], KeyError)
+    assert isinstance(logged.exc_info[1], TypeError)
     assert sorted(applies.observed) == ['done', 'error']
     # Nothing kept to write again: no retry of the culprit.
     caplog.clear()
@@ -147,7 +147,7 @@ def test_a_result_that_raises_fails_its_order_alone_and_the_batch_commits(
 
 def test_a_batch_refused_by_an_outage_is_raised_whole_to_be_kept(install):
     database = memory.InMemoryDatabase()
-    install(After)
+    install(Grows)
     applies = Applies(database)
     runs = applies.claim(_order(database), _order(database))
     session = database.session
@@ -178,8 +178,7 @@ def test_a_result_whose_failure_cannot_be_written_either_is_kept(
         raise RuntimeError('cannot write that either')
     monkeypatch.setattr(kind, 'unapplied', refused)
 
-    applies.applier.apply_batch(
-        [(run, base.Completed()) for run in runs], continuing=False)
+    applies.applier.apply_batch(_results(runs), continuing=False)
 
     # The other result went through; this one waits, claimed, for the
     # next report_interval, not for a loop.
@@ -201,7 +200,7 @@ def _history(database, order_id):
 def test_a_failure_after_the_commit_never_writes_the_results_again(
         install, monkeypatch, caplog, size):
     database = memory.InMemoryDatabase()
-    install(Before)
+    install(Grows)
     applies = Applies(database)
     order_ids = [_order(database) for _ in range(size)]
     runs = applies.claim(*order_ids)

@@ -30,7 +30,7 @@ def test_the_applier_writes_with_the_writer_it_was_built_with(install):
     database = memory.InMemoryDatabase()
     assert isinstance(writers.choose(database, lambda: applying.NOW),
                       writers.Grouped)
-    install(applying.Before)
+    install(applying.Grows)
     applies = applying.Applies(database)
     [run] = applies.claim(applying._order(database))
     written = []
@@ -57,7 +57,7 @@ def test_the_applier_writes_with_the_writer_it_was_built_with(install):
 def test_a_batch_in_which_a_result_moved_on_is_written_one_at_a_time(
         install):
     database = memory.InMemoryDatabase()
-    install(applying.Before)
+    install(applying.Grows)
     moved, kept = applying._order(database), applying._order(database)
     applies = applying.Applies(database)
     stale, run = applies.claim(moved, kept)
@@ -87,7 +87,7 @@ def test_a_batch_in_which_a_result_moved_on_is_written_one_at_a_time(
 
 def test_a_batch_that_may_go_together_needs_no_fallback(install):
     database = memory.InMemoryDatabase()
-    install(applying.Before)
+    install(applying.Grows)
     applies = applying.Applies(database)
     runs = applies.claim(applying._order(database),
                          applying._order(database))
