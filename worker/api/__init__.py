@@ -88,6 +88,7 @@ from worker.api.values import order_type_info
 from worker.api.values import order_type_infos
 from worker.api.values import OrderTypeInfo
 from worker.api.values import PENDING
+from worker.api.values import Requester
 from worker.api.values import StepRun
 from worker.api.values import StepState
 
@@ -102,7 +103,7 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'OrderNotResumable', 'Timeout', 'PENDING', 'ACTIVE', 'ERROR',
            'CANCELLING', 'CANCELLED', 'ORDER_STATUSES', 'FINAL_STATUSES',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
-           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS']
+           'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS', 'Requester']
 
 #: The names outside ``__all__`` that callers use: the other bounds
 #: (doc/api.md "Bounds"), ``connect`` and ``checked`` (not stable).

@@ -17,8 +17,8 @@ import typing
 
 from worker.api import admission
 from worker.api import quotas
-from worker import context as context_module
 from worker.db import models
+from worker.db import rows
 from worker.db import session as db_session
 from worker.notifications import events
 from worker.notifications import subscriptions
@@ -66,7 +66,7 @@ def create(database, request, now):
     created = _admitted(database, request, now, deliveries, first_run_at)
     roots = () if request.not_before is not None else workflow.roots()
     cast_now = roots + (deliveries if first_run_at is None else ())
-    ids = context_module.of_order(request.origin)
+    ids = values.request_ids_of(request.origin)
     return Created(created, deliveries, tuple(
         values.StepRef(name, order.id, 0, ids, workflow.type_name,
                        request.origin.trace_context)
@@ -131,7 +131,7 @@ def _first_retries(created, roots, due, now, request):
     """The retry rows (``retry_tasks.add_many``'s) that start the
     ``roots`` of each order ``created`` at ``due``: generation 0, as a
     cast at creation would carry."""
-    ids = context_module.of_order(request.origin)
+    ids = values.request_ids_of(request.origin)
     rows = []
     for order in created:
         for name in roots:
@@ -156,7 +156,8 @@ class Cancelled:
     to_cast: tuple[values.StepRef, ...] = ()
 
 
-def cancel(database, workflow, order_id, reason, now, request=None):
+def cancel(database, workflow, order_id, reason, now, request=None,
+           requested_by=None):
     """Cancel a PENDING order; its type's compensation step, if any, is
     to be cast.
 
@@ -167,6 +168,8 @@ def cancel(database, workflow, order_id, reason, now, request=None):
 
     :param request: the order's ``worker.values.RequestIds``, which the
         casts carry.
+    :param requested_by: who asked (a ``worker.api.values.Requester``),
+        recorded in the order's history with the reason; or None.
     :returns: a ``Cancelled``, or None if the order is not PENDING.
     """
     repositories, queries = database.repositories, database.queries
@@ -184,6 +187,8 @@ def cancel(database, workflow, order_id, reason, now, request=None):
             session, repositories, order_id, events.status_changed(
                 models.CANCELLING if compensation else models.CANCELLED,
                 reason), now, request=request)
+        _record_request(session, repositories, order_id, models.RUN_CANCEL,
+                        now, requested_by, reason)
     step = (values.StepRef(compensation.name, order_id, 0, request,
                            workflow.type_name)
             if compensation else None)
@@ -237,7 +242,8 @@ class Resumed:
     to_cast: tuple[values.StepRef, ...] = ()
 
 
-def resume(database, workflow, order_id, now, request=None):
+def resume(database, workflow, order_id, now, request=None,
+           requested_by=None):
     """Put an ERROR order back to PENDING; its unfinished steps are to
     run again.
 
@@ -253,13 +259,15 @@ def resume(database, workflow, order_id, now, request=None):
 
     :param request: the order's ``worker.values.RequestIds``, which the
         casts carry.
+    :param requested_by: who asked (a ``worker.api.values.Requester``),
+        recorded in the order's history; or None.
     :returns: a ``Resumed``, or None if the order is not ERROR (another
         request resumed it first).
     :raises NothingToResume: every workflow step is DONE (nothing was
         written).
     """
     written = _resume_in_a_transaction(database, workflow, order_id, now,
-                                       request)
+                                       request, requested_by)
     if written is None:
         return None
     plan, generations, woken = written
@@ -271,7 +279,8 @@ def resume(database, workflow, order_id, now, request=None):
 
 
 @db_session.retry_lost_race
-def _resume_in_a_transaction(database, workflow, order_id, now, request):
+def _resume_in_a_transaction(database, workflow, order_id, now, request,
+                             requested_by):
     """``resume``'s writes: ``(plan, generations, woken)``, or None if
     the order is not ERROR. Run again whole when it lost a race (a
     deadlock; on Galera, another node's resume or delivery certified
@@ -292,4 +301,16 @@ def _resume_in_a_transaction(database, workflow, order_id, now, request):
         repositories.retry_tasks.delete_for_order(session, order_id)
         woken = events.record(session, repositories, order_id,
                               events.resumed(), now, request=request)
+        _record_request(session, repositories, order_id, models.RUN_RESUME,
+                        now, requested_by, None)
     return plan, generations, woken
+
+
+def _record_request(session, repositories, order_id, action, now,
+                    requested_by, error):
+    """Add the row of a cancel or a resume (``action``) to the order's
+    history: who asked (None: not known) and, for a cancel, its reason
+    (as ``error``: it becomes the order's ``error_reason``)."""
+    repositories.history.add_many(session, [rows.StepRun(
+        order_id, action, 0, 0, None, now, now, models.RUN_REQUESTED,
+        error, requested_by.as_dict() if requested_by else None)])

@@ -19,7 +19,8 @@ STABLE = [
     'ProjectQuota', 'OrderNotCancellable', 'OrderNotResumable',
     'Timeout', 'PENDING', 'ACTIVE', 'ERROR', 'CANCELLING', 'CANCELLED',
     'ORDER_STATUSES', 'FINAL_STATUSES', 'DEFAULT_PROJECT', 'MIN_PRIORITY',
-    'MAX_PRIORITY', 'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS']
+    'MAX_PRIORITY', 'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
+    'Requester']
 
 # Outside ``__all__``, used by the operator commands, the demo, the
 # tests and doc/api.md's "Bounds".
