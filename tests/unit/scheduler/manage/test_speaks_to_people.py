@@ -196,6 +196,18 @@ def test_order_resume_project_resumes_that_projects_error_orders(
         'PENDING'}
 
 
+def _a_key_and_the_url(operator, tmp_path):
+    """A key file in the operator's ``[notifications]``, and ``URL``
+    known, without a secret."""
+    keys = tmp_path / 'keys'
+    keys.write_text(sealing.generate_key() + '\n')
+    with operator.config.open('a') as config:
+        config.write('[notifications]\nsecret_key_file = %s\n' % keys)
+    with operator.database.session() as session, session.begin():
+        operator.database.repositories.notifications.add_url(
+            session, URL, datetime.datetime.utcnow())
+
+
 @pytest.mark.parametrize('project, why', [
     ('p' * 65, 'not 65 characters'),
     ('tenant\x1b[2K', r"character 6 is '\x1b'"),
@@ -206,13 +218,7 @@ def test_a_url_s_project_is_checked_as_the_api_checks_one(
     """What ``--project`` stores decides whose orders may name the URL:
     it is refused as the API refuses a project id it could never match.
     """
-    keys = tmp_path / 'keys'
-    keys.write_text(sealing.generate_key() + '\n')
-    with operator.config.open('a') as config:
-        config.write('[notifications]\nsecret_key_file = %s\n' % keys)
-    with operator.database.session() as session, session.begin():
-        operator.database.repositories.notifications.add_url(
-            session, URL, datetime.datetime.utcnow())
+    _a_key_and_the_url(operator, tmp_path)
 
     result = operator.manage('notification', 'url', command, URL,
                              '--project', project)
@@ -229,13 +235,7 @@ def test_a_replaced_secret_signs_for_366_days_at_most(operator, tmp_path):
     """``--keep-old-for`` takes the bound the REST API's
     ``keep_old_for_seconds`` has (``worker.notification_admin``), in the
     command's own words."""
-    keys = tmp_path / 'keys'
-    keys.write_text(sealing.generate_key() + '\n')
-    with operator.config.open('a') as config:
-        config.write('[notifications]\nsecret_key_file = %s\n' % keys)
-    with operator.database.session() as session, session.begin():
-        operator.database.repositories.notifications.add_url(
-            session, URL, datetime.datetime.utcnow())
+    _a_key_and_the_url(operator, tmp_path)
 
     refused = operator.manage('notification', 'url', 'set-secret', URL,
                               '--global', '--keep-old-for', '367d')
