@@ -41,8 +41,8 @@ import time
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from worker.api import schedules as schedule_api
 from worker.common import ticks
-from worker import schedule_api
 
 LOG = logging.getLogger(__name__)
 

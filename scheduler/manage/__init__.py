@@ -35,4 +35,4 @@ ORDER_COMMANDS_IMPORT = 'worker.api'
 
 #: What the schedule commands (``schedules``) import of the ``worker``
 #: package besides ``worker.api``: the public API of schedules.
-SCHEDULE_COMMANDS_IMPORT = 'worker.schedule_api'
+SCHEDULE_COMMANDS_IMPORT = 'worker.api.schedules'
