@@ -20,10 +20,10 @@ import worker  # noqa: F401
 #: ``worker.values``, and the utilities, ``worker.common``), the
 #: configuration, the request ids of orders (``worker.context``), the
 #: data layer, the RPC client, the announcements of orders on the bus
-#: (``worker.notifications.bus``), and the public API of schedules,
-#: through which it creates the orders of their ticks as any caller
-#: would.
+#: (``worker.notifications.bus``), and the public API of schedules
+#: (``worker.api.schedules``), through which it creates the orders of
+#: their ticks as any caller would.
 WORKER_IMPORTS = ('worker.common', 'worker.conf', 'worker.context',
                   'worker.db', 'worker.notifications.bus', 'worker.rpc',
-                  'worker.rpcapi', 'worker.schedule_api', 'worker.tracing',
+                  'worker.rpcapi', 'worker.api.schedules', 'worker.tracing',
                   'worker.values')

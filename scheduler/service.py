@@ -11,6 +11,7 @@ from scheduler import manager
 from scheduler import metrics as scheduler_metrics
 from scheduler import retention
 from scheduler import ticks
+from worker.api import schedules as schedule_api
 from worker.common import backend
 from worker.common import clock
 from worker.common import heartbeat
@@ -20,7 +21,6 @@ from worker.db import session as db_session
 from worker.notifications import bus
 from worker import rpc
 from worker import rpcapi
-from worker import schedule_api
 from worker import tracing
 
 LOG = logging.getLogger(__name__)

@@ -55,9 +55,9 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from scheduler import overlap
+from worker.api import schedules as schedule_api
 from worker.common import ticks
 from worker.db import models
-from worker import schedule_api
 
 LOG = logging.getLogger(__name__)
 

@@ -25,6 +25,9 @@ URL_FIELDS = ('id', 'url', 'available', 'failures', 'last_error',
 #: ``owner`` left as it is by ``set_secret``.
 UNCHANGED = object()
 
+#: The longest a replaced secret may go on signing (``keep_old_for``).
+MAX_KEEP_OLD_FOR_SECONDS = 366 * 86400
+
 
 class UrlNotFound(LookupError):
     """No notification URL has this id."""
@@ -32,6 +35,10 @@ class UrlNotFound(LookupError):
 
 class InvalidUrlChange(ValueError):
     """A secret, owner or URL that cannot be set."""
+
+
+class OwnerNeeded(InvalidUrlChange):
+    """A URL's first secret was set without an owner."""
 
 
 class NotConfigured(RuntimeError):
@@ -85,7 +92,8 @@ def set_secret(database, conf, url_id, now, secret=None, keep_old_for=None,
     :param owner: the project whose orders alone may name it, None for
         every project's, or ``UNCHANGED``; a URL's first secret needs one.
     :returns: ``(URL_FIELDS, generated secret or None)``.
-    :raises UrlNotFound, InvalidUrlChange, NotConfigured:
+    :raises UrlNotFound, InvalidUrlChange (``OwnerNeeded``: a first
+        secret without an owner), NotConfigured:
     """
     if secret is not None:
         try:
@@ -104,7 +112,7 @@ def set_secret(database, conf, url_id, now, secret=None, keep_old_for=None,
     with database.session() as session, session.begin():
         if _get(session, store, url_id).secret is None and \
                 owner is UNCHANGED:
-            raise InvalidUrlChange(
+            raise OwnerNeeded(
                 'a URL\'s first secret needs an owner: a project_id, or '
                 'global')
         store.set_secret(session, url_id, stored, until, now)
@@ -124,9 +132,10 @@ def _until(now, keep_old_for):
     if keep_old_for is None:
         return None
     if isinstance(keep_old_for, bool) or not isinstance(
-            keep_old_for, int) or not 0 <= keep_old_for <= 366 * 86400:
+            keep_old_for, int) or \
+            not 0 <= keep_old_for <= MAX_KEEP_OLD_FOR_SECONDS:
         raise InvalidUrlChange('keep_old_for_seconds must be an integer '
-                               'from 0 to %d' % (366 * 86400))
+                               'from 0 to %d' % MAX_KEEP_OLD_FOR_SECONDS)
     return now + datetime.timedelta(seconds=keep_old_for)
 
 

@@ -1,7 +1,7 @@
 """A step's retry policy and the decisions it makes.
 
 An order type declares a ``StepPolicy`` for each of its steps; operators
-override any field in the configuration (``worker.conf.step_policies``).
+override any field in the configuration (``worker.conf.order_types``).
 The decisions are pure: given the policy, the step's counters and the
 time, they return a named value, and the worker turns it into the step's
 new state.

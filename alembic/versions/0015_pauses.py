@@ -7,7 +7,7 @@
 Additive only: a new table.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-11-28
 """
 
@@ -21,7 +21,7 @@ _TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 _BIG_ID = sa.BigInteger().with_variant(sa.Integer(), 'sqlite')
 
 revision = '0015'
-down_revision = '0013'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 

@@ -21,11 +21,13 @@ import scheduler
 #: plugins and step policies the types are made of), and the
 #: notifications, whose deliveries they show and resume, and the public
 #: API (``worker.api``), the one way the order commands create, read and
-#: cancel orders. It is the whole layer the worker shares with the
-#: scheduler.
+#: cancel orders, and the rules of notification URLs that the REST API
+#: applies too (``worker.notification_admin``), which ``notification url
+#: set-secret`` and ``set-owner`` call. It is the whole layer the worker
+#: shares with the scheduler.
 WORKER_IMPORTS = scheduler.WORKER_IMPORTS + (
     'worker.api', 'worker.notifications', 'worker.order_types',
-    'worker.plugins', 'worker.policy')
+    'worker.plugins', 'worker.policy', 'worker.notification_admin')
 
 #: The one module of the ``worker`` package that the order commands
 #: (``orders``) import: what a service builds on is what they build on.
@@ -33,4 +35,4 @@ ORDER_COMMANDS_IMPORT = 'worker.api'
 
 #: What the schedule commands (``schedules``) import of the ``worker``
 #: package besides ``worker.api``: the public API of schedules.
-SCHEDULE_COMMANDS_IMPORT = 'worker.schedule_api'
+SCHEDULE_COMMANDS_IMPORT = 'worker.api.schedules'

@@ -21,10 +21,10 @@ from worker.api import values as order_values
 from worker.common import inputs
 from worker.common import targets
 from worker.db import models
+from worker import notification_admin
 from worker.notifications import events
 from worker.notifications import sealing
 from worker.notifications import signing
-from worker.notifications import subscriptions
 from worker import values
 
 URL_COLUMNS = ('id', 'url', 'available', 'failures', 'last_error',
@@ -176,36 +176,33 @@ class SetSecret(_OneUrl, base.ShowOne):
                  % (signing.MIN_SECRET_BYTES, signing.MAX_SECRET_BYTES,
                     signing.GENERATED_BYTES))
         parser.add_argument(
-            '--keep-old-for', metavar='DURATION', type=schedules.duration,
+            '--keep-old-for', metavar='DURATION', type=_keep_old_for,
             help='How long the secret replaced also signs (30s, 5m, 1h, '
-                 '30d), by the database server\'s clock. Default: it stops '
-                 'at once.')
+                 '30d; %dd at most), by the database server\'s clock. '
+                 'Default: it stops at once.'
+                 % (notification_admin.MAX_KEEP_OLD_FOR_SECONDS // 86400))
         return parser
 
     def take_action(self, parsed_args):
-        database = self.app.database
-        store = database.repositories.notifications
         now = self.app.now()
         url_id = self._url_id(parsed_args.url, now)
-        secret = parsed_args.secret or signing.generate_secret()
-        until = None
-        if parsed_args.keep_old_for is not None:
-            until = now + datetime.timedelta(seconds=parsed_args.keep_old_for)
+        keep = parsed_args.keep_old_for
         given, project_id = _owner(parsed_args)
-        stored = sealing.required(self.app.conf).seal(secret)
-        with database.session() as session, session.begin():
-            if not given and _get_url(session, store, url_id).secret is None:
-                raise ValueError(
-                    'a URL\'s first secret needs --project PROJECT (only '
-                    'its orders may name the URL) or --global')
-            store.set_secret(session, url_id, stored, until, now)
-            if given:
-                store.set_owner(session, url_id, project_id, now)
-            url = _get_url(session, store, url_id)
+        try:
+            url, generated = notification_admin.set_secret(
+                self.app.database, self.app.conf, url_id, now,
+                secret=parsed_args.secret, keep_old_for=keep,
+                owner=project_id if given else notification_admin.UNCHANGED)
+        except notification_admin.OwnerNeeded:
+            raise ValueError(
+                'a URL\'s first secret needs --project PROJECT (only its '
+                'orders may name the URL) or --global') from None
+        until = (None if keep is None else
+                 now + datetime.timedelta(seconds=keep))
         return (('url', 'generated_secret', 'previous_secret_until',
                  'project_id'),
-                (url.url, None if parsed_args.secret else secret,
-                 display.value(until), url.project_id))
+                (url['url'], generated, display.value(until),
+                 url['project_id']))
 
     def _url_id(self, text, now):
         """The id of the URL named; a URL not known yet is added, if
@@ -218,11 +215,7 @@ class SetSecret(_OneUrl, base.ShowOne):
             except LookupError:
                 if text.isdigit():
                     raise
-        group = self.app.conf.notifications
-        url = targets.canonical(text)
-        if url not in subscriptions.endpoints(group.endpoints):
-            url = targets.AllowedHosts.parse(group.allowed_hosts).check(text)
-        return subscriptions.url_ids(database, [url], now)[0]
+        return notification_admin.add_url(database, self.app.conf, text, now)
 
 
 class SetOwner(_OneUrl, base.ShowOne):
@@ -236,12 +229,15 @@ class SetOwner(_OneUrl, base.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        project_id = _owner(parsed_args)[1]
-        url = _change_url(self.app, parsed_args.url,
-                          lambda store, session, url_id, now:
-                          store.set_owner(session, url_id, project_id, now))
+        database = self.app.database
+        with database.reader() as session:
+            url_id = _url(session, database.repositories.notifications,
+                          parsed_args.url).id
+        url = notification_admin.set_owner(database, url_id,
+                                           _owner(parsed_args)[1],
+                                           self.app.now())
         return (('url', 'has_secret', 'project_id'),
-                (url.url, url.secret is not None, url.project_id))
+                (url['url'], url['has_secret'], url['project_id']))
 
 
 class GenerateKey(base.ShowOne):
@@ -296,6 +292,17 @@ def _project(text):
                                  api.MAX_PROJECT_ID_LENGTH)
     except inputs.Refused as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _keep_old_for(text):
+    """An argparse type: a duration (``schedules.duration``) that a
+    replaced secret may go on signing."""
+    seconds = schedules.duration(text)
+    if seconds > notification_admin.MAX_KEEP_OLD_FOR_SECONDS:
+        raise argparse.ArgumentTypeError(
+            'a replaced secret signs for %dd at most'
+            % (notification_admin.MAX_KEEP_OLD_FOR_SECONDS // 86400))
+    return seconds
 
 
 def _secret(text):

@@ -24,7 +24,15 @@ ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
 #: The columns of ``order history``: those of ``api.StepRun`` an operator
 #: reads.
 RUN_COLUMNS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
-               'result', 'error')
+               'result', 'error', 'requested_by')
+
+
+def operator(context=None):
+    """The ``api.Requester`` of an operator command: the OS user who
+    runs it, on this host (and the request id of its ``context``)."""
+    return api.Requester.operator(
+        '%s@%s' % (getpass.getuser(), socket.gethostname()),
+        context.request_id if context is not None else None)
 
 
 def order_api(app, casts=False):
@@ -183,7 +191,9 @@ class OrderHistory(_OneOrder, base.Lister):
 
     One row a run: its step, attempt, worker (``pid@host``), when it was
     claimed and when it ended, its result (``done``, ``retry``,
-    ``failed``, ``taken back``, ``superseded``) and its error.
+    ``failed``, ``taken back``, ``superseded``) and its error. A cancel
+    or a resume is a row too (step ``order:cancel`` or ``order:resume``,
+    result ``requested``), with who asked in ``requested_by``.
     """
 
     def take_action(self, parsed_args):
@@ -311,7 +321,8 @@ class CancelOrder(_OneOrder, base.Command):
         orders = order_api(self.app, casts=True)
         order = orders.find(parsed_args.order_id, all_projects=True)
         cancelled = orders.cancel(order.id, all_projects=True,
-                                  reason=parsed_args.reason)
+                                  reason=parsed_args.reason,
+                                  requested_by=operator())
         self.write('order %s %s\n' % (
             order.id, 'cancelling: compensation %s started'
             % api.order_type_info(order.type).compensation
@@ -377,18 +388,17 @@ class ResumeOrders(base.Lister):
                              'not with an order id')
         orders = order_api(self.app, casts=True)
         context = context_module.RequestContext(
-            user_name='%s@%s (barbican-retry-manage)' % (
-                getpass.getuser(), socket.gethostname()))
+            user_name='%s (barbican-retry-manage)' % operator().os_user)
+        who = dict(context=context, requested_by=operator(context))
         columns = ('id', 'type', 'project_id', 'status')
         if parsed_args.order_id is not None:
             order = orders.find(parsed_args.order_id,
                                 **projects(parsed_args.project))
-            resumed = orders.resume(order.id, all_projects=True,
-                                    context=context)
+            resumed = orders.resume(order.id, all_projects=True, **who)
             return columns, [display.row(resumed, columns)]
         done = orders.resume_many(
             order_type=parsed_args.order_type, since=parsed_args.since,
-            limit=parsed_args.limit or 100, context=context,
+            limit=parsed_args.limit or 100, **who,
             **projects(parsed_args.project))
         for order_id, why in sorted(done.failed.items()):
             self.app.stderr.write(display.escape(

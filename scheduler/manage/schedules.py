@@ -3,7 +3,7 @@
 A schedule creates an order of its type every interval or at the times of
 a cron expression (in its time zone, UTC by default); the retry daemons
 create each tick's order once (``scheduler.ticks``). Through
-``worker.schedule_api`` only, as a service would.
+``worker.api.schedules`` only, as a service would.
 """
 
 import argparse
@@ -13,7 +13,7 @@ from scheduler.manage import base
 from scheduler.manage import display
 from scheduler.manage import orders
 from worker import api
-from worker import schedule_api
+from worker.api import schedules as schedule_api
 
 COLUMNS = ('id', 'type', 'project_id', 'priority', 'every_seconds', 'cron',
            'meta', 'next_tick_at', 'last_tick_at', 'last_order_id',

@@ -273,7 +273,7 @@ class _Deployment:
     def casts(self):
         """The orders stored, and the messages and steps in the sink.
 
-        Concurrent creates share messages (``worker.common.coalesce``):
+        Concurrent creates share messages (``worker.api.coalesce``):
         the steps they carry are counted, a first step per order.
         """
         time.sleep(1)

@@ -126,6 +126,18 @@ def test_resume_an_error_order(api):
     assert resumed.status_code == 200
     assert resumed.json()['status'] in ('PENDING', 'ACTIVE')
     api.wait_for_status(order['id'], 'ACTIVE', MEMBER_A)
+    # One resume in its history, by the member; the refused ones left
+    # nothing.
+    assert _requested_by(api, order['id'], 'order:resume')['user_id'] == \
+        'member-a'
+
+
+def _requested_by(api, order_id, step):
+    """Who asked, in the order's one history row of ``step``."""
+    history = api.get('/v1/orders/%s/history' % order_id, READER_A)
+    assert history.status_code == 200, history.text
+    [row] = [run for run in history.json()['history'] if run['step'] == step]
+    return json.loads(row['requested_by'])
 
 
 def test_cancel_a_later_order_records_who_asked(api):
@@ -134,6 +146,10 @@ def test_cancel_a_later_order_records_who_asked(api):
     assert cancelled.status_code == 200
     assert cancelled.json()['status'] == 'CANCELLED'
     assert 'user member-a' in cancelled.json()['error_reason']
+    assert _requested_by(api, order['id'], 'order:cancel') == {
+        'actor': 'user', 'user_id': 'member-a', 'project_id': 'project-a',
+        'os_user': None,
+        'request_id': cancelled.headers['x-openstack-request-id']}
 
 
 def test_another_project_cannot_see_list_or_act_on_an_order(api):

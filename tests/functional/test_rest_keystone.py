@@ -147,6 +147,17 @@ def test_the_project_comes_from_the_token_only(api, callers, personas):
     assert theirs.json()['project_id'] == personas.project_b
 
 
+def _who_asked(api, order_id, caller, step):
+    """``requested_by`` of the order's one history row of ``step``
+    (``order:cancel`` or ``order:resume``), as ``caller`` reads it."""
+    history = api.get('/v1/orders/%s/history' % order_id, caller)
+    assert history.status_code == 200, history.text
+    [row] = [run for run in history.json()['history']
+             if run['step'] == step]
+    assert row['result'] == 'requested'
+    return json.loads(row['requested_by'])
+
+
 def test_cancel_records_the_token_user(api, callers, personas):
     order = api.create(callers['a_member'], not_before=LATER)
     cancelled = api.post('/v1/orders/%s/cancel' % order['id'],
@@ -156,9 +167,16 @@ def test_cancel_records_the_token_user(api, callers, personas):
     reason = cancelled.json()['error_reason']
     assert 'user %s of project %s' % (personas.a_member.user_id,
                                       personas.project_a) in reason
+    # The order's history records who asked, as the token says, and the
+    # project's reader reads it.
+    assert _who_asked(api, order['id'], callers['a_reader'],
+                      'order:cancel') == {
+        'actor': 'user', 'user_id': personas.a_member.user_id,
+        'project_id': personas.project_a, 'os_user': None,
+        'request_id': cancelled.headers['x-openstack-request-id']}
 
 
-def test_a_member_resumes_an_error_order(api, callers):
+def test_a_member_resumes_an_error_order(api, callers, personas):
     # The test plugin's fanout: its first run of check_domains fails for
     # good, and the order goes to ERROR; run again, it passes.
     member = callers['a_member']
@@ -172,6 +190,12 @@ def test_a_member_resumes_an_error_order(api, callers):
     resumed = api.post('/v1/orders/%s/resume' % order['id'], member)
     assert resumed.status_code == 200, resumed.text
     api.wait_for_status(order['id'], 'ACTIVE', member)
+    # Recorded once, with the member's user id from its token: the
+    # refused attempts left nothing.
+    assert _who_asked(api, order['id'], member, 'order:resume') == {
+        'actor': 'user', 'user_id': personas.a_member.user_id,
+        'project_id': personas.project_a, 'os_user': None,
+        'request_id': resumed.headers['x-openstack-request-id']}
 
 
 def test_the_admin_sees_and_acts_on_every_project(api, callers, personas):
@@ -188,6 +212,9 @@ def test_the_admin_sees_and_acts_on_every_project(api, callers, personas):
     cancelled = api.post('/v1/orders/%s/cancel' % in_b['id'], admin)
     assert cancelled.json()['status'] == 'CANCELLED'
     assert personas.admin.user_id in cancelled.json()['error_reason']
+    who = _who_asked(api, in_b['id'], callers['b_reader'], 'order:cancel')
+    assert (who['user_id'], who['project_id']) == (
+        personas.admin.user_id, personas.admin.project_id)
 
 
 def test_only_the_admin_manages_notification_urls(api, callers, personas):

@@ -11,7 +11,9 @@ Racing resumes of one order run on each database without processes.
 
 import concurrent.futures
 import datetime
+import getpass
 import json
+import socket
 import threading
 
 from oslo_config import cfg
@@ -236,8 +238,9 @@ def test_failed_orders_are_resumed_in_bulk_by_type_and_limit(
         'step check_key ')
 
 
-def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
-    orders = api.OrderAPI(database, config.make_conf())
+def _failed_certificate(database, orders):
+    """A certificate order whose first step FAILED: ERROR, without
+    processes."""
     order = orders.create('certificate', {}, project_id='p')
     repositories = database.repositories
     now = orders.now()
@@ -248,6 +251,39 @@ def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
                                1, now, models.STEP_FAILED, last_error='no')
         assert repositories.orders.fail(session, order.id, now, 'failed')
         repositories.steps.revoke_open(session, order.id, now, 'failed')
+    return order
+
+
+def test_the_operator_commands_record_who_asked_in_the_history(
+        deployment, database):
+    cluster = deployment(workflows.options())
+    orders = api.OrderAPI(database, config.make_conf())
+    failed = _failed_certificate(database, orders)
+    pending = orders.create('certificate', {}, project_id='p')
+    processes.manage(cluster.config, 'order', 'resume', failed.id,
+                     env=cluster.env)
+    processes.manage(cluster.config, 'order', 'cancel', pending.id,
+                     '--reason', 'not needed', env=cluster.env)
+    operator = '%s@%s' % (getpass.getuser(), socket.gethostname())
+    for order_id, step, error in ((failed.id, 'order:resume', None),
+                                  (pending.id, 'order:cancel', 'not needed')):
+        history = cluster.manage_json('order', 'history', order_id)
+        [row] = [run for run in history if run['result'] == 'requested']
+        assert (row['step'], row['attempt'], row['worker'], row['error']) \
+            == (step, 0, None, error)
+        who = json.loads(row['requested_by'])
+        assert (who['actor'], who['os_user'], who['user_id'],
+                who['project_id']) == ('operator', operator, None, None)
+    # The resume's request id is the one its log line names.
+    [resumed] = [run for run in orders.history(failed.id, all_projects=True)
+                 if run.step == models.RUN_RESUME]
+    assert resumed.requested_by['request_id'].startswith('req-')
+
+
+def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
+    orders = api.OrderAPI(database, config.make_conf())
+    order = _failed_certificate(database, orders)
+    repositories = database.repositories
     # Every racer has read the order ERROR before any of them writes.
     start = threading.Barrier(RACERS)
     real = commands.resume
@@ -271,3 +307,6 @@ def test_of_racing_resumes_exactly_one_resumes(database, monkeypatch):
     with database.reader() as session:
         step = repositories.steps.for_order(session, order.id)[REQUEST]
     assert (step.status, step.generation) == (models.STEP_PENDING, 2)
+    # And its history records one resume.
+    assert [run.step for run in orders.history(order.id, all_projects=True)
+            if run.result == models.RUN_REQUESTED] == [models.RUN_RESUME]

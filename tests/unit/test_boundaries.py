@@ -106,7 +106,7 @@ def test_order_commands_go_through_the_public_api_only():
 
 
 def test_schedule_commands_go_through_the_public_apis_only():
-    """``schedule create|list|show|delete`` use ``worker.schedule_api``
+    """``schedule create|list|show|delete`` use ``worker.api.schedules``
     (and ``worker.api``'s names), as a service would."""
     path = ROOT / 'scheduler' / 'manage' / 'schedules.py'
     assert _offenders([('scheduler/manage/schedules.py', path)],

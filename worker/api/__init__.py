@@ -95,6 +95,7 @@ from worker.api.values import Pause
 from worker.api.values import PAUSE_TARGETS
 from worker.api.values import PENDING
 from worker.api.values import Signal
+from worker.api.values import Requester
 from worker.api.values import StepRun
 from worker.api.values import StepState
 
@@ -111,7 +112,7 @@ __all__ = ['OrderAPI', 'Order', 'StepState', 'StepRun', 'OrderTypeInfo',
            'DEFAULT_PROJECT', 'MIN_PRIORITY', 'MAX_PRIORITY',
            'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
            'Signal', 'OrderNotSignallable', 'BulkResult', 'Pause',
-           'PAUSE_TARGETS']
+           'PAUSE_TARGETS', 'Requester']
 
 #: The names outside ``__all__`` that callers use: the other bounds
 #: (doc/api.md "Bounds"), ``connect``, ``checked`` and

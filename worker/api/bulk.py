@@ -26,9 +26,9 @@ from worker.api import errors
 from worker.api import meta_filters
 from worker.api import values
 from worker.common import inputs
-from worker import context as context_module
 from worker.db import bulk_orders
 from worker.notifications import bus
+from worker import values as worker_values
 
 LOG = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def _cancel(tools, orders, options, now):
     deliveries, as ``OrderAPI.cancel`` does for one."""
     done = commands.cancel_batch(tools.database, [
         (checks.workflow(order.type), order.id,
-         context_module.of_order(order)) for order in orders],
+         worker_values.request_ids_of(order)) for order in orders],
         options.reason, now)
     ended = [order for order in orders if order.id in done and
              done[order.id].compensation is None]
@@ -96,7 +96,7 @@ def _resume(tools, orders, options, now):
     one."""
     done, failed = commands.resume_batch(tools.database, [
         (checks.workflow(order.type), order.id,
-         context_module.of_order(order)) for order in orders], now)
+         worker_values.request_ids_of(order)) for order in orders], now)
     tools.outbox.announce(bus.RESUMED, [
         order for order in orders if order.id in done], values.PENDING, now)
     _cast(tools.outbox, orders, done)
@@ -121,7 +121,7 @@ def _cast(outbox, orders, done):
     for order in orders:
         if order.id in done and done[order.id].to_cast:
             outbox.cast(done[order.id].to_cast,
-                        context_module.of_order(order))
+                        worker_values.request_ids_of(order))
 
 
 #: The statuses ``reprioritize`` applies to: the orders that still run.

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from worker.api import coalesce
 from worker import context as context_module
+from worker import values as worker_values
 
 LOG = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Outbox:
         for order in orders:
             self._announcer.order(event_type, order.id, order.project_id,
                                   status, now, reason=reason,
-                                  request=context_module.of_order(order))
+                                  request=worker_values.request_ids_of(order))
         self._announcer.flush()
 
     def cast(self, steps, request):

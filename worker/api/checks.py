@@ -218,6 +218,27 @@ def check_context(context):
             check_text(value, 'context.%s' % field, MAX_REQUEST_ID_LENGTH)
 
 
+#: The most characters of each field of a ``Requester``: a Keystone user
+#: id is 64, a user name and host together rarely more.
+MAX_REQUESTER_FIELD_LENGTH = 255
+
+
+def check_requester(requested_by):
+    """A ``worker.api.Requester`` (who asked for a cancel or a resume) or
+    None: its fields are strings, at most
+    ``MAX_REQUESTER_FIELD_LENGTH`` characters, or None (but ``actor``)."""
+    if requested_by is None:
+        return
+    fields = getattr(requested_by, 'as_dict', None)
+    if fields is None:
+        raise errors.InvalidRequest('requested_by must be a Requester, '
+                                    'not %r' % type(requested_by).__name__)
+    for field, value in fields().items():
+        if value is not None or field == 'actor':
+            check_text(value, 'requested_by.%s' % field,
+                       MAX_REQUESTER_FIELD_LENGTH)
+
+
 def check_count(count, conf):
     """``create_many``'s ``count``: 1 to ``[api_limits]
     max_orders_per_request``."""

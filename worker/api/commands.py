@@ -18,8 +18,8 @@ import typing
 
 from worker.api import admission
 from worker.api import quotas
-from worker import context as context_module
 from worker.db import models
+from worker.db import rows
 from worker.db import session as db_session
 from worker.notifications import events
 from worker.notifications import subscriptions
@@ -67,7 +67,7 @@ def create(database, request, now):
     created = _admitted(database, request, now, deliveries, first_run_at)
     roots = () if request.not_before is not None else workflow.roots()
     cast_now = roots + (deliveries if first_run_at is None else ())
-    ids = context_module.of_order(request.origin)
+    ids = values.request_ids_of(request.origin)
     return Created(created, deliveries, tuple(
         values.StepRef(name, order.id, 0, ids, workflow.type_name,
                        request.origin.trace_context)
@@ -132,7 +132,7 @@ def _first_retries(created, roots, due, now, request):
     """The retry rows (``retry_tasks.add_many``'s) that start the
     ``roots`` of each order ``created`` at ``due``: generation 0, as a
     cast at creation would carry."""
-    ids = context_module.of_order(request.origin)
+    ids = values.request_ids_of(request.origin)
     rows = []
     for order in created:
         for name in roots:
@@ -157,7 +157,8 @@ class Cancelled:
     to_cast: tuple[values.StepRef, ...] = ()
 
 
-def cancel(database, workflow, order_id, reason, now, request=None):
+def cancel(database, workflow, order_id, reason, now, request=None,
+           requested_by=None):
     """Cancel a PENDING order; its type's compensation step, if any, is
     to be cast.
 
@@ -168,11 +169,13 @@ def cancel(database, workflow, order_id, reason, now, request=None):
 
     :param request: the order's ``worker.values.RequestIds``, which the
         casts carry.
+    :param requested_by: who asked (a ``worker.api.values.Requester``),
+        recorded in the order's history with the reason; or None.
     :returns: a ``Cancelled``, or None if the order is not PENDING.
     """
     with database.session() as session, session.begin():
         return _cancel_in(session, database, workflow, order_id, reason,
-                          now, request)
+                          now, request, requested_by)
 
 
 @db_session.retry_lost_race
@@ -219,7 +222,7 @@ def _cancelled(workflow, order_id, request, revoked, woken):
 
 
 def _cancel_in(session, database, workflow, order_id, reason, now,
-               request):
+               request, requested_by):
     """``cancel``'s writes in the caller's transaction."""
     repositories, queries = database.repositories, database.queries
     compensation = workflow.compensation
@@ -235,6 +238,8 @@ def _cancel_in(session, database, workflow, order_id, reason, now,
         session, repositories, order_id, events.status_changed(
             models.CANCELLING if compensation else models.CANCELLED,
             reason), now, request=request)
+    _record_request(session, repositories, order_id, models.RUN_CANCEL, now,
+                    requested_by, reason)
     return _cancelled(workflow, order_id, request, revoked, woken)
 
 
@@ -284,7 +289,8 @@ class Resumed:
     to_cast: tuple[values.StepRef, ...] = ()
 
 
-def resume(database, workflow, order_id, now, request=None):
+def resume(database, workflow, order_id, now, request=None,
+           requested_by=None):
     """Put an ERROR order back to PENDING; its unfinished steps are to
     run again.
 
@@ -300,31 +306,34 @@ def resume(database, workflow, order_id, now, request=None):
 
     :param request: the order's ``worker.values.RequestIds``, which the
         casts carry.
+    :param requested_by: who asked (a ``worker.api.values.Requester``),
+        recorded in the order's history; or None.
     :returns: a ``Resumed``, or None if the order is not ERROR (another
         request resumed it first).
     :raises NothingToResume: every workflow step is DONE (nothing was
         written).
     """
     written = _resume_in_a_transaction(database, workflow, order_id, now,
-                                       request)
+                                       request, requested_by)
     if written is None:
         return None
     return _resumed(workflow, order_id, request, written)
 
 
 @db_session.retry_lost_race
-def _resume_in_a_transaction(database, workflow, order_id, now, request):
+def _resume_in_a_transaction(database, workflow, order_id, now, request,
+                             requested_by):
     """``resume``'s writes: ``(plan, generations, woken)``, or None if
     the order is not ERROR. Run again whole when it lost a race (a
     deadlock; on Galera, another node's resume or delivery certified
     first): the second time, it finds the order PENDING."""
     with database.session() as session, session.begin():
         return _resume_in(session, database, workflow, order_id, now,
-                          request)
+                          request, requested_by)
 
 
 @db_session.retry_lost_race
-def resume_batch(database, orders, now):
+def resume_batch(database, orders, now, requested_by=None):
     """``resume`` each of ``orders`` (``(workflow, order_id, request)``
     triples) in one transaction, run again whole when it lost a race.
 
@@ -337,7 +346,7 @@ def resume_batch(database, orders, now):
         for workflow, order_id, request in orders:
             try:
                 written = _resume_in(session, database, workflow, order_id,
-                                     now, request)
+                                     now, request, requested_by)
             except NothingToResume as exc:
                 failed[order_id] = str(exc)
                 continue
@@ -357,7 +366,8 @@ def _resumed(workflow, order_id, request, written):
                    to_cast=started + tuple(woken))
 
 
-def _resume_in(session, database, workflow, order_id, now, request):
+def _resume_in(session, database, workflow, order_id, now, request,
+               requested_by):
     """``resume``'s writes in the caller's transaction, or None if the
     order is not ERROR.
 
@@ -380,4 +390,16 @@ def _resume_in(session, database, workflow, order_id, now, request):
     repositories.retry_tasks.delete_for_order(session, order_id)
     woken = events.record(session, repositories, order_id,
                           events.resumed(), now, request=request)
+    _record_request(session, repositories, order_id, models.RUN_RESUME, now,
+                    requested_by, None)
     return plan, generations, woken
+
+
+def _record_request(session, repositories, order_id, action, now,
+                    requested_by, error):
+    """Add the row of a cancel or a resume (``action``) to the order's
+    history: who asked (None: not known) and, for a cancel, its reason
+    (as ``error``: it becomes the order's ``error_reason``)."""
+    repositories.history.add_many(session, [rows.StepRun(
+        order_id, action, 0, 0, None, now, now, models.RUN_REQUESTED,
+        error, requested_by.as_dict() if requested_by else None)])

@@ -26,6 +26,7 @@ from worker import context as context_module
 from worker.db import orders as order_rows
 from worker.notifications import bus
 from worker import tracing
+from worker import values as worker_values
 
 LOG = logging.getLogger(__name__)
 
@@ -194,7 +195,8 @@ class OrderCreation(queries.OrderQueries):
             return [existing]
         self._outbox.announce(bus.CREATE, created.orders, values.PENDING,
                               now)
-        self._outbox.cast(created.to_cast, context_module.of_order(origin))
+        self._outbox.cast(created.to_cast,
+                          worker_values.request_ids_of(origin))
         if command.count > 1:
             return [values.order_of(row, ()) for row in created.orders]
         # What was just written, without reading it back.

@@ -32,6 +32,7 @@ from worker import order_types
 from worker import rpc
 from worker import rpcapi
 from worker import tracing
+from worker import values as worker_values
 
 LOG = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         return self._now()
 
     def cancel(self, order_id, *, project_id=None, all_projects=False,
-               reason='cancelled by request'):
+               reason='cancelled by request', requested_by=None):
         """Cancel a PENDING order and return it.
 
         Its pending steps never start, the claims of its running steps are
@@ -119,6 +120,9 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         compensation step has run. Cancelling a cancelled order returns it
         as it is.
 
+        :param requested_by: who asked (a ``Requester``): the order's
+            history records it beside the cancel, with ``reason``.
+
         :raises OrderNotFound: no such order (in ``project_id``).
         :raises OrderNotCancellable: the order is ACTIVE or ERROR.
         :raises InvalidProjectScope: as ``get``.
@@ -126,14 +130,15 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         scope = checks.scope(project_id, all_projects)
         checks.check_text(reason, 'reason', checks.MAX_REASON_LENGTH,
                           allow_controls=True)
+        checks.check_requester(requested_by)
         order = self._get(order_id, scope)
         if order.status in (values.CANCELLING, values.CANCELLED):
             return order
         if order.status == values.PENDING:
-            request, now = context_module.of_order(order), self.now()
+            request, now = worker_values.request_ids_of(order), self.now()
             cancelled = commands.cancel(
                 self._database, _compensating(order), order.id, reason,
-                now, request=request)
+                now, request=request, requested_by=requested_by)
             if cancelled is not None:
                 self._outbox.cast(cancelled.to_cast, request)
                 if cancelled.compensation is None:
@@ -152,7 +157,7 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
                                          % (order.id, order.status))
 
     def resume(self, order_id, *, project_id=None, all_projects=False,
-               context=None):
+               context=None, requested_by=None):
         """Put an ERROR order back to PENDING and return it.
 
         Its DONE steps stay DONE. The step that failed, the steps its
@@ -167,28 +172,32 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         :param context: the ``oslo_context.context.RequestContext`` of the
             request that resumes it: who it was (its user and request
             id) is logged, with the order's own request ids.
+        :param requested_by: who asked (a ``Requester``): the order's
+            history records it beside the resume.
         :raises OrderNotFound: no such order (in ``project_id``).
         :raises OrderNotResumable: the order is not ERROR.
         :raises InvalidProjectScope: as ``get``.
         """
         scope = checks.scope(project_id, all_projects)
         checks.check_context(context)
-        return self._resume(order_id, scope, context)
+        checks.check_requester(requested_by)
+        return self._resume(order_id, scope, context, requested_by)
 
-    def _resume(self, order_id, scope, context):
+    def _resume(self, order_id, scope, context, requested_by):
         """``resume`` in ``scope`` (a project id, or None)."""
         order = self._get(order_id, scope)
         if order.status != values.ERROR:
             raise errors.OrderNotResumable(
                 'order %s is %s: only an ERROR order can be resumed'
                 % (order.id, order.status))
-        request, now = context_module.of_order(order), self.now()
+        request, now = worker_values.request_ids_of(order), self.now()
         try:
             # Its own graph: every step of it has a row, and none of a
             # graph it was not created with is started.
             resumed = commands.resume(self._database,
                                       checks.order_workflow(order), order.id,
-                                      now, request=request)
+                                      now, request=request,
+                                      requested_by=requested_by)
         except (commands.NothingToResume,
                 order_types.UnknownWorkflowVersion) as exc:
             raise errors.OrderNotResumable(str(exc)) from None
@@ -233,7 +242,7 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         checks.check_signal(workflow, name, signal_id, payload, self._conf)
         if signal_id is None:
             signal_id = str(uuid.uuid4())
-        request, now = context_module.of_order(order), self.now()
+        request, now = worker_values.request_ids_of(order), self.now()
         sent = signalling.signal(self._database, workflow, order.id, name,
                                  signal_id, payload, now, request=request)
         if sent is None:
@@ -252,7 +261,8 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         return values.signal_of(sent.signal, repeated=sent.repeated)
 
     def resume_many(self, *, order_type=None, since=None, project_id=None,
-                    all_projects=False, limit=100, context=None):
+                    all_projects=False, limit=100, context=None,
+                    requested_by=None):
         """Resume up to ``limit`` ERROR orders, those changed least
         recently first (by ``updated_at``, which the delivery of their
         events moves past the time they failed); each in a transaction of
@@ -266,6 +276,9 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
             their events moves later.
         :param project_id: only this project's orders.
         :param all_projects: True for every project's (one of the two).
+        :param context: as ``resume``'s.
+        :param requested_by: as ``resume``'s, recorded in each order's
+            history.
         :returns: a ``BulkResume``.
         :raises InvalidRequest: ``limit`` is not 1 to ``MAX_LIMIT``, or
             ``since`` is not a time.
@@ -274,6 +287,7 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         scope = checks.selection(project_id, all_projects, limit,
                                  order_type)
         checks.check_context(context)
+        checks.check_requester(requested_by)
         since = checks.naive_utc(since, 'since')
         with self._database.reader() as session:
             ids = self._database.queries.orders.ids_by_update(
@@ -282,7 +296,8 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
         resumed, failed = [], {}
         for order_id in ids:
             try:
-                resumed.append(self._resume(order_id, scope, context))
+                resumed.append(self._resume(order_id, scope, context,
+                                            requested_by))
             except Exception as exc:
                 LOG.warning('Order %s could not be resumed: %s', order_id,
                             exc, exc_info=not isinstance(

@@ -20,6 +20,7 @@ from worker.api import pausing
 from worker.api import values
 from worker.common import inputs
 from worker import context as context_module
+from worker import values as worker_values
 
 LOG = logging.getLogger(__name__)
 
@@ -127,7 +128,8 @@ class OrderQueries:
                 row.id)
         LOG.info('Order %s exists for idempotency key %r; returned it',
                  row.id, origin.idempotency_key,
-                 context=context_module.for_ids(context_module.of_order(row)))
+                 context=context_module.for_ids(
+                     worker_values.request_ids_of(row)))
         return order
 
     def history(self, order_id, *, project_id=None, all_projects=False):

@@ -86,6 +86,47 @@ class StepRun:
     error: str | None
     #: The token it held: each run of a step holds a greater one.
     generation: int
+    #: On a row that records a cancel or a resume (step ``order:cancel``
+    #: or ``order:resume``, result ``requested``): who asked, as
+    #: ``Requester.as_dict`` gives it; None on a run of a step.
+    requested_by: dict[str, str | None] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Requester:
+    """Who asked for a cancel or a resume, as the order's history
+    records it (``StepRun.requested_by``).
+
+    Build it with ``of_context`` (a caller of the REST API or of the
+    Python API, identified by its ``RequestContext``) or ``operator``
+    (``barbican-retry-manage`` on the host).
+    """
+
+    #: ``user`` (a caller identified by its request context) or
+    #: ``operator`` (the operator commands, on the host).
+    actor: str
+    user_id: str | None = None
+    project_id: str | None = None
+    request_id: str | None = None
+    #: An operator's OS user and host (``name@host``); None for a user.
+    os_user: str | None = None
+
+    @classmethod
+    def of_context(cls, context):
+        """The caller of ``context`` (an oslo.context ``RequestContext``,
+        as the REST API builds from the token)."""
+        return cls(actor='user', user_id=context.user_id,
+                   project_id=context.project_id,
+                   request_id=context.request_id)
+
+    @classmethod
+    def operator(cls, os_user, request_id=None):
+        """An operator on the host: ``os_user`` is ``name@host``."""
+        return cls(actor='operator', os_user=os_user, request_id=request_id)
+
+    def as_dict(self):
+        """Its fields, as the history row's JSON holds them."""
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,7 +317,7 @@ def step_run_of(row):
     return StepRun(step=row.step, attempt=row.attempt, worker=row.worker,
                    started_at=row.started_at, finished_at=row.finished_at,
                    result=row.result, error=row.error,
-                   generation=row.generation)
+                   generation=row.generation, requested_by=row.requested_by)
 
 
 def new_steps(workflow, deliveries, not_before):

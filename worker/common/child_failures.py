@@ -70,6 +70,6 @@ def watch(launcher, conf):
                              conf.worker.child_failure_window_seconds)
     # NOTE: oslo.service has no public hook for a dead child; its
     # launcher's cotyledon ServiceManager has one
-    # (tests/unit/worker/test_launcher_library_internals.py).
+    # (tests/unit/worker/common/test_child_failures.py pins it).
     launcher._manager.register_hooks(on_dead_worker=failures.on_dead_worker)
     return failures

@@ -92,7 +92,7 @@ def hold(session: orm.Session, entity: str,
     """Hold the row of ``entity`` until the caller's transaction ends.
 
     For a row that serializes transactions rather than marks an owner
-    (admission: ``worker.common.admission``): an UPDATE of it waits for
+    (admission: ``worker.api.admission``): an UPDATE of it waits for
     any other transaction that holds it, on PostgreSQL and MySQL/MariaDB;
     SQLite's write transactions are serialized anyway. An UPDATE rather
     than ``SELECT ... FOR UPDATE``: on a Galera cluster two nodes' writes

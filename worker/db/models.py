@@ -320,8 +320,15 @@ RUN_TAKEN_BACK = 'taken back'
 #: It ended after another run took its step (or its order ended): its
 #: result was not applied.
 RUN_SUPERSEDED = 'superseded'
+#: Not a run: a cancel or a resume that someone asked for (step
+#: ``RUN_CANCEL`` or ``RUN_RESUME``), with who asked in ``requested_by``.
+RUN_REQUESTED = 'requested'
 RUN_RESULTS = (RUN_DONE, RUN_RETRY, RUN_FAILED, RUN_TAKEN_BACK,
-               RUN_SUPERSEDED)
+               RUN_SUPERSEDED, RUN_REQUESTED)
+#: The ``step`` of a history row that records a cancel or a resume: no
+#: step can have these names (a step name has no colon).
+RUN_CANCEL = 'order:cancel'
+RUN_RESUME = 'order:resume'
 #: A run's error is kept to this many characters.
 RUN_ERROR_LENGTH = 1000
 
@@ -335,6 +342,10 @@ class OrderStepRun(Base):
     (``worker.steps.writes``), or of the take-back that ended it
     (``scheduler.recovery``); a run that is still going has no row yet
     (its step's ``owner`` and ``claimed_at`` tell). Deleted with its order.
+
+    A cancel or a resume is a row too (``RUN_CANCEL``, ``RUN_RESUME``,
+    result ``RUN_REQUESTED``), written in its transaction
+    (``worker.api.commands``), with who asked in ``requested_by``.
     """
 
     __tablename__ = 'order_step_runs'
@@ -360,6 +371,9 @@ class OrderStepRun(Base):
     result: orm.Mapped[str] = orm.mapped_column(sa.String(16))
     #: The run's error, at most ``RUN_ERROR_LENGTH`` characters.
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    #: Who asked for a cancel or a resume (``worker.api.Requester``'s
+    #: fields); None on a run of a step.
+    requested_by: orm.Mapped[dict | None] = orm.mapped_column(sa.JSON)
 
 
 class OrderRetryTask(Base):

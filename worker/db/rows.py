@@ -142,6 +142,8 @@ class StepRun(typing.NamedTuple):
     #: One of ``models.RUN_RESULTS``.
     result: str
     error: str | None = None
+    #: Who asked, on a row of a cancel or a resume; else None.
+    requested_by: dict[str, str | None] | None = None
     id: int | None = None
 
 

@@ -5,7 +5,7 @@ import dataclasses
 from oslo_log import log as logging
 
 from worker import api
-from worker import schedule_api
+from worker.api import schedules as schedule_api
 
 LOG = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ from oslo_messaging._drivers import amqp as amqp_driver
 from oslo_service import service
 
 from worker import api
+from worker.api import schedules as schedule_api
 from worker.keystone_listener import endpoint as endpoint_module
 from worker.keystone_listener import manager
 from worker import rpc
-from worker import schedule_api
 
 LOG = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ ORDER_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
 LIST_COLUMNS = ('id', 'type', 'status', 'project_id', 'priority',
                 'created_at', 'updated_at')
 RUN_COLUMNS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
-               'result', 'error')
+               'result', 'error', 'requested_by')
 TYPE_COLUMNS = ('name', 'steps', 'compensation', 'meta_schema')
 
 

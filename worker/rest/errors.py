@@ -11,7 +11,7 @@ import http
 import flask
 
 from worker import api
-from worker import schedule_api
+from worker.api import schedules as schedule_api
 
 #: Seconds a client is told to wait before it tries again (429, 503).
 RETRY_AFTER_SECONDS = 5

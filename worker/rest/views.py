@@ -19,7 +19,7 @@ STEP_FIELDS = ('name', 'after', 'status', 'attempt', 'owner', 'started_at',
                'waiting_for')
 
 RUN_FIELDS = ('step', 'attempt', 'worker', 'started_at', 'finished_at',
-              'result', 'error')
+              'result', 'error', 'requested_by')
 
 SCHEDULE_FIELDS = ('id', 'type', 'project_id', 'priority', 'every_seconds',
                    'cron', 'meta', 'next_tick_at', 'last_tick_at',

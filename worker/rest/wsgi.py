@@ -21,11 +21,11 @@ from oslo_config import cfg
 from werkzeug import serving
 
 from worker import api
+from worker.api import schedules as schedule_api
 from worker import conf as worker_conf
 from worker.rest import app as rest_app
 from worker.rest import conf as api_conf
 from worker.rest import pipeline
-from worker import schedule_api
 
 PROG = 'barbican-retry-api'
 CONFIG_VARIABLE = 'BARBICAN_RETRY_CONFIG_FILE'

@@ -785,6 +785,7 @@ def test_a_result_after_the_order_was_cancelled_is_discarded(
     # The check's result was decided under the order's lock, and found
     # it no longer live.
     assert _history(database, order_id) == [
+        (models.RUN_CANCEL, 0, None, models.RUN_REQUESTED, 'operator'),
         (ROOTS[0], 1, OWNER, models.RUN_SUPERSEDED, None),
         ('revoke', 1, OWNER, models.RUN_DONE, None)]
 

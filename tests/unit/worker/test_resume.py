@@ -410,3 +410,87 @@ def test_resume_many_since_takes_the_failure_not_a_delivery_after_it(
     done = orders.resume_many(since=since, project_id=PROJECT)
 
     assert [order.id for order in done.resumed] == [late.id]
+
+
+def _requests(orders, order_id):
+    """The history's rows of cancels and resumes: ``(step, result, error,
+    requested_by)``, oldest first."""
+    return [(run.step, run.result, run.error, run.requested_by)
+            for run in orders.history(order_id, all_projects=True)
+            if run.result == models.RUN_REQUESTED]
+
+
+def test_resume_records_who_asked_in_the_history(orders, database, clock):
+    order = _failed_at_issue(orders, database, clock)
+    caller = context_module.RequestContext(
+        user_id='u-1', project_id=PROJECT, overwrite=False)
+    orders.resume(order.id, project_id=PROJECT, context=caller,
+                  requested_by=api.Requester.of_context(caller))
+    assert _requests(orders, order.id) == [(
+        models.RUN_RESUME, models.RUN_REQUESTED, None,
+        {'actor': 'user', 'user_id': 'u-1', 'project_id': PROJECT,
+         'request_id': caller.request_id, 'os_user': None})]
+    [row] = [run for run in orders.history(order.id, project_id=PROJECT)
+             if run.step == models.RUN_RESUME]
+    # After the runs that failed: the history stays in the order it
+    # happened.
+    assert orders.history(order.id, project_id=PROJECT)[-1] == row
+    assert (row.attempt, row.worker, row.finished_at) == (0, None, clock.now)
+
+
+def test_resume_many_records_the_operator_on_each_order(
+        orders, database, clock):
+    first = _failed_at_issue(orders, database, clock)
+    second = _failed_at_issue(orders, database, clock)
+    operator = api.Requester.operator('ops@host-1', 'req-1')
+    done = orders.resume_many(project_id=PROJECT, requested_by=operator)
+    assert {order.id for order in done.resumed} == {first.id, second.id}
+    for order in (first, second):
+        assert _requests(orders, order.id) == [(
+            models.RUN_RESUME, models.RUN_REQUESTED, None,
+            {'actor': 'operator', 'user_id': None, 'project_id': None,
+             'request_id': 'req-1', 'os_user': 'ops@host-1'})]
+
+
+def test_a_resume_without_a_requester_is_recorded_without_one(
+        orders, database, clock):
+    order = _failed_at_issue(orders, database, clock)
+    orders.resume(order.id, all_projects=True)
+    assert _requests(orders, order.id) == [
+        (models.RUN_RESUME, models.RUN_REQUESTED, None, None)]
+
+
+def test_a_refused_resume_records_nothing(orders, database, clock):
+    order = orders.create('fanout', {}, project_id=PROJECT)
+    with pytest.raises(api.OrderNotResumable):
+        orders.resume(order.id, all_projects=True,
+                      requested_by=api.Requester.operator('ops@h'))
+    assert _requests(orders, order.id) == []
+
+
+def test_cancel_records_who_asked_and_its_reason(orders):
+    order = orders.create('fanout', {}, project_id=PROJECT)
+    orders.cancel(order.id, project_id=PROJECT, reason='not needed',
+                  requested_by=api.Requester.operator('ops@h', 'req-2'))
+    # Cancelling it again changes nothing: it is recorded once.
+    orders.cancel(order.id, project_id=PROJECT,
+                  requested_by=api.Requester.operator('ops@h', 'req-3'))
+    assert _requests(orders, order.id) == [(
+        models.RUN_CANCEL, models.RUN_REQUESTED, 'not needed',
+        {'actor': 'operator', 'user_id': None, 'project_id': None,
+         'request_id': 'req-2', 'os_user': 'ops@h'})]
+
+
+@pytest.mark.parametrize('requested_by', [
+    'ops@h', {'actor': 'operator'},
+    api.Requester(actor=''), api.Requester(actor='user', user_id='u' * 256),
+    api.Requester(actor='user', request_id='req\n-1')])
+def test_a_requester_that_is_not_one_is_refused(orders, requested_by):
+    order = orders.create('fanout', {}, project_id=PROJECT)
+    with pytest.raises(api.InvalidRequest):
+        orders.cancel(order.id, project_id=PROJECT,
+                      requested_by=requested_by)
+    with pytest.raises(api.InvalidRequest):
+        orders.resume(order.id, project_id=PROJECT,
+                      requested_by=requested_by)
+    assert orders.get(order.id, project_id=PROJECT).status == api.PENDING

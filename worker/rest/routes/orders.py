@@ -112,20 +112,23 @@ def history(order_id):
 
 @blueprint.post('/v1/orders/<order_id>/cancel')
 def cancel(order_id):
-    """Cancel a PENDING order; the reason recorded names who asked."""
+    """Cancel a PENDING order; the reason recorded names who asked, and
+    the order's history records it."""
     context = caller.authorize('retry:order:cancel')
     order = caller.services().orders.cancel(
         order_id, reason='cancelled by %s' % _who(context),
-        **caller.scope())
+        requested_by=api.Requester.of_context(context), **caller.scope())
     return views.order(order)
 
 
 @blueprint.post('/v1/orders/<order_id>/resume')
 def resume(order_id):
-    """Resume an ERROR order; who asked is logged with its ids."""
+    """Resume an ERROR order; who asked is logged with its ids, and the
+    order's history records it."""
     context = caller.authorize('retry:order:resume')
     return views.order(caller.services().orders.resume(
-        order_id, context=context, **caller.scope()))
+        order_id, context=context,
+        requested_by=api.Requester.of_context(context), **caller.scope()))
 
 
 def _who(context):

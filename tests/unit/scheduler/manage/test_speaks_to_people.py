@@ -196,6 +196,18 @@ def test_order_resume_project_resumes_that_projects_error_orders(
         'PENDING'}
 
 
+def _a_key_and_the_url(operator, tmp_path):
+    """A key file in the operator's ``[notifications]``, and ``URL``
+    known, without a secret."""
+    keys = tmp_path / 'keys'
+    keys.write_text(sealing.generate_key() + '\n')
+    with operator.config.open('a') as config:
+        config.write('[notifications]\nsecret_key_file = %s\n' % keys)
+    with operator.database.session() as session, session.begin():
+        operator.database.repositories.notifications.add_url(
+            session, URL, datetime.datetime.utcnow())
+
+
 @pytest.mark.parametrize('project, why', [
     ('p' * 65, 'not 65 characters'),
     ('tenant\x1b[2K', r"character 6 is '\x1b'"),
@@ -206,13 +218,7 @@ def test_a_url_s_project_is_checked_as_the_api_checks_one(
     """What ``--project`` stores decides whose orders may name the URL:
     it is refused as the API refuses a project id it could never match.
     """
-    keys = tmp_path / 'keys'
-    keys.write_text(sealing.generate_key() + '\n')
-    with operator.config.open('a') as config:
-        config.write('[notifications]\nsecret_key_file = %s\n' % keys)
-    with operator.database.session() as session, session.begin():
-        operator.database.repositories.notifications.add_url(
-            session, URL, datetime.datetime.utcnow())
+    _a_key_and_the_url(operator, tmp_path)
 
     result = operator.manage('notification', 'url', command, URL,
                              '--project', project)
@@ -223,3 +229,30 @@ def test_a_url_s_project_is_checked_as_the_api_checks_one(
     with operator.database.reader() as session:
         assert operator.database.repositories.notifications.find_url(
             session, URL).project_id is None
+
+
+def test_a_replaced_secret_signs_for_366_days_at_most(operator, tmp_path):
+    """``--keep-old-for`` takes the bound the REST API's
+    ``keep_old_for_seconds`` has (``worker.notification_admin``), in the
+    command's own words."""
+    _a_key_and_the_url(operator, tmp_path)
+
+    refused = operator.manage('notification', 'url', 'set-secret', URL,
+                              '--global', '--keep-old-for', '367d')
+    assert refused.returncode == 2, refused.stderr
+    assert ('argument --keep-old-for: a replaced secret signs for 366d at '
+            'most') in refused.stderr
+    with operator.database.reader() as session:
+        assert operator.database.repositories.notifications.find_url(
+            session, URL).secret is None
+
+    for _ in range(2):
+        done = operator.manage('notification', 'url', 'set-secret', URL,
+                               '--global', '--keep-old-for', '366d',
+                               '-f', 'json')
+        assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown['generated_secret'].startswith('whsec_')
+    assert shown['project_id'] is None
+    until = datetime.datetime.fromisoformat(shown['previous_secret_until'])
+    assert until - datetime.datetime.utcnow() > datetime.timedelta(days=365)

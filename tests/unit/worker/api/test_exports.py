@@ -21,7 +21,7 @@ STABLE = [
     'ORDER_STATUSES', 'FINAL_STATUSES', 'DEFAULT_PROJECT', 'MIN_PRIORITY',
     'MAX_PRIORITY', 'MAX_PROJECT_ID_LENGTH', 'MAX_WAIT_SECONDS',
     'Signal', 'OrderNotSignallable', 'BulkResult', 'Pause',
-    'PAUSE_TARGETS']
+    'PAUSE_TARGETS', 'Requester']
 
 # Outside ``__all__``, used by the operator commands, the demo, the
 # tests and doc/api.md's "Bounds".

@@ -1,7 +1,10 @@
 """``/v1/orders`` over the real ``worker.api`` on the SQLite
 database: routing, request parsing, idempotency, paging, request ids."""
 
+import json
 import uuid
+
+from oslo_utils import timeutils
 
 from tests.unit.worker.rest import conftest
 from tests.unit.worker.rest.conftest import error_code
@@ -164,6 +167,45 @@ def test_cancel_records_who_asked(http):
     assert 'user member-a' in body['error_reason']
     assert cancelled.headers['x-openstack-request-id'] in \
         body['error_reason']
+
+
+def _requests(http, order_id):
+    """The history's rows of cancels and resumes, who asked decoded."""
+    history = http.get('/v1/orders/%s/history' % order_id,
+                       headers=conftest.READER)
+    assert history.status_code == 200
+    return [dict(run, requested_by=json.loads(run['requested_by']))
+            for run in history.get_json()['history']
+            if run['result'] == 'requested']
+
+
+def test_cancel_and_resume_record_who_asked_in_the_history(
+        http, database):
+    order = _create(http).get_json()
+    cancelled = http.post('/v1/orders/%s/cancel' % order['id'],
+                          headers=MEMBER)
+    [cancel] = _requests(http, order['id'])
+    assert (cancel['step'], cancel['attempt'], cancel['worker']) == (
+        'order:cancel', 0, None)
+    assert cancel['error'] == cancelled.get_json()['error_reason']
+    assert cancel['requested_by'] == {
+        'actor': 'user', 'user_id': 'member-a',
+        'project_id': conftest.PROJECT_A, 'os_user': None,
+        'request_id': cancelled.headers['x-openstack-request-id']}
+
+    failed = _create(http).get_json()
+    with database.session() as session, session.begin():
+        assert database.repositories.orders.fail(
+            session, failed['id'], timeutils.utcnow(), 'it broke')
+    resumed = http.post('/v1/orders/%s/resume' % failed['id'],
+                        headers=MEMBER)
+    assert resumed.status_code == 200
+    [resume] = _requests(http, failed['id'])
+    assert (resume['step'], resume['error']) == ('order:resume', None)
+    assert resume['requested_by'] == {
+        'actor': 'user', 'user_id': 'member-a',
+        'project_id': conftest.PROJECT_A, 'os_user': None,
+        'request_id': resumed.headers['x-openstack-request-id']}
 
 
 def test_resume_of_an_order_that_is_not_error_is_409(http):

@@ -6,6 +6,7 @@ import datetime
 from scheduler.manage import display
 from scheduler.manage import order_columns
 from scheduler.manage import orders as order_commands
+from worker.osc import orders as osc_orders
 from worker.rest import views
 
 
@@ -15,6 +16,8 @@ def test_the_fields_are_the_operator_commands():
     assert views.ORDER_FIELDS == order_commands.ORDER_COLUMNS
     assert views.STEP_FIELDS == order_columns.STEP_FIELDS
     assert views.RUN_FIELDS == order_commands.RUN_COLUMNS
+    # And ``openstack retry order history``'s, which reads them.
+    assert osc_orders.RUN_COLUMNS == order_commands.RUN_COLUMNS
 
 
 def test_values_are_printed_as_the_operator_commands_print_them():
