@@ -42,6 +42,7 @@ This module re-exports what callers use, and
 """
 
 # Re-exported outside ``__all__``: see ``OTHER_NAMES``.
+from worker.api.bulk import BulkResult
 from worker.api.checks import checked  # noqa: F401
 from worker.api.checks import MAX_IDEMPOTENCY_KEY_LENGTH  # noqa: F401
 from worker.api.checks import MAX_LIMIT  # noqa: F401
@@ -73,11 +74,13 @@ from worker.api.errors import URLNotAllowed
 from worker.api.meta_filters import parse as parse_meta_filters  # noqa: F401
 from worker.api.orders import connect  # noqa: F401
 from worker.api.orders import OrderAPI
+from worker.api.pausing import Pause
+from worker.api.pausing import PAUSE_TARGETS
 from worker.api.project_quotas import ProjectQuota
 from worker.api.project_quotas import QuotaAPI
 from worker.api.queries import WAIT_INTERVAL_SECONDS  # noqa: F401
+from worker.api.signalling import Signal
 from worker.api.values import ACTIVE
-from worker.api.values import BulkResult
 from worker.api.values import BulkResume
 from worker.api.values import CANCELLED
 from worker.api.values import CANCELLING
@@ -91,10 +94,7 @@ from worker.api.values import ORDER_STATUSES
 from worker.api.values import order_type_info
 from worker.api.values import order_type_infos
 from worker.api.values import OrderTypeInfo
-from worker.api.values import Pause
-from worker.api.values import PAUSE_TARGETS
 from worker.api.values import PENDING
-from worker.api.values import Signal
 from worker.api.values import Requester
 from worker.api.values import StepRun
 from worker.api.values import StepState

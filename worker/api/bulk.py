@@ -16,6 +16,7 @@ one function over a batch of orders. Adding an action (``pause``) is one
 such function.
 """
 
+import dataclasses
 import typing
 
 from oslo_log import log as logging
@@ -31,6 +32,27 @@ from worker.notifications import bus
 from worker import values as worker_values
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkResult:
+    """What ``OrderAPI.bulk`` did, or with ``dry_run`` would do."""
+
+    #: The action: ``cancel``, ``resume``, ``reprioritize``...
+    action: str
+    #: True: nothing was changed; ``changed`` is how many would be.
+    dry_run: bool
+    #: How many orders the filters matched when the action began.
+    matched: int
+    #: How many orders it changed (a dry run: would change, the bound
+    #: applied); an order that moved on meanwhile is not counted.
+    changed: int
+    #: The bound it applied: the caller's ``limit`` or ``[api_limits]
+    #: max_bulk_orders``.
+    limit: int
+    #: ``{order_id: why}`` of the matched orders it could not change.
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+
 
 #: The reason recorded on the orders a bulk cancel cancels, by default.
 BULK_CANCEL_REASON = 'cancelled in bulk'
@@ -189,13 +211,12 @@ class OrderBulk:
             matched = self._database.queries.bulk_orders.count(
                 session, selection)
         if dry_run:
-            return values.BulkResult(action, True, matched,
-                                     min(matched, limit), limit)
+            return BulkResult(action, True, matched, min(matched, limit),
+                              limit)
         changed, failed = self._run(found.run, selection, options, limit)
         LOG.info('Bulk %s: %d order(s) matched, %d changed, %d not',
                  action, matched, changed, len(failed), context=context)
-        return values.BulkResult(action, False, matched, changed, limit,
-                                 failed)
+        return BulkResult(action, False, matched, changed, limit, failed)
 
     def _action(self, name):
         """The ``Action`` named ``name``, one this release has."""

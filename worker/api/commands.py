@@ -1,6 +1,10 @@
 """The transactions of the front door: create, cancel and resume orders
 (signals: ``worker.api.signalling``).
 
+Over 400 lines, and one module all the same: each command sits beside
+its batch form (``cancel_batch``, ``resume_batch``, for bulk actions),
+which must make the same writes, and a test compares their effects.
+
 Each command writes in one transaction (run again whole when it lost a
 race) and **returns** what it wrote and the steps to cast, as values: it
 neither casts nor announces. The caller (``worker.api.orders.OrderAPI``,

@@ -10,8 +10,6 @@ and the steps to cast, then the announcement on the bus and the casts
 (``worker.api.casts``). Nothing below calls back up.
 """
 
-import uuid
-
 from oslo_log import log as logging
 
 from worker.api import bulk
@@ -37,7 +35,8 @@ from worker import values as worker_values
 LOG = logging.getLogger(__name__)
 
 
-class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
+class OrderAPI(bulk.OrderBulk, pausing.Pausing, signalling.Signalling,
+               creating.OrderCreation):
     """Create, read, cancel, pause and wait for orders.
 
     Build it with ``from_config``; it is safe to share between threads.
@@ -214,51 +213,6 @@ class OrderAPI(bulk.OrderBulk, pausing.Pausing, creating.OrderCreation):
                  if resumed.waiting else '',
                  context=context_module.for_ids(request))
         return self._get(order.id, scope)
-
-    def signal(self, order_id, name, payload=None, *, signal_id=None,
-               project_id=None, all_projects=False):
-        """Send the signal ``name`` to a PENDING order; return it (a
-        ``Signal``).
-
-        Stored under the order's lock (durable, after its earlier ones);
-        a step that declares ``name`` (``Step(signals=...)``) sees it at
-        its next run, and one that waits is cast at once. Sent again with
-        a ``signal_id``, nothing is written and the first signal is
-        returned (``repeated``), even once the order ended.
-
-        :param payload: any JSON value, bounded as metadata
-            (``[api_limits] max_meta_bytes`` and ``max_meta_depth``).
-        :param signal_id: the caller's key of this signal, unique within
-            the order; by default a new UUID.
-        :raises OrderNotFound: no such order (in ``project_id``).
-        :raises OrderNotSignallable: the order is not PENDING.
-        :raises InvalidRequest: the order's type waits for no signal
-            ``name``, or a parameter is out of its bounds.
-        :raises InvalidProjectScope: as ``get``.
-        """
-        scope = checks.scope(project_id, all_projects)
-        order = self._get(order_id, scope)
-        workflow = checks.workflow(order.type)
-        checks.check_signal(workflow, name, signal_id, payload, self._conf)
-        if signal_id is None:
-            signal_id = str(uuid.uuid4())
-        request, now = worker_values.request_ids_of(order), self.now()
-        sent = signalling.signal(self._database, workflow, order.id, name,
-                                 signal_id, payload, now, request=request)
-        if sent is None:
-            order = self._get(order.id, scope)
-            raise errors.OrderNotSignallable(
-                'order %s is %s: only a PENDING order takes signals'
-                % (order.id, order.status))
-        if sent.to_cast:
-            self._outbox.cast(sent.to_cast, request)
-        LOG.info('Signal %s (%s) %s order %s%s', name, signal_id,
-                 'was sent already to' if sent.repeated else 'sent to',
-                 order.id, '; woke %s' % ', '.join(
-                     step.step for step in sent.to_cast)
-                 if sent.to_cast else '',
-                 context=context_module.for_ids(request))
-        return values.signal_of(sent.signal, repeated=sent.repeated)
 
     def resume_many(self, *, order_type=None, since=None, project_id=None,
                     all_projects=False, limit=100, context=None,

@@ -13,13 +13,16 @@ claimed when the pause is set runs to its end.
 A paused schedule's ticks make no order (``scheduler.ticks``).
 """
 
+import dataclasses
+import datetime
+
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from worker.api import checks
 from worker.api import errors
-from worker.api import values
 from worker.conf import order_types as type_options
+from worker.db import models
 from worker.db import pauses as pause_rows
 from worker.db import resources as resource_rows
 from worker.notifications import bus
@@ -34,6 +37,32 @@ pause_id_of = pause_rows.pause_id_of
 WAKE_BATCH = 500
 #: The longest name of a pause: a resource key's.
 MAX_NAME_LENGTH = resource_rows.MAX_KEY_LENGTH
+
+
+#: What ``OrderAPI.pause`` pauses (``Pause.target``).
+PAUSE_TARGETS = models.PAUSE_TARGETS
+
+
+@dataclasses.dataclass(frozen=True)
+class Pause:
+    """Something paused (``OrderAPI.pause``), as ``pause list -f json``
+    shows it. Times are naive UTC."""
+
+    #: ``order_type``, ``topic``, ``resource``, ``order`` or ``schedule``.
+    target: str
+    #: The type, topic, resource key, order id or schedule id.
+    name: str
+    reason: str | None
+    #: When it was paused.
+    created_at: datetime.datetime
+    #: The project of a paused order, else None.
+    project_id: str | None = None
+
+
+def pause_of(row):
+    """The ``Pause`` of a ``pauses`` row."""
+    return Pause(target=row.target, name=row.name, reason=row.reason,
+                 created_at=row.created_at, project_id=row.project_id)
 
 
 class Pausing:
@@ -101,14 +130,14 @@ class Pausing:
         LOG.info('Unpaused %s %s; %d waiting step(s) cast', target, name,
                  woken)
         self._announce_order(target, name, bus.UNPAUSED, now)
-        return values.pause_of(lifted[0])
+        return pause_of(lifted[0])
 
     def pauses(self, *, target=None):
         """Every ``Pause``, oldest first; only those of ``target``."""
         if target is not None:
             self._check_target(target, '-', None)
         with self._database.reader() as session:
-            return tuple(values.pause_of(row) for row in
+            return tuple(pause_of(row) for row in
                          self._database.repositories.pauses.listed(
                              session, target))
 
@@ -126,10 +155,10 @@ class Pausing:
         return None
 
     def _check_target(self, target, name, project_id):
-        if target not in values.PAUSE_TARGETS:
+        if target not in PAUSE_TARGETS:
             raise errors.InvalidRequest(
                 'target must be one of %s, not %.40r'
-                % (', '.join(values.PAUSE_TARGETS), target))
+                % (', '.join(PAUSE_TARGETS), target))
         checks.check_text(name, 'name', MAX_NAME_LENGTH)
         if project_id is not None:
             checks.check_project(project_id)
@@ -146,7 +175,7 @@ class Pausing:
             # Unpaused again at once by another request: as it was.
             raise errors.InvalidRequest('%s %s was unpaused meanwhile'
                                         % (target, name))
-        return values.pause_of(found[0])
+        return pause_of(found[0])
 
     def _wake(self, pause_ids, now):
         """Cast the steps the lifted pauses held, ``WAKE_BATCH`` to a
@@ -201,6 +230,6 @@ def paused_by(conf, found, order_row, waiting_for):
     waited = {pause_rows.pause_id_of(key) for key in waiting_for}
     holding = {('order', order_row.id), ('order_type', order_row.type),
                ('topic', topic)}
-    return tuple(values.pause_of(pause) for pause in found
+    return tuple(pause_of(pause) for pause in found
                  if (pause.target, pause.name) in holding or
                  pause.id in waited)

@@ -159,45 +159,15 @@ class Order:
     #: The schedule that created it (``worker.api.schedules``), if one
     #: did.
     schedule_id: str | None = None
-    #: The pauses that hold its steps (``OrderAPI.pause``): of the order,
-    #: its type, its type's topic, or a resource key a step waits for;
-    #: empty while none does, and in what ``list`` returns.
-    paused_by: tuple['Pause', ...] = ()
-
+    #: The pauses (``worker.api.pausing.Pause``) that hold its steps
+    #: (``OrderAPI.pause``): of the order, its type, its type's topic, or
+    #: a resource key a step waits for; empty while none does, and in
+    #: what ``list`` returns.
+    paused_by: tuple[typing.Any, ...] = ()
     #: The version of its type's graph it was created with, which it
     #: runs on (``worker.order_types.base.workflow_version``); None for
     #: an order created before versions were recorded.
     workflow_version: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Signal:
-    """A signal sent to an order (``OrderAPI.signal``). Times are naive
-    UTC."""
-
-    order_id: str
-    #: The sender's key, or the one generated for it: unique within the
-    #: order.
-    signal_id: str
-    name: str
-    #: The JSON value sent with it, or None.
-    payload: typing.Any
-    created_at: datetime.datetime
-    #: When a step consumed it (the run that completed the step), and
-    #: which; None while none has.
-    consumed_at: datetime.datetime | None = None
-    consumed_by: str | None = None
-    #: True when this call sent a ``signal_id`` already sent: nothing was
-    #: written, and this is the first signal as it is now.
-    repeated: bool = False
-
-
-def signal_of(row, repeated=False):
-    """The ``Signal`` of an ``order_signals`` row."""
-    return Signal(order_id=row.order_id, signal_id=row.signal_id,
-                  name=row.name, payload=row.payload,
-                  created_at=row.created_at, consumed_at=row.consumed_at,
-                  consumed_by=row.consumed_by, repeated=repeated)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -362,48 +332,3 @@ def step_states(order_type, rows, retries, version=None):
             last_error=row.last_error, crashes=row.crashes,
             waiting_for=retry.waiting_for if retry else None))
     return states
-
-
-@dataclasses.dataclass(frozen=True)
-class BulkResult:
-    """What ``OrderAPI.bulk`` did, or with ``dry_run`` would do."""
-
-    #: The action: ``cancel``, ``resume``, ``reprioritize``...
-    action: str
-    #: True: nothing was changed; ``changed`` is how many would be.
-    dry_run: bool
-    #: How many orders the filters matched when the action began.
-    matched: int
-    #: How many orders it changed (a dry run: would change, the bound
-    #: applied); an order that moved on meanwhile is not counted.
-    changed: int
-    #: The bound it applied: the caller's ``limit`` or ``[api_limits]
-    #: max_bulk_orders``.
-    limit: int
-    #: ``{order_id: why}`` of the matched orders it could not change.
-    failed: dict[str, str] = dataclasses.field(default_factory=dict)
-
-
-#: What ``OrderAPI.pause`` pauses (``Pause.target``).
-PAUSE_TARGETS = models.PAUSE_TARGETS
-
-
-@dataclasses.dataclass(frozen=True)
-class Pause:
-    """Something paused (``OrderAPI.pause``), as ``pause list -f json``
-    shows it. Times are naive UTC."""
-
-    #: ``order_type``, ``topic``, ``resource``, ``order`` or ``schedule``.
-    target: str
-    #: The type, topic, resource key, order id or schedule id.
-    name: str
-    reason: str | None
-    #: When it was paused.
-    created_at: datetime.datetime
-    #: The project of a paused order, else None.
-    project_id: str | None = None
-
-
-def pause_of(row):
-    return Pause(target=row.target, name=row.name, reason=row.reason,
-                 created_at=row.created_at, project_id=row.project_id)

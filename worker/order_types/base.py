@@ -38,8 +38,7 @@ from worker import policy as policy_module
 # A step name is a retry row's ``retry_task`` and part of an option
 # group's name.
 _NAME = re.compile(r'^[a-z][a-z0-9_]{0,63}$')
-# A signal name (``order_signals.name``): dotted, as
-# ``certificate.issued``.
+# A signal name (``order_signals.name``): dotted, ``certificate.issued``.
 SIGNAL_NAME = re.compile(r'^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$')
 MAX_SIGNAL_NAME_LENGTH = 64
 # A type name is ``orders.type`` (32 characters) and part of option groups.

@@ -9,6 +9,7 @@ from cliff.formatters import json_format
 from cliff.formatters import table as table_format
 import pytest
 
+from scheduler.manage import order_actions
 from scheduler.manage import order_columns
 from scheduler.manage import orders
 from worker import order_types
@@ -78,7 +79,7 @@ def test_order_type_list_has_a_meta_schema_column_in_a_table():
 
 
 def _resume(*argv):
-    parser = orders.ResumeOrders(None, None).get_parser(
+    parser = order_actions.ResumeOrders(None, None).get_parser(
         'barbican-retry-manage order resume')
     return parser.parse_args(list(argv))
 
@@ -118,7 +119,7 @@ def test_order_resume_refuses_what_cannot_be_right(capsys, argv, message):
 
 
 def test_order_resume_without_an_id_status_or_project_asks_which():
-    command = orders.ResumeOrders(None, None)
+    command = order_actions.ResumeOrders(None, None)
     with pytest.raises(ValueError, match='which orders'):
         command.take_action(_resume())
 
@@ -127,7 +128,7 @@ def test_order_resume_without_an_id_status_or_project_asks_which():
                                     ('--since', '2026-11-26'),
                                     ('--limit', '5')])
 def test_order_resume_of_one_order_takes_no_selection(option):
-    command = orders.ResumeOrders(None, None)
+    command = order_actions.ResumeOrders(None, None)
     with pytest.raises(ValueError, match='go with --status'):
         command.take_action(_resume('abc', *option))
 

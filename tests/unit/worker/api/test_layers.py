@@ -33,7 +33,7 @@ LAYERS = [
     ('logins', ()),
     ('bulk', ('checks', 'commands', 'errors', 'meta_filters', 'values')),
     ('meta_filters', ('errors',)),
-    ('signalling', ()),
+    ('signalling', ('checks', 'errors')),
 ]
 
 
