@@ -96,8 +96,10 @@ class ResumeOrders(base.Lister):
                              'not with an order id')
         orders = order_commands.order_api(self.app, casts=True)
         context = context_module.RequestContext(
-            user_name='%s (barbican-retry-manage)' % order_commands.operator().os_user)
-        who = dict(context=context, requested_by=order_commands.operator(context))
+            user_name='%s (barbican-retry-manage)'
+            % order_commands.operator().os_user)
+        who = dict(context=context,
+                   requested_by=order_commands.operator(context))
         columns = ('id', 'type', 'project_id', 'status')
         if parsed_args.order_id is not None:
             order = orders.find(parsed_args.order_id,
