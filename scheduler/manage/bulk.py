@@ -54,10 +54,12 @@ class BulkOrders(base.Command):
                                  % (api.MIN_PRIORITY, api.MAX_PRIORITY))
         parser.add_argument('--limit', type=arguments.list_limit,
                             help='Change at most this many orders.')
-        parser.add_argument('--reason', default='cancelled in bulk by an '
-                            'operator',
+        parser.add_argument('--reason',
                             help='cancel: recorded as each order\'s error '
-                                 'reason.')
+                                 'reason (default "cancelled in bulk by an '
+                                 'operator"); pause: as each pause\'s '
+                                 '(default "paused in bulk by an '
+                                 'operator").')
         parser.add_argument('--dry-run', action='store_true',
                             help='Change nothing: count the orders that '
                                  'match and that would be changed.')
@@ -73,7 +75,9 @@ class BulkOrders(base.Command):
             until=parsed_args.until,
             meta=api.parse_meta_filters(parsed_args.meta) or None,
             priority=parsed_args.priority, limit=parsed_args.limit,
-            dry_run=parsed_args.dry_run, reason=parsed_args.reason,
+            dry_run=parsed_args.dry_run,
+            reason=parsed_args.reason or '%s in bulk by an operator' % (
+                'paused' if parsed_args.action == 'pause' else 'cancelled'),
             context=context, **orders.projects(parsed_args.project))
         for order_id, why in sorted(done.failed.items()):
             self.app.stderr.write(display.escape(

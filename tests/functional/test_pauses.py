@@ -128,3 +128,40 @@ def test_a_paused_schedule_ticks_no_order(deployment, database):
 
     _manage(cluster, 'schedule', 'unpause', schedule['id'])
     test_schedules._wait_orders(database, schedule['id'], paused + 2, 30)
+
+
+def test_a_bulk_pause_holds_each_matching_order_until_its_unpause(
+        deployment, database):
+    cluster = deployment(OPTIONS)
+    # The type's pause first, so that no step of these orders runs before
+    # their own pauses are set.
+    _manage(cluster, 'order', 'type', 'pause', workflows.TYPE)
+    workflows.start(cluster)
+    # Told apart by their metadata (the type's schema is closed).
+    held = workflows.create(cluster, 3, meta={'unavailable_attempts': 0})
+    free = workflows.create(cluster, 2)
+    processes.wait_for(lambda: len(_held(database)) == 15, 30,
+                       '15 steps held by the type pause')
+
+    assert _manage(cluster, 'order', 'bulk', 'pause', '--meta',
+                   'unavailable_attempts=0') == (
+        '3 order(s) matched; 3 changed (pause)\n')
+    _manage(cluster, 'order', 'type', 'unpause', workflows.TYPE)
+
+    workflows.wait_status(database, free, models.ACTIVE, 60)
+    # Woken by the type's unpause, the held orders' steps wait again, for
+    # their orders' own pauses: none of them ran.
+    processes.wait_for(lambda: len(_held(database)) == 9, 30,
+                       '9 steps held by the order pauses')
+    assert [workflows.status(database, order_id)
+            for order_id in held] == [models.PENDING] * 3
+    assert _runs(database, held) == []
+    paused = {pause['name']: pause['reason']
+              for pause in cluster.manage_json('pause', 'list')}
+    assert paused == {order_id: 'paused in bulk by an operator'
+                      for order_id in held}
+
+    for order_id in held:
+        _manage(cluster, 'order', 'unpause', order_id)
+    workflows.wait_status(database, held, models.ACTIVE, 60)
+    assert _held(database) == []

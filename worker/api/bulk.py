@@ -12,8 +12,7 @@ transaction spans more than one batch, so the workers go on with every
 other order meanwhile.
 
 An action is one entry of ``ACTIONS``: the statuses it applies to and
-one function over a batch of orders. Adding an action (``pause``) is one
-such function.
+one function over a batch of orders.
 """
 
 import dataclasses
@@ -25,6 +24,7 @@ from worker.api import checks
 from worker.api import commands
 from worker.api import errors
 from worker.api import meta_filters
+from worker.api import pausing
 from worker.api import values
 from worker.common import inputs
 from worker.db import bulk_orders
@@ -54,8 +54,10 @@ class BulkResult:
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-#: The reason recorded on the orders a bulk cancel cancels, by default.
+#: The reason recorded on the orders a bulk cancel cancels (or pauses),
+#: by default.
 BULK_CANCEL_REASON = 'cancelled in bulk'
+BULK_PAUSE_REASON = 'paused in bulk'
 
 
 class Batch(typing.NamedTuple):
@@ -71,11 +73,10 @@ class Action(typing.NamedTuple):
     default of the status filter) and its function over a batch,
     ``run(tools, orders, options, now) -> Batch``, where ``tools`` are
     the call's ``Tools``, ``orders`` ``worker.db.bulk_orders.batch_after``
-    rows and ``options`` the ``Options`` of the call; or ``run`` None for
-    an action this release does not have."""
+    rows and ``options`` the ``Options`` of the call."""
 
     statuses: tuple[str, ...]
-    run: typing.Callable[..., Batch] | None
+    run: typing.Callable[..., Batch]
 
 
 class Tools(typing.NamedTuple):
@@ -137,6 +138,23 @@ def _reprioritize(tools, orders, options, now):
     return Batch(changed, {})
 
 
+def _pause(tools, orders, options, now):
+    """Pause a batch of PENDING orders in one transaction (one INSERT of
+    their pauses, ``pauses.add_many``), then announce those it paused, as
+    ``OrderAPI.pause`` does for one. Their steps wait from their next
+    claim on; a step running now finishes."""
+    database = tools.database
+    with database.session() as session, session.begin():
+        paused = database.repositories.pauses.add_many(
+            session, 'order', [order.id for order in orders],
+            options.reason, now,
+            {order.id: order.project_id for order in orders})
+    tools.outbox.announce(bus.PAUSED, [
+        order for order in orders if order.id in set(paused)],
+        values.PENDING, now, reason=options.reason)
+    return Batch(paused, {})
+
+
 def _cast(outbox, orders, done):
     """Cast what each order of the batch that changed has to cast, with
     its own request ids."""
@@ -154,10 +172,21 @@ ACTIONS = {
     'cancel': Action((values.PENDING,), _cancel),
     'resume': Action((values.ERROR,), _resume),
     'reprioritize': Action(REPRIORITIZED_STATUSES, _reprioritize),
-    # Needs the pause of one order: a function calling
-    # ``tools.api.pause('order', order.id)`` for each order of the batch.
-    'pause': Action((values.PENDING,), None),
+    'pause': Action((values.PENDING,), _pause),
 }
+
+
+def _reason(action, reason):
+    """The checked reason of ``action``, or its default: a pause's is
+    shorter (``pauses.reason``) and has no line breaks."""
+    if action == 'pause':
+        reason = BULK_PAUSE_REASON if reason is None else reason
+        checks.check_text(reason, 'reason', pausing.MAX_REASON_LENGTH)
+        return reason
+    reason = BULK_CANCEL_REASON if reason is None else reason
+    checks.check_text(reason, 'reason', checks.MAX_REASON_LENGTH,
+                      allow_controls=True)
+    return reason
 
 
 class OrderBulk:
@@ -172,7 +201,7 @@ class OrderBulk:
     def bulk(self, action, *, project_id=None, all_projects=False,
              order_type=None, status=None, since=None, until=None,
              meta=None, priority=None, limit=None, dry_run=False,
-             reason=BULK_CANCEL_REASON, context=None):
+             reason=None, context=None):
         """Apply ``action`` to the orders that match every filter given,
         in batches of ``[api_limits] bulk_batch_size`` orders, each in a
         transaction of its own; return a ``BulkResult``.
@@ -189,10 +218,12 @@ class OrderBulk:
         :param limit: change at most this many orders (1 to
             ``[api_limits] max_bulk_orders``, the default).
         :param dry_run: change nothing: count the orders it would change.
-        :param reason: ``cancel``'s reason, recorded on each order.
+        :param reason: ``cancel``'s reason, recorded on each order, or
+            ``pause``'s, on each pause (at most 255 characters); by
+            default ``BULK_CANCEL_REASON`` or ``BULK_PAUSE_REASON``.
         :param context: the request's ``RequestContext``, for the log.
-        :raises InvalidRequest: an unknown action, one this release does
-            not have (``pause``), a status the action does not apply to,
+        :raises InvalidRequest: an unknown action, a status the action
+            does not apply to,
             a missing or needless ``priority``, a bad filter.
         :raises OutOfBounds: ``limit`` or a meta filter beyond its bound.
         :raises InvalidProjectScope: as ``get``.
@@ -202,8 +233,7 @@ class OrderBulk:
             _statuses(action, found, status),
             checks.scope(project_id, all_projects), order_type, since,
             until, meta)
-        checks.check_text(reason, 'reason', checks.MAX_REASON_LENGTH,
-                          allow_controls=True)
+        reason = _reason(action, reason)
         checks.check_context(context)
         options = Options(reason, _priority(action, priority), context)
         limit = self._bound(limit)
@@ -225,10 +255,6 @@ class OrderBulk:
             raise errors.InvalidRequest(
                 'no bulk action %s; one of %s'
                 % (checks.SHORT.repr(name), ', '.join(sorted(ACTIONS))))
-        if found.run is None:
-            raise errors.InvalidRequest(
-                'bulk %s is not available yet: this release cannot %s one '
-                'order' % (name, name))
         return found
 
     def _bound(self, limit):

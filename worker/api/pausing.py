@@ -35,6 +35,8 @@ LOG = logging.getLogger(__name__)
 pause_id_of = pause_rows.pause_id_of
 #: How many waiting steps one transaction of ``unpause`` wakes.
 WAKE_BATCH = 500
+#: The longest reason of a pause (``pauses.reason``).
+MAX_REASON_LENGTH = 255
 #: The longest name of a pause: a resource key's.
 MAX_NAME_LENGTH = resource_rows.MAX_KEY_LENGTH
 
@@ -91,7 +93,7 @@ class Pausing:
         find the schedule with ``ScheduleAPI.get`` first.
         """
         if reason is not None:
-            checks.check_text(reason, 'reason', 255)
+            checks.check_text(reason, 'reason', MAX_REASON_LENGTH)
         owner = self._paused_thing(target, name, project_id)
         now = self.now()
         try:

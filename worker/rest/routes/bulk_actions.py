@@ -47,8 +47,9 @@ def bulk_action():
         until=_time(filters, 'until'), meta=filters.get('meta'),
         priority=body.get('priority'), limit=limit,
         dry_run=body.get('dry_run', False) is True,
-        reason=body.get('reason', 'cancelled in bulk by user %s of project '
-                        '%s' % (context.user_id or '-', context.project_id)),
+        reason=body.get('reason', '%s in bulk by user %s of project %s' % (
+            'paused' if body.get('action') == 'pause' else 'cancelled',
+            context.user_id or '-', context.project_id)),
         context=context, **caller.scope(filters.get('project_id')))
     return {'action': done.action, 'dry_run': done.dry_run,
             'matched': done.matched, 'changed': done.changed,

@@ -61,7 +61,7 @@ def test_order_bulk_reprioritize_and_the_refusals(operator):
                                        'json').stdout)
     assert shown['priority'] == 8
     for argv, message in [
-            (('pause',), 'bulk pause is not available yet'),
+            (('pause', '--reason', 'x' * 256), 'reason'),
             (('cancel', '--status', 'ERROR'), 'applies to PENDING orders'),
             (('reprioritize',), 'needs the new priority'),
             (('cancel', '--meta', 'a b=1'), 'each key is letters')]:

@@ -31,7 +31,8 @@ LAYERS = [
     ('coalesce', ()),
     ('dashboard', ('checks',)),
     ('logins', ()),
-    ('bulk', ('checks', 'commands', 'errors', 'meta_filters', 'values')),
+    ('bulk', ('checks', 'commands', 'errors', 'meta_filters', 'pausing',
+              'values')),
     ('meta_filters', ('errors',)),
     ('signalling', ('checks', 'errors')),
 ]

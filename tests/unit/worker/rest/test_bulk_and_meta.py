@@ -117,7 +117,8 @@ def test_an_admin_bulk_reaches_every_project_or_the_one_named(http):
 def test_bulk_refusals(http):
     for headers, body, status, code in (
             (READER, {'action': 'cancel'}, 403, 'retry.forbidden'),
-            (MEMBER, {'action': 'pause'}, 400, 'retry.invalid_request'),
+            (MEMBER, {'action': 'pause', 'reason': 'x' * 256}, 400,
+             'retry.out_of_bounds'),
             (MEMBER, {'action': 'cancel', 'limit': 1001}, 400,
              'retry.out_of_bounds'),
             (MEMBER, {'action': 'cancel', 'filters': {'colour': 'red'}},
@@ -131,5 +132,19 @@ def test_bulk_refusals(http):
         refused = _bulk(http, headers, **body)
         assert (refused.status_code, error_code(refused)) == (
             status, code), body
-    paused = _bulk(http, action='pause').get_json()['errors'][0]['detail']
-    assert 'bulk pause is not available yet' in paused
+
+
+def test_a_members_bulk_pause_pauses_its_own_projects_orders_only(http):
+    mine = _create(http, {'ca': 'acme'})
+    theirs = _create(http, {'ca': 'acme'}, headers=MEMBER_B)
+    done = _bulk(http, action='pause', filters={'meta': {'ca': 'acme'}})
+    assert (done.get_json()['matched'], done.get_json()['changed']) == (1, 1)
+    shown = http.get('/v1/orders/%s' % mine, headers=MEMBER).get_json()
+    assert [(pause['target'], pause['name'], pause['reason'][:14])
+            for pause in shown['paused_by']] == [
+                ('order', mine, 'paused in bulk')]
+    assert 'paused_by' not in http.get('/v1/orders/%s' % theirs,
+                                       headers=MEMBER_B).get_json()
+    again = _bulk(http, action='pause', filters={'meta': {'ca': 'acme'}})
+    assert (again.get_json()['matched'], again.get_json()['changed']) == (
+        1, 0)
