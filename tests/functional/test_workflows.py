@@ -217,17 +217,22 @@ def test_cancel_revokes_the_running_step_and_compensates(
 
 
 def test_cancel_of_a_type_without_compensation_is_at_once(
-        deployment, database):
+        deployment, database, tmp_path):
     cluster = deployment(workflows.options())
     workers, _ = workflows.start(cluster)
+    # The step runs until the cancel is done, however long the command
+    # takes on a busy machine.
+    release = tmp_path / 'cancelled'
     [order_id] = workflows.create(cluster, order_type='certificate',
-                                  meta={'hold_seconds': 3})
+                                  meta={'hold_seconds': 120,
+                                        'release_file': str(release)})
     workflows.wait_running(database, order_id, 'process_type_order')
 
     cancelled = processes.manage(cluster.config, 'order', 'cancel',
                                  order_id, env=cluster.env)
     assert cancelled.stdout.strip() == 'order %s cancelled' % order_id
     assert workflows.status(database, order_id) == models.CANCELLED
+    release.touch()
     workers.wait_for_log('Step process_type_order of order %s moved past '
                          'token 1 while it ran; its result was discarded'
                          % order_id)
