@@ -11,7 +11,7 @@ from worker.db import models
 
 STEPS = workflows.STEPS
 FIELDS = {'step', 'attempt', 'worker', 'started_at', 'finished_at',
-          'result', 'error'}
+          'result', 'error', 'requested_by'}
 
 
 def _history(cluster, order_id):

@@ -45,11 +45,11 @@ def _start(deployment, slow_pool=True):
     cluster, slow_topic = _deployment(deployment)
     fast = cluster.start('barbican-worker', 'worker')
     retry = cluster.start('barbican-retry', 'retry')
-    fast.wait_for_log('serving topic %s (order types: certificate, fanout, '
-                      % cluster.topic)
+    fast.wait_for_log('serving topic %s (order types: ' % cluster.topic)
     # Every installed type but the slow one, whose steps go to its topic.
     [served] = [line.split('order types: ')[1] for line in
                 fast.log().splitlines() if 'serving topic' in line]
+    assert {'certificate', 'fanout'} <= set(served.rstrip(')').split(', '))
     assert SLOW not in served.rstrip(')').split(', ')
     retry.wait_for_log('Retry scheduler started')
     [fast_pid] = fast.children()

@@ -15,9 +15,14 @@ from worker.db import repositories
 
 
 def _public_functions(module):
+    """The module's repository functions: public, and taking the session
+    first (a statement built for a dialect, ``orders.list_statement``,
+    is not one)."""
     return {name: function for name, function in vars(module).items()
             if inspect.isfunction(function) and not name.startswith('_') and
-            function.__module__ == module.__name__}
+            function.__module__ == module.__name__ and
+            next(iter(inspect.signature(function).parameters), None) ==
+            'session'}
 
 
 def _queries(aggregate):
