@@ -216,5 +216,8 @@ def test_a_wrong_password_is_refused_with_a_sentence(api, browser,
     browser.find_element('id', 'password').send_keys('not-the-password')
     browser.find_element('id', 'project').send_keys(personas.project_a)
     browser.find_element('id', 'login').click()
+    # The click does not wait for the answer page: wait for it.
+    _wait(browser, lambda: _text(browser, 'failure') is not None,
+          'the login page to answer')
     assert _text(browser, 'failure') == 'Keystone refused these credentials'
     assert browser.get_cookies() == []

@@ -226,8 +226,23 @@ def test_bulk_reprioritize_moves_the_orders_and_their_retry_rows(
     assert [row.priority for row in rows] == [7]
 
 
+def test_bulk_pause_pauses_each_matching_order_once(orders, clock):
+    made = [_create(orders, clock, {'ca': 'acme'}) for _ in range(3)]
+    untouched = _create(orders, clock, {'ca': 'other'})
+    done = orders.bulk('pause', all_projects=True, meta={'ca': 'acme'})
+    assert (done.matched, done.changed) == (3, 3)
+    paused = orders.pauses(target='order')
+    assert sorted(pause.name for pause in paused) == _ids(made)
+    assert {pause.reason for pause in paused} == {'paused in bulk'}
+    assert orders.get(made[0].id, all_projects=True).paused_by
+    assert not orders.get(untouched.id, all_projects=True).paused_by
+    # Paused already: matched, not changed.
+    again = orders.bulk('pause', all_projects=True, meta={'ca': 'acme'})
+    assert (again.matched, again.changed) == (3, 0)
+
+
 @pytest.mark.parametrize('action,arguments,message', [
-    ('pause', {}, 'bulk pause is not available yet'),
+    ('pause', {'reason': 'x' * 256}, 'reason'),
     ('delete', {}, 'no bulk action'),
     ('cancel', {'status': api.ERROR}, 'applies to PENDING orders'),
     ('resume', {'status': api.PENDING}, 'applies to ERROR orders'),
